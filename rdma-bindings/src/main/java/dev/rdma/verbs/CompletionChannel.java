@@ -1,0 +1,241 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.Arrays;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/**
+ * A completion event channel ({@code struct ibv_comp_channel *}, {@code ibv_create_comp_channel}).
+ *
+ * <p>Its fd is put in non-blocking mode at creation, so that no thread ever blocks inside {@code read(2)}:
+ * {@link #await} waits with {@code poll(2)} on the channel fd and on a {@link Waker} that another thread can signal,
+ * and {@link #getEvent()} calls {@code ibv_get_cq_event}, which then returns at once. Several CQs may share a
+ * channel: each event names the CQ that fired, and {@link #getEvent()} returns that CQ with its got-count
+ * incremented; the caller acknowledges it with {@link CompletionQueue#ackEvents()}.
+ *
+ * <p>Thread-safe. {@link #close()} ({@code ibv_destroy_comp_channel}) fails with EBUSY while a CQ still uses the
+ * channel (for EFA CQs, which libibverbs does not count, this binding refuses it itself).
+ */
+public final class CompletionChannel extends NativeObject {
+
+    /** Outcome of {@link #await}. */
+    public enum WaitResult {
+        /** The channel fd is readable: call {@link #getEvent()}. */
+        READY,
+        /** The caller's waker was signalled. */
+        WOKEN,
+        /** The timeout passed. */
+        TIMEOUT
+    }
+
+    private final Context context;
+    private final int fd;
+    private final Waker closeWaker = new Waker();
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment cqOut = arena.allocate(ADDRESS);
+    private final MemorySegment ctxOut = arena.allocate(ADDRESS);
+    private final MemorySegment capture = Native.allocateCapture(arena);
+    /** Serialises ibv_get_cq_event with the ack-all-then-destroy of a CQ on this channel. */
+    final Object eventLock = new Object();
+    private volatile CompletionQueue[] queues = new CompletionQueue[0];
+
+    private CompletionChannel(Context context, MemorySegment channel) {
+        super(channel, context);
+        this.context = context;
+        this.fd = channel.get(JAVA_INT, Layouts.CHANNEL_FD);
+    }
+
+    static CompletionChannel create(Context context) {
+        context.acquire();
+        MemorySegment channel;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment capture = Native.allocateCapture(a);
+            channel = (MemorySegment) Ibverbs.CREATE_COMP_CHANNEL.invokeExact(capture, context.handle);
+            if (Native.isNull(channel)) {
+                throw new VerbsException("ibv_create_comp_channel", Native.errno(capture), context.deviceName());
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            context.release();
+        }
+        CompletionChannel c = new CompletionChannel(context,
+                channel.reinterpret(Layouts.IBV_COMP_CHANNEL.byteSize()));
+        try {
+            Libc.setNonBlocking(c.fd, "completion channel of " + context.deviceName());
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    public Context context() {
+        return context;
+    }
+
+    /** {@code channel->fd}, in non-blocking mode. Never read it yourself: use {@link #getEvent()}. */
+    public int fd() {
+        return fd;
+    }
+
+    /** The CQs that currently deliver their events to this channel. */
+    public java.util.List<CompletionQueue> completionQueues() {
+        return java.util.List.of(queues);
+    }
+
+    @Override
+    String describe() {
+        return "CompletionChannel[fd " + fd + ", " + context.deviceName() + "]";
+    }
+
+    /**
+     * Waits until the channel has an event, {@code waker} is signalled (consumed), or {@code timeout} passes.
+     * Several threads may wait at once. Returns {@link WaitResult#WOKEN} too when the channel is being closed.
+     *
+     * @param waker a waker that other threads signal to interrupt the wait, or null
+     */
+    public WaitResult await(Duration timeout, Waker waker) {
+        return await(timeout.toNanos(), waker);
+    }
+
+    /** {@link #await(Duration, Waker)} with the timeout in nanoseconds (0 = just look; rounded up to 1 ms). */
+    public WaitResult await(long timeoutNanos, Waker waker) {
+        acquire();
+        try {
+            if (waker == null) {
+                try (Waker scratch = new Waker()) {
+                    return poll(timeoutNanos, scratch, false);
+                }
+            }
+            return poll(timeoutNanos, waker, true);
+        } finally {
+            release();
+        }
+    }
+
+    private WaitResult poll(long timeoutNanos, Waker waker, boolean watchWaker) {
+        MemorySegment fds = waker.pollFds;
+        Libc.pollfd(fds, 0, fd);
+        Libc.pollfd(fds, 1, closeWaker.fd());
+        Libc.pollfd(fds, 2, waker.fd());
+        int n = watchWaker ? 3 : 2;
+        int millis = timeoutNanos <= 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, (timeoutNanos + 999_999) / 1_000_000);
+        int rc = Libc.poll(fds, n, millis, waker.pollCapture);
+        if (rc < 0) {
+            if (rc == -Errno.EINTR) {
+                return WaitResult.TIMEOUT;
+            }
+            throw new VerbsException("poll(completion channel fd)", -rc, describe());
+        }
+        if (rc == 0) {
+            return WaitResult.TIMEOUT;
+        }
+        if (watchWaker && Libc.readable(fds, 2)) {
+            waker.clear();
+            return WaitResult.WOKEN;
+        }
+        if (Libc.readable(fds, 1)) {
+            return WaitResult.WOKEN;
+        }
+        return WaitResult.READY;
+    }
+
+    /**
+     * {@code ibv_get_cq_event} without blocking: the CQ whose event was read, its got-count incremented (ack it with
+     * {@link CompletionQueue#ackEvents()}), or null when no event is pending.
+     */
+    public CompletionQueue getEvent() {
+        acquire();
+        try {
+            synchronized (eventLock) {
+                int rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
+                if (rc != 0) {
+                    int errno = Native.errno(capture);
+                    if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+                        return null;
+                    }
+                    throw new VerbsException("ibv_get_cq_event", errno, describe());
+                }
+                long fired = cqOut.get(ADDRESS, 0).address();
+                for (CompletionQueue q : queues) {
+                    if (q.address() == fired) {
+                        q.eventGot();
+                        return q;
+                    }
+                }
+                throw new IllegalStateException("ibv_get_cq_event returned a CQ (0x" + Long.toHexString(fired)
+                        + ") that this binding did not create on " + describe());
+            }
+        } catch (RdmaException | IllegalStateException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            release();
+        }
+    }
+
+    /**
+     * Waits up to {@code timeout} for an event and gets it: {@link #await} then {@link #getEvent()}, repeated while
+     * the fd was readable but the event went to another thread. Returns null on timeout or wake-up.
+     */
+    public CompletionQueue getEvent(Duration timeout, Waker waker) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            CompletionQueue q = getEvent();
+            if (q != null) {
+                return q;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || await(left, waker) != WaitResult.READY) {
+                return null;
+            }
+        }
+    }
+
+    void register(CompletionQueue cq) {
+        synchronized (eventLock) {
+            CompletionQueue[] q = Arrays.copyOf(queues, queues.length + 1);
+            q[q.length - 1] = cq;
+            queues = q;
+        }
+    }
+
+    void unregister(CompletionQueue cq) {
+        synchronized (eventLock) {
+            queues = Arrays.stream(queues).filter(q -> q != cq).toArray(CompletionQueue[]::new);
+        }
+    }
+
+    @Override
+    void beforeClose() {
+        closeWaker.wake();
+    }
+
+    @Override
+    void destroy() {
+        if (queues.length > 0) {
+            throw new VerbsException("ibv_destroy_comp_channel", Errno.EBUSY,
+                    "still used by " + queues.length + " CQ(s): " + Arrays.toString(queues));
+        }
+        try {
+            int rc = (int) Ibverbs.DESTROY_COMP_CHANNEL.invokeExact(handle);
+            if (rc != 0) {
+                throw new VerbsException("ibv_destroy_comp_channel", rc, describe());
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        closeWaker.close();
+        arena.close();
+    }
+}

@@ -1,0 +1,346 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/**
+ * A completion queue ({@code struct ibv_cq *}) created by {@code ibv_create_cq}, polled with {@code ibv_poll_cq}.
+ * {@link ExtendedCompletionQueue} and {@link EfaCompletionQueue} extend it.
+ *
+ * <p><b>Events.</b> With a {@link CompletionChannel}, {@link #requestNotify(boolean)} ({@code ibv_req_notify_cq})
+ * arms the CQ for one event. Every event got through the channel is counted on the CQ it names ({@link #eventsGot()});
+ * {@link #ackEvents()} acknowledges them in one {@code ibv_ack_cq_events} call. {@link #close()} acknowledges every
+ * got-but-unacked event first, because {@code ibv_destroy_cq} waits for them forever; acks can never exceed gets.
+ *
+ * <p><b>Threads.</b> Polling is thread-safe as far as the provider's lock allows, but completions are only ordered
+ * for a single polling thread. {@link #close()} from another thread waits for a poll in flight to return; later polls
+ * throw {@link IllegalStateException}.
+ */
+public class CompletionQueue extends NativeObject {
+
+    final Context context;
+    final CompletionChannel channel;
+    private final int compVector;
+    private final MemorySegment pollFn;
+    private final MemorySegment notifyFn;
+    private final AtomicLong eventsGot = new AtomicLong();
+    private final AtomicLong eventsAcked = new AtomicLong();
+    private final AtomicLong asyncErrors = new AtomicLong();
+    private final Object ackLock = new Object();
+    /** The thread inside a poll of this CQ, to refuse a close from inside its own callback. */
+    private Thread pollingThread;
+
+    /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
+    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
+        super(cq, context);
+        this.context = context;
+        this.channel = channel;
+        this.compVector = compVector;
+        this.pollFn = context == null ? MemorySegment.NULL : context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ);
+        this.notifyFn = context == null ? MemorySegment.NULL
+                : context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ);
+        if (Native.isNull(pollFn) && context != null) {
+            throw new IllegalStateException("the provider of " + context.deviceName() + " has no poll_cq");
+        }
+        if (channel != null) {
+            channel.register(this);
+        }
+    }
+
+    final boolean isStandIn() {
+        return context == null;
+    }
+
+    static CompletionQueue create(Context context, int cqe, CompletionChannel channel, int compVector) {
+        checkChannel(context, channel);
+        context.acquire();
+        MemorySegment cq;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = Native.allocateCapture(arena);
+            cq = (MemorySegment) Ibverbs.CREATE_CQ.invokeExact(capture, context.handle, cqe, MemorySegment.NULL,
+                    channel == null ? MemorySegment.NULL : channel.handle, compVector);
+            if (Native.isNull(cq)) {
+                throw new VerbsException("ibv_create_cq", Native.errno(capture),
+                        "cqe=" + cqe + ", comp_vector=" + compVector + " of " + context.numCompVectors()
+                                + ", device " + context.deviceName());
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            context.release();
+        }
+        return new CompletionQueue(context, cq.reinterpret(Layouts.IBV_CQ.byteSize()), channel, compVector);
+    }
+
+    static void checkChannel(Context context, CompletionChannel channel) {
+        if (channel != null) {
+            channel.ensureOpen();
+            if (channel.context() != context) {
+                throw new IllegalArgumentException(channel + " belongs to another context than "
+                        + context.deviceName());
+            }
+        }
+    }
+
+    public Context context() {
+        return context;
+    }
+
+    /** The completion channel of this CQ, or null. */
+    public CompletionChannel channel() {
+        return channel;
+    }
+
+    public int compVector() {
+        return compVector;
+    }
+
+    /** {@code cq->cqe}: the actual number of entries (at least what was asked; changes on resize). */
+    public int cqe() {
+        acquire();
+        try {
+            return handle.get(JAVA_INT, Layouts.CQ_CQE);
+        } finally {
+            release();
+        }
+    }
+
+    @Override
+    String describe() {
+        return getClass().getSimpleName() + "[" + (context == null ? "stand-in" : context.deviceName()) + ", 0x"
+                + Long.toHexString(address()) + "]";
+    }
+
+    // ------------------------------------------------------------------ polling
+
+    /**
+     * Polls up to {@code buffer.capacity()} completions into {@code buffer} ({@code ibv_poll_cq}, through
+     * {@code cq->context->ops.poll_cq}). Allocation-free.
+     *
+     * @return the number of completions, 0 when the CQ is empty
+     * @throws VerbsException when the provider fails (negative return, kept as is)
+     */
+    public int poll(WorkCompletionBuffer buffer) {
+        if (Native.isNull(pollFn)) {
+            throw new IllegalStateException(describe() + " has no poll_cq");
+        }
+        acquire();
+        try {
+            return pollLegacy(buffer);
+        } finally {
+            release();
+        }
+    }
+
+    final int pollLegacy(WorkCompletionBuffer buffer) {
+        int n;
+        try {
+            n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, handle, buffer.capacity(), buffer.wcs);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        if (n < 0) {
+            buffer.setSize(0);
+            throw new VerbsException("ibv_poll_cq", n, describe());
+        }
+        buffer.legacy = true;
+        buffer.available = WcExFlag.STANDARD;
+        buffer.efaAvailable = 0;
+        buffer.setSize(n);
+        return n;
+    }
+
+    /**
+     * Polls up to {@code buffer.capacity()} completions and hands each to {@code handler}, in CQ order, on this
+     * thread. The view is valid only during the call. Allocation-free.
+     *
+     * @return the number of completions handled
+     */
+    public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
+        acquire();
+        Thread previous = pollingThread;
+        pollingThread = Thread.currentThread();
+        try {
+            return pollEach(buffer, handler);
+        } finally {
+            pollingThread = previous;
+            release();
+        }
+    }
+
+    int pollEach(WorkCompletionBuffer buffer, CompletionHandler handler) {
+        int n = pollLegacy(buffer);
+        for (int i = 0; i < n; i++) {
+            handler.onCompletion(buffer.get(i));
+        }
+        return n;
+    }
+
+    @Override
+    void checkCloseAllowed() {
+        if (pollingThread == Thread.currentThread()) {
+            throw new IllegalStateException("cannot close " + describe() + " from inside its own poll callback");
+        }
+    }
+
+    /**
+     * {@code ibv_req_notify_cq}: arms the CQ so that the next completion (or, with {@code solicitedOnly}, the next
+     * solicited or failed receive completion) raises one event on its channel.
+     */
+    public void requestNotify(boolean solicitedOnly) {
+        if (channel == null) {
+            throw new IllegalStateException(describe() + " has no completion channel: it cannot raise events");
+        }
+        acquire();
+        try {
+            int rc = (int) Ibverbs.FP_REQ_NOTIFY_CQ.invokeExact(notifyFn, handle, solicitedOnly ? 1 : 0);
+            if (rc != 0) {
+                throw new VerbsException("ibv_req_notify_cq", rc, describe());
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            release();
+        }
+    }
+
+    /**
+     * {@code ibv_resize_cq}: at least {@code cqe} entries; {@link #cqe()} tells the new size. Must not run
+     * concurrently with a poll of this CQ from another thread (the provider swaps the queue buffer).
+     */
+    public void resize(int cqe) {
+        acquire();
+        try {
+            int rc = (int) Ibverbs.RESIZE_CQ.invokeExact(handle, cqe);
+            if (rc != 0) {
+                throw new VerbsException("ibv_resize_cq", rc, "cqe=" + cqe + " on " + describe());
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            release();
+        }
+    }
+
+    // ------------------------------------------------------------------ event accounting
+
+    void eventGot() {
+        eventsGot.incrementAndGet();
+    }
+
+    /** Events got from the channel for this CQ so far. */
+    public long eventsGot() {
+        return eventsGot.get();
+    }
+
+    /** Events acknowledged so far. */
+    public long eventsAcked() {
+        return eventsAcked.get();
+    }
+
+    /** Events got and not yet acknowledged. */
+    public long eventsUnacked() {
+        synchronized (ackLock) {
+            return eventsGot.get() - eventsAcked.get();
+        }
+    }
+
+    /** {@code ibv_ack_cq_events} for every got-but-unacked event, in one call. Returns how many were acked. */
+    public int ackEvents() {
+        synchronized (ackLock) {
+            return ack(eventsGot.get() - eventsAcked.get());
+        }
+    }
+
+    /**
+     * {@code ibv_ack_cq_events(cq, n)}.
+     *
+     * @throws IllegalArgumentException when {@code n} exceeds the unacked events (over-acking hangs destroy)
+     */
+    public void ackEvents(int n) {
+        synchronized (ackLock) {
+            long unacked = eventsGot.get() - eventsAcked.get();
+            if (n < 0 || n > unacked) {
+                throw new IllegalArgumentException("cannot ack " + n + " events: " + unacked + " got and unacked on "
+                        + describe());
+            }
+            ack(n);
+        }
+    }
+
+    private int ack(long n) {
+        if (n <= 0) {
+            return 0;
+        }
+        acquireForAck();
+        try {
+            Ibverbs.ACK_CQ_EVENTS.invokeExact(handle, (int) n);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        eventsAcked.addAndGet(n);
+        return (int) n;
+    }
+
+    private void acquireForAck() {
+        if (isClosed()) {
+            throw closedException();
+        }
+    }
+
+    /** {@code IBV_EVENT_CQ_ERR} async events seen for this CQ (overrun): the CQ is then unusable. */
+    public long asyncErrors() {
+        return asyncErrors.get();
+    }
+
+    void recordAsyncError() {
+        asyncErrors.incrementAndGet();
+    }
+
+    // ------------------------------------------------------------------ destroy
+
+    @Override
+    final void destroy() {
+        if (channel != null) {
+            synchronized (channel.eventLock) {
+                ackAndDestroy();
+            }
+            channel.unregister(this);
+        } else {
+            ackAndDestroy();
+        }
+    }
+
+    private void ackAndDestroy() {
+        ackEvents();
+        if (isStandIn()) {
+            destroyed();
+            return;
+        }
+        int rc;
+        try {
+            rc = (int) Ibverbs.DESTROY_CQ.invokeExact(handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        if (rc != 0) {
+            throw new VerbsException("ibv_destroy_cq", rc, describe()
+                    + (rc == Errno.EBUSY ? ": a QP still uses it; destroy the QP first" : ""));
+        }
+        destroyed();
+    }
+
+    /** Frees Java-side resources after ibv_destroy_cq succeeded. */
+    void destroyed() {
+    }
+}

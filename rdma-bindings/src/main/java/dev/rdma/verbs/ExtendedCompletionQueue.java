@@ -1,0 +1,623 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+/**
+ * An extended completion queue ({@code struct ibv_cq_ex *}) created by {@code ibv_create_cq_ex}, the static inline
+ * verb of verbs.h, reached through {@code verbs_context.create_cq_ex} (EOPNOTSUPP when the provider lacks it, as the
+ * C inline does). Polled with the iterator {@code ibv_start_poll} / {@code ibv_next_poll} / {@code ibv_end_poll};
+ * fields are read with the {@code ibv_wc_read_*} function pointers of the CQ.
+ *
+ * <p><b>Iterator rules</b> (enforced): no {@code end_poll} after a failed {@code start_poll}; exactly one
+ * {@code end_poll} after a started batch, also when {@code next_poll} fails or the callback throws; the provider's
+ * lock is held in between, so the callback must not poll, resize or close this CQ.
+ *
+ * <p><b>Soft-RoCE before rdma-core 55</b> corrupts its consumer index when {@code next_poll} runs into ENOENT and
+ * {@code end_poll} follows (the documented drain sequence), handing out phantom completions afterwards. On rxe with an
+ * rdma-core older than 59 (detected from libefa's symbols) this class therefore polls one completion per
+ * {@code start_poll ... end_poll} batch, the one pattern that is correct on every provider and version.
+ *
+ * <p><b>Fields.</b> Only the fields whose {@link WcExFlag} was requested at creation can be read; any other read
+ * throws {@link IllegalStateException} without calling the provider (its reader pointer may be NULL).
+ */
+public class ExtendedCompletionQueue extends CompletionQueue {
+
+    /** How the iterator is driven; see the class comment. */
+    enum IteratorMode { AUTO, BATCH, ONE_PER_BATCH }
+
+    private static final int ENOENT = Errno.ENOENT;
+
+    private final long wcFlags;
+    private final int createFlags;
+    final boolean batchIterator;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment pollAttr = arena.allocate(Layouts.IBV_POLL_CQ_ATTR);
+    final MemorySegment scratch16 = arena.allocate(16, 8);
+    private final MemorySegment startPoll;
+    private final MemorySegment nextPoll;
+    private final MemorySegment endPoll;
+    private final MemorySegment readOpcode;
+    private final MemorySegment readVendorErr;
+    private final MemorySegment readByteLen;
+    private final MemorySegment readImmData;
+    private final MemorySegment readQpNum;
+    private final MemorySegment readSrcQp;
+    private final MemorySegment readWcFlags;
+    private final MemorySegment readSlid;
+    private final MemorySegment readSl;
+    private final MemorySegment readDlidPathBits;
+    private final MemorySegment readCompletionTs;
+    private final MemorySegment readCvlan;
+    private final MemorySegment readFlowTag;
+    private final MemorySegment readTmInfo;
+    private final MemorySegment readWallclock;
+    private final Current current = new Current();
+    /** True between a successful start_poll and its end_poll. */
+    private boolean inBatch;
+
+    ExtendedCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes, boolean batchIterator) {
+        super(context, cq, attributes.channel(), attributes.compVector());
+        this.wcFlags = attributes.wcFlagsMask();
+        this.createFlags = CqCreateFlag.mask(attributes.flags());
+        var l = Layouts.IBV_CQ_EX;
+        this.startPoll = fn(cq, l, "start_poll", -1);
+        this.nextPoll = fn(cq, l, "next_poll", -1);
+        this.endPoll = fn(cq, l, "end_poll", -1);
+        this.readOpcode = fn(cq, l, "read_opcode", -1);
+        this.readVendorErr = fn(cq, l, "read_vendor_err", -1);
+        this.readWcFlags = fn(cq, l, "read_wc_flags", -1);
+        this.readByteLen = fn(cq, l, "read_byte_len", WcExFlag.BYTE_LEN.bit());
+        this.readImmData = fn(cq, l, "read_imm_data", WcExFlag.IMM.bit());
+        this.readQpNum = fn(cq, l, "read_qp_num", WcExFlag.QP_NUM.bit());
+        this.readSrcQp = fn(cq, l, "read_src_qp", WcExFlag.SRC_QP.bit());
+        this.readSlid = fn(cq, l, "read_slid", WcExFlag.SLID.bit());
+        this.readSl = fn(cq, l, "read_sl", WcExFlag.SL.bit());
+        this.readDlidPathBits = fn(cq, l, "read_dlid_path_bits", WcExFlag.DLID_PATH_BITS.bit());
+        this.readCompletionTs = fn(cq, l, "read_completion_ts", WcExFlag.COMPLETION_TIMESTAMP.bit());
+        this.readCvlan = fn(cq, l, "read_cvlan", WcExFlag.CVLAN.bit());
+        this.readFlowTag = fn(cq, l, "read_flow_tag", WcExFlag.FLOW_TAG.bit());
+        this.readTmInfo = fn(cq, l, "read_tm_info", WcExFlag.TM_INFO.bit());
+        this.readWallclock = fn(cq, l, "read_completion_wallclock_ns",
+                WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK.bit());
+        this.batchIterator = batchIterator;
+    }
+
+    /** Whether to drain with next_poll (see the class comment). */
+    static boolean batchIterator(Context context, IteratorMode mode) {
+        return switch (mode) {
+            case BATCH -> true;
+            case ONE_PER_BATCH -> false;
+            case AUTO -> !(context.queryDevice().isSoftRoce() && !Rdma.isRdmaCore59OrNewer());
+        };
+    }
+
+    /** A native stand-in for tests: memory laid out as ibv_cq_ex, never destroyed natively. */
+    static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes) {
+        return new ExtendedCompletionQueue(null, fakeCq, attributes, true);
+    }
+
+    /**
+     * Checks what the provider returned before any Java object wraps it: the iterator pointers must be set. On
+     * failure destroys the CQ and throws.
+     */
+    static MemorySegment checkIterator(MemorySegment cq, String verb) {
+        var l = Layouts.IBV_CQ_EX;
+        for (String f : new String[] {"start_poll", "next_poll", "end_poll"}) {
+            if (Native.isNull(cq.get(ADDRESS, Layouts.off(l, f)))) {
+                try {
+                    int ignored = (int) Ibverbs.DESTROY_CQ.invokeExact(cq);
+                } catch (Throwable t) {
+                    throw new IllegalStateException(t);
+                }
+                throw new VerbsException(verb, Errno.EOPNOTSUPP, "the provider left " + f + " NULL");
+            }
+        }
+        return cq;
+    }
+
+    /** The reader at {@code field}, or NULL when its flag was not requested (never called then). */
+    private MemorySegment fn(MemorySegment cq, java.lang.foreign.StructLayout l, String field, long requiredFlag) {
+        if (requiredFlag != -1 && (wcFlags & requiredFlag) == 0) {
+            return MemorySegment.NULL;
+        }
+        return cq.get(ADDRESS, Layouts.off(l, field));
+    }
+
+    static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes) {
+        return create(context, attributes, IteratorMode.AUTO);
+    }
+
+    static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes, IteratorMode mode) {
+        checkChannel(context, attributes.channel());
+        boolean batch = batchIterator(context, mode);
+        MemorySegment cq;
+        context.acquire();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
+            if (Native.isNull(fn)) {
+                throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
+                        "the provider of " + context.deviceName() + " has no create_cq_ex");
+            }
+            MemorySegment attr = fill(a, attributes);
+            MemorySegment capture = Native.allocateCapture(a);
+            Libc.clearErrno();
+            cq = (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, context.handle, attr);
+            if (Native.isNull(cq)) {
+                throw new VerbsException("ibv_create_cq_ex", Native.errno(capture), describe(context, attributes));
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            context.release();
+        }
+        return new ExtendedCompletionQueue(context,
+                checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch);
+    }
+
+    static MemorySegment fill(Arena a, CqInitAttributes attributes) {
+        var l = Layouts.IBV_CQ_INIT_ATTR_EX;
+        MemorySegment attr = a.allocate(l);
+        attr.set(JAVA_INT, Layouts.off(l, "cqe"), attributes.cqe());
+        attr.set(ADDRESS, Layouts.off(l, "cq_context"), MemorySegment.NULL);
+        attr.set(ADDRESS, Layouts.off(l, "channel"),
+                attributes.channel() == null ? MemorySegment.NULL : attributes.channel().handle);
+        attr.set(JAVA_INT, Layouts.off(l, "comp_vector"), attributes.compVector());
+        attr.set(JAVA_LONG, Layouts.off(l, "wc_flags"), attributes.wcFlagsMask());
+        attr.set(JAVA_INT, Layouts.off(l, "comp_mask"), attributes.compMask());
+        attr.set(JAVA_INT, Layouts.off(l, "flags"), CqCreateFlag.mask(attributes.flags()));
+        attr.set(ADDRESS, Layouts.off(l, "parent_domain"),
+                attributes.parentDomain() == null ? MemorySegment.NULL : attributes.parentDomain().handle);
+        return attr;
+    }
+
+    static String describe(Context context, CqInitAttributes a) {
+        return "cqe=" + a.cqe() + ", comp_vector=" + a.compVector() + " of " + context.numCompVectors()
+                + ", wc_flags=" + a.wcFlags() + " (0x" + Long.toHexString(a.wcFlagsMask()) + "), flags=" + a.flags()
+                + ", device " + context.deviceName();
+    }
+
+    /** The {@code wc_flags} requested at creation. */
+    public long wcFlags() {
+        return wcFlags;
+    }
+
+    /** True when field {@code flag} was requested at creation and can be read. */
+    public boolean provides(WcExFlag flag) {
+        return (wcFlags & flag.bit()) != 0;
+    }
+
+    /** The {@code flags} given at creation ({@link CqCreateFlag} bits). */
+    public int createFlags() {
+        return createFlags;
+    }
+
+    /** False when this CQ polls one completion per start/end batch (Soft-RoCE before rdma-core 59). */
+    public boolean usesBatchIterator() {
+        return batchIterator;
+    }
+
+    static IllegalStateException notRequested(WcExFlag flag) {
+        return new IllegalStateException("work completion field " + flag + " was not requested: create the CQ with "
+                + "wc_flags including IBV_WC_EX_WITH_" + flag);
+    }
+
+    // ------------------------------------------------------------------ the raw iterator
+
+    /**
+     * {@code ibv_start_poll}: starts a batch. Returns false (ENOENT) when the CQ is empty; then no
+     * {@link #endPoll()} may follow. After true, {@link #current()} is the first completion and {@link #endPoll()}
+     * must be called exactly once, on this thread.
+     *
+     * @throws VerbsException on a provider error (no {@code end_poll} then)
+     */
+    public boolean startPoll() {
+        if (inBatch) {
+            throw new IllegalStateException("start_poll while a batch is open on " + describe()
+                    + ": call endPoll() first (the provider lock is held)");
+        }
+        acquire();
+        int rc = start();
+        if (rc == 0) {
+            inBatch = true;
+            return true;
+        }
+        release();
+        if (rc == ENOENT) {
+            return false;
+        }
+        throw new VerbsException("ibv_start_poll", rc, describe());
+    }
+
+    /**
+     * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when there is none. On
+     * Soft-RoCE before rdma-core 55 the false case corrupts the CQ (see the class comment): prefer
+     * {@link #poll(WorkCompletionBuffer, CompletionHandler)}, which avoids it.
+     *
+     * @throws VerbsException on a provider error; {@link #endPoll()} must still be called
+     */
+    public boolean nextPoll() {
+        requireBatch("next_poll");
+        int rc = next();
+        if (rc == 0) {
+            return true;
+        }
+        if (rc == ENOENT) {
+            return false;
+        }
+        throw new VerbsException("ibv_next_poll", rc, describe());
+    }
+
+    /** {@code ibv_end_poll}: ends the batch opened by a successful {@link #startPoll()}. */
+    public void endPoll() {
+        requireBatch("end_poll");
+        inBatch = false;
+        try {
+            end();
+        } finally {
+            release();
+        }
+    }
+
+    private void requireBatch(String verb) {
+        if (!inBatch) {
+            throw new IllegalStateException(verb + " without a started batch on " + describe());
+        }
+    }
+
+    /** The current completion of the open batch: a lazy view, valid until the next {@code next_poll}/{@code end_poll}. */
+    public WorkCompletion current() {
+        requireBatch("reading a completion");
+        return current;
+    }
+
+    private int start() {
+        try {
+            return (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, handle, pollAttr);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private int next() {
+        try {
+            return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(nextPoll, handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private void end() {
+        try {
+            Ibverbs.FP_END_POLL.invokeExact(endPoll, handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    // ------------------------------------------------------------------ polling
+
+    /**
+     * Drains up to {@code buffer.capacity()} completions with the iterator, handing each to {@code handler} as a lazy
+     * view (fields are read through the provider's readers only when asked for). Allocation-free.
+     */
+    @Override
+    int pollEach(WorkCompletionBuffer buffer, CompletionHandler handler) {
+        return iterate(buffer.capacity(), handler, null);
+    }
+
+    /**
+     * Drains up to {@code buffer.capacity()} completions and copies every field this CQ provides into
+     * {@code buffer} (the extended fields included), for batch consumers. Allocation-free.
+     */
+    @Override
+    public int poll(WorkCompletionBuffer buffer) {
+        acquire();
+        try {
+            int n = iterate(buffer.capacity(), null, buffer);
+            buffer.legacy = false;
+            buffer.available = wcFlags;
+            buffer.efaAvailable = efaFlags();
+            buffer.setSize(n);
+            return n;
+        } finally {
+            release();
+        }
+    }
+
+    /** {@link EfaWcFlag} bits granted; 0 for a plain extended CQ. */
+    long efaFlags() {
+        return 0;
+    }
+
+    private int iterate(int max, CompletionHandler handler, WorkCompletionBuffer copyTo) {
+        int n = 0;
+        while (n < max) {
+            int rc = start();
+            if (rc == ENOENT) {
+                return n;
+            }
+            if (rc != 0) {
+                throw new VerbsException("ibv_start_poll", rc, describe());
+            }
+            inBatch = true;
+            try {
+                deliver(n++, handler, copyTo);
+                if (batchIterator) {
+                    while (n < max) {
+                        rc = next();
+                        if (rc == ENOENT) {
+                            return n;
+                        }
+                        if (rc != 0) {
+                            throw new VerbsException("ibv_next_poll", rc, describe());
+                        }
+                        deliver(n++, handler, copyTo);
+                    }
+                    return n;
+                }
+            } finally {
+                inBatch = false;
+                end();
+            }
+        }
+        return n;
+    }
+
+    private void deliver(int index, CompletionHandler handler, WorkCompletionBuffer copyTo) {
+        if (handler != null) {
+            handler.onCompletion(current);
+        } else {
+            copyCurrent(copyTo, index);
+        }
+    }
+
+    private void copyCurrent(WorkCompletionBuffer b, int i) {
+        MemorySegment wc = b.wcs;
+        MemorySegment ext = b.ext;
+        long base = i * Layouts.WC_SIZE;
+        long eb = i * WorkCompletionBuffer.EXT_SIZE;
+        int status = handle.get(JAVA_INT, Layouts.CQ_EX_STATUS);
+        wc.set(JAVA_LONG, base + Layouts.WC_WR_ID, handle.get(JAVA_LONG, Layouts.CQ_EX_WR_ID));
+        wc.set(JAVA_INT, base + Layouts.WC_STATUS, status);
+        wc.set(JAVA_INT, base + Layouts.WC_VENDOR_ERR, readVendorErr.address() == 0 ? 0 : readInt(readVendorErr));
+        wc.set(JAVA_INT, base + Layouts.WC_QP_NUM, readQpNum.address() == 0 ? 0 : readInt(readQpNum));
+        boolean ok = status == 0;
+        wc.set(JAVA_INT, base + Layouts.WC_OPCODE, ok && readOpcode.address() != 0 ? readInt(readOpcode) : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_WC_FLAGS, ok && readWcFlags.address() != 0 ? readInt(readWcFlags) : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_BYTE_LEN, ok && readByteLen.address() != 0 ? readInt(readByteLen) : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_IMM_DATA, ok && readImmData.address() != 0 ? readInt(readImmData) : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_SRC_QP, ok && readSrcQp.address() != 0 ? readInt(readSrcQp) : 0);
+        ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_SLID32,
+                ok && readSlid.address() != 0 ? readInt(readSlid) : 0);
+        wc.set(JAVA_BYTE, base + Layouts.WC_SL, ok && readSl.address() != 0 ? readByte(readSl) : 0);
+        wc.set(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS,
+                ok && readDlidPathBits.address() != 0 ? readByte(readDlidPathBits) : 0);
+        if (!ok) {
+            return;
+        }
+        if (readCompletionTs.address() != 0) {
+            ext.set(JAVA_LONG, eb + WorkCompletionBuffer.EXT_COMPLETION_TS, readLong(readCompletionTs));
+        }
+        if (readWallclock.address() != 0) {
+            ext.set(JAVA_LONG, eb + WorkCompletionBuffer.EXT_WALLCLOCK, readLong(readWallclock));
+        }
+        if (readCvlan.address() != 0) {
+            ext.set(JAVA_SHORT, eb + WorkCompletionBuffer.EXT_CVLAN, readShort(readCvlan));
+        }
+        if (readFlowTag.address() != 0) {
+            ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_FLOW_TAG, readInt(readFlowTag));
+        }
+        if (readTmInfo.address() != 0) {
+            readTm(scratch16);
+            ext.set(JAVA_LONG, eb + WorkCompletionBuffer.EXT_TM_TAG, scratch16.get(JAVA_LONG, 0));
+            ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_TM_PRIV, scratch16.get(JAVA_INT, 8));
+        }
+        copyEfa(ext, eb);
+    }
+
+    /** EFA fields into the buffer's ext area; nothing for a plain extended CQ. */
+    void copyEfa(MemorySegment ext, long eb) {
+    }
+
+    // ------------------------------------------------------------------ readers
+
+    final int readInt(MemorySegment fn) {
+        try {
+            return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    final long readLong(MemorySegment fn) {
+        try {
+            return (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    final short readShort(MemorySegment fn) {
+        try {
+            return (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    final byte readByte(MemorySegment fn) {
+        try {
+            return (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, handle);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    final void readTm(MemorySegment out) {
+        try {
+            Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, handle, out);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** EFA hooks of the lazy view. */
+    Gid sgidOfCurrent() {
+        throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
+    }
+
+    boolean unsolicitedOfCurrent() {
+        throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
+    }
+
+    @Override
+    void destroyed() {
+        arena.close();
+    }
+
+    /** The lazy view of the iterator's current completion. */
+    private final class Current implements WorkCompletion {
+
+        private MemorySegment reader(MemorySegment fn, WcExFlag flag) {
+            if (!inBatch) {
+                throw new IllegalStateException("an extended-CQ completion was read outside its poll callback");
+            }
+            if (fn.address() == 0) {
+                throw flag == null ? new IllegalStateException("the provider has no reader for this field")
+                        : notRequested(flag);
+            }
+            return fn;
+        }
+
+        @Override
+        public long wrId() {
+            reader(startPoll, null);
+            return handle.get(JAVA_LONG, Layouts.CQ_EX_WR_ID);
+        }
+
+        @Override
+        public int statusCode() {
+            reader(startPoll, null);
+            return handle.get(JAVA_INT, Layouts.CQ_EX_STATUS);
+        }
+
+        @Override
+        public int opcodeCode() {
+            return readInt(reader(readOpcode, null));
+        }
+
+        @Override
+        public int vendorErr() {
+            return readInt(reader(readVendorErr, null));
+        }
+
+        @Override
+        public int byteLen() {
+            return readInt(reader(readByteLen, WcExFlag.BYTE_LEN));
+        }
+
+        @Override
+        public int immData() {
+            return Integer.reverseBytes(readInt(reader(readImmData, WcExFlag.IMM)));
+        }
+
+        @Override
+        public int invalidatedRkey() {
+            return readInt(reader(readImmData, WcExFlag.IMM));
+        }
+
+        @Override
+        public int qpNum() {
+            return readInt(reader(readQpNum, WcExFlag.QP_NUM));
+        }
+
+        @Override
+        public int srcQp() {
+            return readInt(reader(readSrcQp, WcExFlag.SRC_QP));
+        }
+
+        @Override
+        public int wcFlags() {
+            return readInt(reader(readWcFlags, null));
+        }
+
+        @Override
+        public int pkeyIndex() {
+            throw new IllegalStateException("pkey_index is not available from an extended CQ "
+                    + "(verbs.h has no ibv_wc_read_pkey_index)");
+        }
+
+        @Override
+        public int slid() {
+            return readInt(reader(readSlid, WcExFlag.SLID));
+        }
+
+        @Override
+        public int sl() {
+            return readByte(reader(readSl, WcExFlag.SL)) & 0xff;
+        }
+
+        @Override
+        public int dlidPathBits() {
+            return readByte(reader(readDlidPathBits, WcExFlag.DLID_PATH_BITS)) & 0xff;
+        }
+
+        @Override
+        public long completionTimestamp() {
+            return readLong(reader(readCompletionTs, WcExFlag.COMPLETION_TIMESTAMP));
+        }
+
+        @Override
+        public long completionWallclockNanos() {
+            return readLong(reader(readWallclock, WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK));
+        }
+
+        @Override
+        public int cvlan() {
+            return readShort(reader(readCvlan, WcExFlag.CVLAN)) & 0xffff;
+        }
+
+        @Override
+        public int flowTag() {
+            return readInt(reader(readFlowTag, WcExFlag.FLOW_TAG));
+        }
+
+        @Override
+        public TmInfo tmInfo() {
+            reader(readTmInfo, WcExFlag.TM_INFO);
+            readTm(scratch16);
+            return new TmInfo(scratch16.get(JAVA_LONG, 0), scratch16.get(JAVA_INT, 8));
+        }
+
+        @Override
+        public Gid sgid() {
+            reader(startPoll, null);
+            return sgidOfCurrent();
+        }
+
+        @Override
+        public boolean isUnsolicited() {
+            reader(startPoll, null);
+            return unsolicitedOfCurrent();
+        }
+
+        @Override
+        public WorkCompletionSnapshot copy() {
+            return WorkCompletionSnapshot.of(this, wcFlags, false, efaFlags());
+        }
+
+        @Override
+        public String toString() {
+            return "WorkCompletion[wr_id=" + wrId() + ", status=" + status() + "]";
+        }
+    }
+}

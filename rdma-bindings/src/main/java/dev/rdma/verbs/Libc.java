@@ -1,0 +1,169 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.util.Optional;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+/** The few libc calls the binding needs: poll(2), eventfd(2), fcntl(2), read/write/close, strerror. */
+final class Libc {
+
+    private Libc() {
+    }
+
+    static final int F_GETFL = 3;
+    static final int F_SETFL = 4;
+    static final int O_NONBLOCK = 0x800;
+    static final int EFD_CLOEXEC = 0x80000;
+    static final int EFD_NONBLOCK = 0x800;
+    static final short POLLIN = 0x1;
+
+    private static final Optional<java.lang.foreign.SymbolLookup> LIBC =
+            Optional.of(Native.LINKER.defaultLookup());
+
+    private static final MethodHandle STRERROR = Native.symbol(LIBC, "strerror",
+            FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    private static final MethodHandle ERRNO_LOCATION = Native.symbol(LIBC, "__errno_location",
+            FunctionDescriptor.of(ADDRESS));
+    private static final MethodHandle POLL = Native.symbol(LIBC, "poll",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), Native.CAPTURE_ERRNO);
+    private static final MethodHandle EVENTFD = Native.symbol(LIBC, "eventfd",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
+    private static final MethodHandle FCNTL_GET = Native.symbol(LIBC, "fcntl",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
+    private static final MethodHandle FCNTL_SET = Native.symbol(LIBC, "fcntl",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
+            Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle READ = Native.symbol(LIBC, "read",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    private static final MethodHandle WRITE = Native.symbol(LIBC, "write",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    private static final MethodHandle CLOSE = Native.symbol(LIBC, "close",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+
+    static String strerror(int errno) {
+        try {
+            MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
+            String s = Native.string(text);
+            return s == null ? "errno " + errno : s;
+        } catch (Throwable t) {
+            return "errno " + errno;
+        }
+    }
+
+    /** Sets this thread's errno to 0, so that a verb that fails without setting it is not blamed on a stale one. */
+    static void clearErrno() {
+        try {
+            MemorySegment location = (MemorySegment) ERRNO_LOCATION.invokeExact();
+            location.reinterpret(4).set(JAVA_INT, 0, 0);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Puts {@code fd} into non-blocking mode. */
+    static void setNonBlocking(int fd, String what) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = Native.allocateCapture(arena);
+            int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
+            if (flags < 0) {
+                throw new VerbsException("fcntl(F_GETFL)", Native.errno(capture), what);
+            }
+            int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags | O_NONBLOCK);
+            if (rc < 0) {
+                throw new VerbsException("fcntl(F_SETFL, O_NONBLOCK)", Native.errno(capture), what);
+            }
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static boolean isNonBlocking(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = Native.allocateCapture(arena);
+            int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
+            return flags >= 0 && (flags & O_NONBLOCK) != 0;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static int eventfd() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment capture = Native.allocateCapture(arena);
+            int fd = (int) EVENTFD.invokeExact(capture, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+            if (fd < 0) {
+                throw new VerbsException("eventfd", Native.errno(capture), null);
+            }
+            return fd;
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** poll(2); returns the count of ready fds, 0 on timeout, or -errno. */
+    static int poll(MemorySegment fds, int nfds, int timeoutMillis, MemorySegment capture) {
+        try {
+            int rc = (int) POLL.invokeExact(capture, fds, (long) nfds, timeoutMillis);
+            return rc < 0 ? -Native.errno(capture) : rc;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** read(2) of 8 bytes; returns bytes read or -errno. */
+    static long read8(int fd, MemorySegment buf8, MemorySegment capture) {
+        try {
+            long rc = (long) READ.invokeExact(capture, fd, buf8, 8L);
+            return rc < 0 ? -Native.errno(capture) : rc;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** write(2) of 8 bytes; returns bytes written or -errno. */
+    static long write8(int fd, MemorySegment buf8, MemorySegment capture) {
+        try {
+            long rc = (long) WRITE.invokeExact(capture, fd, buf8, 8L);
+            return rc < 0 ? -Native.errno(capture) : rc;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static void close(int fd) {
+        try {
+            int ignored = (int) CLOSE.invokeExact(fd);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Sets the {@code pollfd} at {@code index}. */
+    static void pollfd(MemorySegment fds, int index, int fd) {
+        long base = index * POLLFD_SIZE;
+        fds.set(JAVA_INT, base + POLLFD_FD, fd);
+        fds.set(JAVA_SHORT, base + POLLFD_EVENTS, POLLIN);
+        fds.set(JAVA_SHORT, base + POLLFD_REVENTS, (short) 0);
+    }
+
+    static boolean readable(MemorySegment fds, int index) {
+        return fds.get(JAVA_SHORT, index * POLLFD_SIZE + POLLFD_REVENTS) != 0;
+    }
+
+    private static final long POLLFD_SIZE = Layouts.POLLFD.byteSize();
+    private static final long POLLFD_FD = Layouts.off(Layouts.POLLFD, "fd");
+    private static final long POLLFD_EVENTS = Layouts.off(Layouts.POLLFD, "events");
+    private static final long POLLFD_REVENTS = Layouts.off(Layouts.POLLFD, "revents");
+}

@@ -1,0 +1,91 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.util.Locale;
+import java.util.Optional;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/** Shared FFM plumbing: the linker, errno capture, library lookup. */
+final class Native {
+
+    private Native() {
+    }
+
+    static final Linker LINKER = Linker.nativeLinker();
+
+    /** Captures errno in the same downcall: reading it later is unreliable, the JVM makes libc calls in between. */
+    static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+    /** For short, non-blocking calls on the poll path (poll_cq, req_notify_cq, the cq_ex iterator and readers). */
+    static final Linker.Option CRITICAL = Linker.Option.critical(false);
+
+    static final String UNSUPPORTED_ARCH;
+
+    static {
+        String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+        UNSUPPORTED_ARCH = (arch.equals("amd64") || arch.equals("x86_64")) && os.startsWith("linux") ? null
+                : "rdma-bindings supports Linux on x86_64 only (its struct layouts are those of x86_64 LP64 glibc); "
+                        + "this JVM runs on " + System.getProperty("os.name") + "/" + arch;
+    }
+
+    static int errno(MemorySegment capture) {
+        return (int) ERRNO.get(capture, 0L);
+    }
+
+    static MemorySegment allocateCapture(Arena arena) {
+        return arena.allocate(CAPTURE_LAYOUT);
+    }
+
+    /** A downcall to a symbol of {@code lookup}, or null when the library or the symbol is absent. */
+    static MethodHandle symbol(Optional<SymbolLookup> lookup, String name, FunctionDescriptor fd,
+            Linker.Option... options) {
+        return lookup.flatMap(l -> l.find(name)).map(addr -> LINKER.downcallHandle(addr, fd, options)).orElse(null);
+    }
+
+    /** A downcall through a function pointer: the handle's first parameter is the target address. */
+    static MethodHandle pointer(FunctionDescriptor fd, Linker.Option... options) {
+        return LINKER.downcallHandle(fd, options);
+    }
+
+    static Optional<SymbolLookup> library(String soname, Throwable[] failure) {
+        if (UNSUPPORTED_ARCH != null) {
+            failure[0] = new UnsupportedOperationException(UNSUPPORTED_ARCH);
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(SymbolLookup.libraryLookup(soname, Arena.global()));
+        } catch (IllegalArgumentException | IllegalCallerException e) {
+            failure[0] = e;
+            return Optional.empty();
+        }
+    }
+
+    static boolean isNull(MemorySegment pointer) {
+        return pointer.address() == 0L;
+    }
+
+    /** Reads a NUL-terminated C string at {@code pointer}, or null for NULL. */
+    static String string(MemorySegment pointer) {
+        if (isNull(pointer)) {
+            return null;
+        }
+        return pointer.reinterpret(Long.MAX_VALUE).getString(0);
+    }
+
+    static final FunctionDescriptor PTR_PTR = FunctionDescriptor.of(ADDRESS, ADDRESS);
+    static final FunctionDescriptor INT_PTR = FunctionDescriptor.of(JAVA_INT, ADDRESS);
+    static final FunctionDescriptor VOID_PTR = FunctionDescriptor.ofVoid(ADDRESS);
+}

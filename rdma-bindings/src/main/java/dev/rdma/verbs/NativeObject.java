@@ -1,0 +1,185 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A native rdma-core object owned by Java: the common lifecycle of every class in this package.
+ *
+ * <ul>
+ *   <li>{@link #close()} is idempotent and thread-safe. It closes the object's dependants first (a context its CQs,
+ *       channels and PDs; a PD its QPs and MRs), waits for calls in flight on this object to finish, then destroys
+ *       the native object.</li>
+ *   <li>A closed object throws {@link IllegalStateException} instead of touching freed memory.</li>
+ *   <li>When the destroy verb fails (EBUSY: a QP still uses this CQ, a CQ still uses this channel) the
+ *       {@link VerbsException} is thrown and the object stays open and usable.</li>
+ * </ul>
+ */
+public abstract class NativeObject implements AutoCloseable {
+
+    private static final long CLOSING = Long.MIN_VALUE;
+    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    /** Number of calls in flight; the sign bit is set while closing or once closed. */
+    private final AtomicLong uses = new AtomicLong();
+    private final Object closeLock = new Object();
+    private final List<NativeObject> dependants = new ArrayList<>();
+    private final NativeObject owner;
+    private volatile boolean closed;
+    final MemorySegment handle;
+
+    NativeObject(MemorySegment handle, NativeObject owner) {
+        this.handle = handle;
+        this.owner = owner;
+        if (owner != null) {
+            owner.addDependant(this);
+        }
+        NativeObjects.opened(getClass());
+    }
+
+    /** The native address of the object, e.g. the {@code struct ibv_cq *}. */
+    public final long address() {
+        return handle.address();
+    }
+
+    /** True once {@link #close()} has destroyed the native object. */
+    public final boolean isClosed() {
+        return closed;
+    }
+
+    /** Marks the start of a call that touches native memory; throws when closed or closing. */
+    final void acquire() {
+        if (uses.getAndIncrement() < 0) {
+            uses.getAndDecrement();
+            throw closedException();
+        }
+    }
+
+    final void release() {
+        uses.getAndDecrement();
+    }
+
+    /** Throws {@link IllegalStateException} when closed; for calls that need no in-flight accounting. */
+    final void ensureOpen() {
+        if (uses.get() < 0) {
+            throw closedException();
+        }
+    }
+
+    IllegalStateException closedException() {
+        return new IllegalStateException(describe() + " is closed");
+    }
+
+    /** A short description for messages, e.g. {@code CompletionQueue[cqe=31]}. */
+    String describe() {
+        return getClass().getSimpleName() + "@0x" + Long.toHexString(handle.address());
+    }
+
+    @Override
+    public String toString() {
+        return describe() + (closed ? " (closed)" : "");
+    }
+
+    private void addDependant(NativeObject dependant) {
+        synchronized (dependants) {
+            ensureOpen();
+            dependants.add(dependant);
+        }
+    }
+
+    private void removeDependant(NativeObject dependant) {
+        synchronized (dependants) {
+            dependants.remove(dependant);
+        }
+    }
+
+    /** Open dependants of the given type, oldest first. */
+    final <T extends NativeObject> List<T> dependants(Class<T> type) {
+        List<T> out = new ArrayList<>();
+        synchronized (dependants) {
+            for (NativeObject d : dependants) {
+                if (type.isInstance(d)) {
+                    out.add(type.cast(d));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Closes the dependants, newest first. Subclasses with a stricter teardown order override this. */
+    void closeDependants() {
+        List<NativeObject> snapshot;
+        synchronized (dependants) {
+            snapshot = new ArrayList<>(dependants);
+        }
+        for (int i = snapshot.size() - 1; i >= 0; i--) {
+            snapshot.get(i).close();
+        }
+    }
+
+    /** Destroys the native object; throws {@link VerbsException} (object stays usable) when the verb refuses. */
+    abstract void destroy();
+
+    /** Called with the close lock held, before waiting for in-flight calls: lets a waiter be woken up. */
+    void beforeClose() {
+    }
+
+    /**
+     * Destroys the native object after its dependants. Idempotent and thread-safe. Waits (at most 10 s) for calls in
+     * flight on other threads, e.g. a poll, to return. Calling it from inside such a call on the same object (a poll
+     * callback closing its own CQ) throws {@link IllegalStateException}.
+     *
+     * @throws VerbsException when the destroy verb fails; the object then stays open
+     */
+    @Override
+    public final void close() {
+        synchronized (closeLock) {
+            if (closed) {
+                return;
+            }
+            checkCloseAllowed();
+            long s;
+            do {
+                s = uses.get();
+            } while (!uses.compareAndSet(s, s | CLOSING));
+            try {
+                closeDependants();
+                beforeClose();
+                awaitIdle();
+                destroy();
+            } catch (RuntimeException | Error e) {
+                uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
+                throw e;
+            }
+            closed = true;
+        }
+        if (owner != null) {
+            owner.removeDependant(this);
+        }
+        NativeObjects.closed(getClass());
+    }
+
+    /** Throws when closing now is a programming error (e.g. from inside this object's own poll callback). */
+    void checkCloseAllowed() {
+    }
+
+    private void awaitIdle() {
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        int spins = 0;
+        while ((uses.get() & ~CLOSING) != 0) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("cannot close " + describe() + ": still in use by another thread "
+                        + "after 10 s");
+            }
+            if (++spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(50_000);
+            }
+        }
+    }
+}

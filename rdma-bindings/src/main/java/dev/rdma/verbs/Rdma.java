@@ -1,0 +1,65 @@
+package dev.rdma.verbs;
+
+/**
+ * Entry point: is libibverbs here, is libefa here, which rdma-core generation is installed.
+ *
+ * <p>Loading happens once, by soname ({@code libibverbs.so.1}, {@code libefa.so.1}), on first use. A missing
+ * libibverbs makes every entry point throw {@link RdmaUnavailableException}; a missing libefa only disables
+ * {@link EfaCompletionQueue}.
+ */
+public final class Rdma {
+
+    /** Debian/Ubuntu packages that provide the runtime libraries. */
+    public static final String RUNTIME_PACKAGES = "libibverbs1 ibverbs-providers";
+
+    private Rdma() {
+    }
+
+    /** True when libibverbs.so.1 was loaded. */
+    public static boolean isAvailable() {
+        return Ibverbs.LIB.isPresent() && Ibverbs.GET_DEVICE_LIST != null;
+    }
+
+    /** True when libefa.so.1 was loaded (EFA CQs can be asked for; only an EFA device grants them). */
+    public static boolean isEfaAvailable() {
+        return isAvailable() && Efa.available();
+    }
+
+    /** Why libibverbs could not be loaded, or null when it was. */
+    public static String unavailableReason() {
+        if (isAvailable()) {
+            return null;
+        }
+        if (Native.UNSUPPORTED_ARCH != null) {
+            return Native.UNSUPPORTED_ARCH;
+        }
+        return "cannot load " + Ibverbs.SONAME + " (rdma-core): install the packages " + RUNTIME_PACKAGES
+                + " (apt-get install " + RUNTIME_PACKAGES + ")"
+                + (Ibverbs.LOAD_FAILURE == null ? "" : "; " + Ibverbs.LOAD_FAILURE.getMessage());
+    }
+
+    /** Throws {@link RdmaUnavailableException} naming the packages to install when libibverbs is missing. */
+    public static void requireLibrary() {
+        if (!isAvailable()) {
+            throw new RdmaUnavailableException(unavailableReason(), Ibverbs.LOAD_FAILURE);
+        }
+    }
+
+    /** Throws when libefa is missing. */
+    static void requireEfa() {
+        requireLibrary();
+        if (!Efa.available()) {
+            throw new RdmaUnavailableException("cannot load " + Efa.SONAME + " (package ibverbs-providers): "
+                    + "EFA completion queues are unavailable", Efa.LOAD_FAILURE);
+        }
+    }
+
+    /**
+     * True when the installed rdma-core is 59 or newer (detected from libefa's symbol set). Older rxe providers
+     * (before 55) corrupt their consumer index when {@code next_poll} runs into ENOENT; see
+     * {@link ExtendedCompletionQueue}.
+     */
+    public static boolean isRdmaCore59OrNewer() {
+        return Efa.RDMA_CORE_59_OR_NEWER;
+    }
+}

@@ -1,0 +1,249 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+/**
+ * A reusable native array of {@code struct ibv_wc} that {@link CompletionQueue#poll(WorkCompletionBuffer)} fills:
+ * {@code ibv_poll_cq} writes straight into it; an extended CQ copies the fields it was created with.
+ *
+ * <p>{@link #get(int)} positions and returns the buffer's single {@link WorkCompletion} view (no allocation): a view
+ * obtained earlier now shows the new index. Views are valid until the next poll into this buffer. Not thread-safe:
+ * one buffer per polling thread. Close it to free its native memory.
+ */
+public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatch {
+
+    static final long EXT_COMPLETION_TS = 0;
+    static final long EXT_WALLCLOCK = 8;
+    static final long EXT_TM_TAG = 16;
+    static final long EXT_TM_PRIV = 24;
+    static final long EXT_FLOW_TAG = 28;
+    static final long EXT_CVLAN = 32;
+    static final long EXT_UNSOLICITED = 34;
+    static final long EXT_SGID_VALID = 35;
+    static final long EXT_SLID32 = 36;
+    static final long EXT_SGID = 40;
+    static final long EXT_SIZE = 64;
+
+    private final Arena arena;
+    private final int capacity;
+    final MemorySegment wcs;
+    final MemorySegment ext;
+    private final Entry view = new Entry();
+    private int size;
+    /** {@link WcExFlag} bits valid in the current contents. */
+    long available;
+    /** {@link EfaWcFlag} bits valid in the current contents. */
+    long efaAvailable;
+    /** True when ibv_poll_cq filled it (every ibv_wc field is present, ext fields are not). */
+    boolean legacy = true;
+
+    /** A buffer for up to {@code capacity} completions per poll (the {@code num_entries} of ibv_poll_cq). */
+    public WorkCompletionBuffer(int capacity) {
+        if (capacity < 1 || capacity > 65536) {
+            throw new IllegalArgumentException("capacity must be 1..65536, got " + capacity);
+        }
+        this.capacity = capacity;
+        this.arena = Arena.ofShared();
+        this.wcs = arena.allocate(Layouts.IBV_WC, capacity);
+        this.ext = arena.allocate(EXT_SIZE * capacity, 8);
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    /** Completions from the last poll. */
+    @Override
+    public int size() {
+        return size;
+    }
+
+    void setSize(int size) {
+        this.size = size;
+    }
+
+    /** The view positioned on completion {@code index} of the last poll (the same object every call). */
+    @Override
+    public WorkCompletion get(int index) {
+        if (index < 0 || index >= size) {
+            throw new IndexOutOfBoundsException("index " + index + ", size " + size);
+        }
+        view.at(index);
+        return view;
+    }
+
+    @Override
+    public void close() {
+        if (arena.scope().isAlive()) {
+            arena.close();
+        }
+    }
+
+    private final class Entry implements WorkCompletion {
+        private long base;
+        private long extBase;
+
+        void at(int index) {
+            base = index * Layouts.WC_SIZE;
+            extBase = index * EXT_SIZE;
+        }
+
+        private void require(WcExFlag flag) {
+            if (!legacy && (available & flag.bit()) == 0) {
+                throw ExtendedCompletionQueue.notRequested(flag);
+            }
+        }
+
+        private void requireExt(WcExFlag flag) {
+            if (legacy || (available & flag.bit()) == 0) {
+                throw ExtendedCompletionQueue.notRequested(flag);
+            }
+        }
+
+        @Override
+        public long wrId() {
+            return wcs.get(JAVA_LONG, base + Layouts.WC_WR_ID);
+        }
+
+        @Override
+        public int statusCode() {
+            return wcs.get(JAVA_INT, base + Layouts.WC_STATUS);
+        }
+
+        @Override
+        public int opcodeCode() {
+            return wcs.get(JAVA_INT, base + Layouts.WC_OPCODE);
+        }
+
+        @Override
+        public int vendorErr() {
+            return wcs.get(JAVA_INT, base + Layouts.WC_VENDOR_ERR);
+        }
+
+        @Override
+        public int byteLen() {
+            require(WcExFlag.BYTE_LEN);
+            return wcs.get(JAVA_INT, base + Layouts.WC_BYTE_LEN);
+        }
+
+        @Override
+        public int immData() {
+            require(WcExFlag.IMM);
+            return Integer.reverseBytes(wcs.get(JAVA_INT, base + Layouts.WC_IMM_DATA));
+        }
+
+        @Override
+        public int invalidatedRkey() {
+            require(WcExFlag.IMM);
+            return wcs.get(JAVA_INT, base + Layouts.WC_IMM_DATA);
+        }
+
+        @Override
+        public int qpNum() {
+            require(WcExFlag.QP_NUM);
+            return wcs.get(JAVA_INT, base + Layouts.WC_QP_NUM);
+        }
+
+        @Override
+        public int srcQp() {
+            require(WcExFlag.SRC_QP);
+            return wcs.get(JAVA_INT, base + Layouts.WC_SRC_QP);
+        }
+
+        @Override
+        public int wcFlags() {
+            return wcs.get(JAVA_INT, base + Layouts.WC_WC_FLAGS);
+        }
+
+        @Override
+        public int pkeyIndex() {
+            if (!legacy) {
+                throw new IllegalStateException("pkey_index is not available from an extended CQ "
+                        + "(verbs.h has no ibv_wc_read_pkey_index)");
+            }
+            return wcs.get(JAVA_SHORT, base + Layouts.WC_PKEY_INDEX) & 0xffff;
+        }
+
+        @Override
+        public int slid() {
+            require(WcExFlag.SLID);
+            return legacy ? wcs.get(JAVA_SHORT, base + Layouts.WC_SLID) & 0xffff
+                    : ext.get(JAVA_INT, extBase + EXT_SLID32);
+        }
+
+        @Override
+        public int sl() {
+            require(WcExFlag.SL);
+            return wcs.get(JAVA_BYTE, base + Layouts.WC_SL) & 0xff;
+        }
+
+        @Override
+        public int dlidPathBits() {
+            require(WcExFlag.DLID_PATH_BITS);
+            return wcs.get(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS) & 0xff;
+        }
+
+        @Override
+        public long completionTimestamp() {
+            requireExt(WcExFlag.COMPLETION_TIMESTAMP);
+            return ext.get(JAVA_LONG, extBase + EXT_COMPLETION_TS);
+        }
+
+        @Override
+        public long completionWallclockNanos() {
+            requireExt(WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK);
+            return ext.get(JAVA_LONG, extBase + EXT_WALLCLOCK);
+        }
+
+        @Override
+        public int cvlan() {
+            requireExt(WcExFlag.CVLAN);
+            return ext.get(JAVA_SHORT, extBase + EXT_CVLAN) & 0xffff;
+        }
+
+        @Override
+        public int flowTag() {
+            requireExt(WcExFlag.FLOW_TAG);
+            return ext.get(JAVA_INT, extBase + EXT_FLOW_TAG);
+        }
+
+        @Override
+        public TmInfo tmInfo() {
+            requireExt(WcExFlag.TM_INFO);
+            return new TmInfo(ext.get(JAVA_LONG, extBase + EXT_TM_TAG), ext.get(JAVA_INT, extBase + EXT_TM_PRIV));
+        }
+
+        @Override
+        public Gid sgid() {
+            if ((efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
+                throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
+            }
+            return ext.get(JAVA_BYTE, extBase + EXT_SGID_VALID) == 0 ? null
+                    : new Gid(ext.asSlice(extBase + EXT_SGID, 16).toArray(JAVA_BYTE));
+        }
+
+        @Override
+        public boolean isUnsolicited() {
+            if ((efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
+                throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
+            }
+            return ext.get(JAVA_BYTE, extBase + EXT_UNSOLICITED) != 0;
+        }
+
+        @Override
+        public WorkCompletionSnapshot copy() {
+            return WorkCompletionSnapshot.of(this, legacy ? WcExFlag.STANDARD : available, legacy, efaAvailable);
+        }
+
+        @Override
+        public String toString() {
+            return "WorkCompletion[wr_id=" + wrId() + ", status=" + status() + "]";
+        }
+    }
+}
