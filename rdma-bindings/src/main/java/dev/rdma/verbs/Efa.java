@@ -34,6 +34,9 @@ final class Efa {
     static final MethodHandle FP_WC_IS_UNSOLICITED = Native.pointer(
             FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS), Native.CRITICAL);
 
+    static final MethodHandle FP_WC_READ_SGID_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final MethodHandle FP_WC_IS_UNSOLICITED_U = Native.pointer(FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS));
+
     static boolean available() {
         return CREATE_CQ != null && CQ_FROM_IBV_CQ_EX != null;
     }

@@ -37,6 +37,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final long wcFlags;
     private final int createFlags;
     final boolean batchIterator;
+    /** Provider calls use Linker.Option.critical; false only for the upcall-stub stand-ins of the tests. */
+    final boolean critical;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment pollAttr = arena.allocate(Layouts.IBV_POLL_CQ_ATTR);
     final MemorySegment scratch16 = arena.allocate(16, 8);
@@ -87,6 +89,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         this.readWallclock = fn(cq, l, "read_completion_wallclock_ns",
                 WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK.bit());
         this.batchIterator = batchIterator;
+        this.critical = context != null;
     }
 
     /** Whether to drain with next_poll (see the class comment). */
@@ -281,7 +284,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     private int start() {
         try {
-            return (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, handle, pollAttr);
+            return critical ? (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, handle, pollAttr)
+                    : (int) Ibverbs.FP_START_POLL_U.invokeExact(startPoll, handle, pollAttr);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -289,7 +293,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     private int next() {
         try {
-            return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(nextPoll, handle);
+            return readInt(nextPoll);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -297,7 +301,11 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     private void end() {
         try {
-            Ibverbs.FP_END_POLL.invokeExact(endPoll, handle);
+            if (critical) {
+                Ibverbs.FP_END_POLL.invokeExact(endPoll, handle);
+            } else {
+                Ibverbs.FP_END_POLL_U.invokeExact(endPoll, handle);
+            }
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -432,7 +440,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final int readInt(MemorySegment fn) {
         try {
-            return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, handle);
+            return critical ? (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, handle)
+                    : (int) Ibverbs.FP_INT_OF_CQ_U.invokeExact(fn, handle);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -440,7 +449,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final long readLong(MemorySegment fn) {
         try {
-            return (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, handle);
+            return critical ? (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, handle)
+                    : (long) Ibverbs.FP_LONG_OF_CQ_U.invokeExact(fn, handle);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -448,7 +458,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final short readShort(MemorySegment fn) {
         try {
-            return (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, handle);
+            return critical ? (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, handle)
+                    : (short) Ibverbs.FP_SHORT_OF_CQ_U.invokeExact(fn, handle);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -456,7 +467,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final byte readByte(MemorySegment fn) {
         try {
-            return (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, handle);
+            return critical ? (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, handle)
+                    : (byte) Ibverbs.FP_BYTE_OF_CQ_U.invokeExact(fn, handle);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -464,7 +476,11 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final void readTm(MemorySegment out) {
         try {
-            Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, handle, out);
+            if (critical) {
+                Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, handle, out);
+            } else {
+                Ibverbs.FP_READ_TM_INFO_U.invokeExact(readTmInfo, handle, out);
+            }
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }

@@ -1,0 +1,385 @@
+package dev.rdma.verbs;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The extended-CQ and EFA readers that no device here can exercise (timestamps, wallclock, cvlan, flow_tag, tm_info,
+ * sgid, is_unsolicited) against a native stand-in: memory laid out as {@code struct ibv_cq_ex} /
+ * {@code struct efadv_cq} whose function pointers are FFM upcall stubs that record each call and return known values.
+ * Each reader must call the right slot, with the CQ (or efadv_cq) pointer, and convert width, sign and byte order.
+ */
+class NativeStandInTest {
+
+    static final List<String> CALLS = new ArrayList<>();
+    static long cqAddress;
+    static long efadvAddress;
+    static int remaining;
+
+    private Arena arena;
+    private MemorySegment cq;
+    private MemorySegment efadv;
+
+    // ---- the stubs: each records its slot and the pointer it was called with
+
+    static int startPoll(MemorySegment cqp, MemorySegment attr) {
+        record("start_poll", cqp);
+        assertThat(attr.reinterpret(4).get(JAVA_INT, 0)).as("ibv_poll_cq_attr.comp_mask").isZero();
+        return remaining-- > 0 ? 0 : Errno.ENOENT;
+    }
+
+    static int nextPoll(MemorySegment cqp) {
+        record("next_poll", cqp);
+        return remaining-- > 0 ? 0 : Errno.ENOENT;
+    }
+
+    static void endPoll(MemorySegment cqp) {
+        record("end_poll", cqp);
+    }
+
+    static int readOpcode(MemorySegment cqp) {
+        record("read_opcode", cqp);
+        return WcOpcode.RECV_RDMA_WITH_IMM.code();
+    }
+
+    static int readVendorErr(MemorySegment cqp) {
+        record("read_vendor_err", cqp);
+        return 0x8765_4321;
+    }
+
+    static int readByteLen(MemorySegment cqp) {
+        record("read_byte_len", cqp);
+        return 0xFFFF_FFF0; // 4294967280 as u32
+    }
+
+    static int readImmData(MemorySegment cqp) {
+        record("read_imm_data", cqp);
+        return Integer.reverseBytes(0x0A0B0C0D); // the provider returns network order
+    }
+
+    static int readQpNum(MemorySegment cqp) {
+        record("read_qp_num", cqp);
+        return 0x00ABCDEF;
+    }
+
+    static int readSrcQp(MemorySegment cqp) {
+        record("read_src_qp", cqp);
+        return 0x00123456;
+    }
+
+    static int readWcFlags(MemorySegment cqp) {
+        record("read_wc_flags", cqp);
+        return WcFlag.WITH_IMM.bit() | WcFlag.GRH.bit();
+    }
+
+    static int readSlid(MemorySegment cqp) {
+        record("read_slid", cqp);
+        return 0x0001_2345; // u32: wider than ibv_wc.slid
+    }
+
+    static byte readSl(MemorySegment cqp) {
+        record("read_sl", cqp);
+        return (byte) 0xF0; // u8 240
+    }
+
+    static byte readDlidPathBits(MemorySegment cqp) {
+        record("read_dlid_path_bits", cqp);
+        return (byte) 0x81;
+    }
+
+    static long readCompletionTs(MemorySegment cqp) {
+        record("read_completion_ts", cqp);
+        return 0xF000_0000_0000_0001L;
+    }
+
+    static short readCvlan(MemorySegment cqp) {
+        record("read_cvlan", cqp);
+        return (short) 0xFFFE; // u16 65534
+    }
+
+    static int readFlowTag(MemorySegment cqp) {
+        record("read_flow_tag", cqp);
+        return 0xCAFE_F00D;
+    }
+
+    static void readTmInfo(MemorySegment cqp, MemorySegment info) {
+        record("read_tm_info", cqp);
+        MemorySegment i = info.reinterpret(16);
+        i.set(JAVA_LONG, 0, 0x1122_3344_5566_7788L);
+        i.set(JAVA_INT, 8, 0x99AA_BBCC);
+    }
+
+    static long readWallclock(MemorySegment cqp) {
+        record("read_completion_wallclock_ns", cqp);
+        return 1_700_000_000_123_456_789L;
+    }
+
+    static int wcReadSgid(MemorySegment dv, MemorySegment gid) {
+        CALLS.add("wc_read_sgid");
+        assertThat(dv.address()).isEqualTo(efadvAddress);
+        MemorySegment g = gid.reinterpret(16);
+        for (int i = 0; i < 16; i++) {
+            g.set(JAVA_BYTE, i, (byte) (0xF0 + i));
+        }
+        return 0;
+    }
+
+    static boolean wcIsUnsolicited(MemorySegment dv) {
+        CALLS.add("wc_is_unsolicited");
+        assertThat(dv.address()).isEqualTo(efadvAddress);
+        return true;
+    }
+
+    private static void record(String slot, MemorySegment cqp) {
+        CALLS.add(slot);
+        assertThat(cqp.address()).as(slot + " called with the CQ pointer").isEqualTo(cqAddress);
+    }
+
+    private void stub(MemorySegment struct, long offset, String method, FunctionDescriptor fd) throws Exception {
+        var mh = MethodHandles.lookup().findStatic(NativeStandInTest.class, method, fd.toMethodType());
+        struct.set(ADDRESS, offset, Linker.nativeLinker().upcallStub(mh, fd, arena));
+    }
+
+    private void slot(String field, String method, FunctionDescriptor fd) throws Exception {
+        stub(cq, Layouts.off(Layouts.IBV_CQ_EX, field), method, fd);
+    }
+
+    @BeforeEach
+    void standIn() throws Exception {
+        CALLS.clear();
+        arena = Arena.ofConfined();
+        cq = arena.allocate(Layouts.IBV_CQ_EX);
+        efadv = arena.allocate(24, 8);
+        cqAddress = cq.address();
+        efadvAddress = efadv.address();
+        FunctionDescriptor intOf = FunctionDescriptor.of(JAVA_INT, ADDRESS);
+        slot("start_poll", "startPoll", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        slot("next_poll", "nextPoll", intOf);
+        slot("end_poll", "endPoll", FunctionDescriptor.ofVoid(ADDRESS));
+        slot("read_opcode", "readOpcode", intOf);
+        slot("read_vendor_err", "readVendorErr", intOf);
+        slot("read_byte_len", "readByteLen", intOf);
+        slot("read_imm_data", "readImmData", intOf);
+        slot("read_qp_num", "readQpNum", intOf);
+        slot("read_src_qp", "readSrcQp", intOf);
+        slot("read_wc_flags", "readWcFlags", intOf);
+        slot("read_slid", "readSlid", intOf);
+        slot("read_sl", "readSl", FunctionDescriptor.of(JAVA_BYTE, ADDRESS));
+        slot("read_dlid_path_bits", "readDlidPathBits", FunctionDescriptor.of(JAVA_BYTE, ADDRESS));
+        slot("read_completion_ts", "readCompletionTs", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+        slot("read_cvlan", "readCvlan", FunctionDescriptor.of(JAVA_SHORT, ADDRESS));
+        slot("read_flow_tag", "readFlowTag", intOf);
+        slot("read_tm_info", "readTmInfo", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        slot("read_completion_wallclock_ns", "readWallclock", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+        stub(efadv, Layouts.off(Layouts.EFADV_CQ, "wc_read_sgid"), "wcReadSgid",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        stub(efadv, Layouts.EFADV_CQ_WC_IS_UNSOLICITED, "wcIsUnsolicited",
+                FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS));
+        cq.set(JAVA_LONG, Layouts.CQ_EX_WR_ID, 0xDEAD_BEEF_0000_0042L);
+        cq.set(JAVA_INT, Layouts.CQ_EX_STATUS, 0);
+        assertThat(MethodType.methodType(int.class, MemorySegment.class)).isEqualTo(intOf.toMethodType());
+    }
+
+    @AfterEach
+    void free() {
+        arena.close();
+    }
+
+    private static CqInitAttributes all() {
+        return CqInitAttributes.of(16).withWcFlags(EnumSet.allOf(WcExFlag.class));
+    }
+
+    @Test
+    void everyExtendedReaderCallsItsSlotAndConvertsTheResult() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 1;
+        List<Object> seen = new ArrayList<>();
+        int n = q.poll(new WorkCompletionBuffer(4), wc -> {
+            seen.add(wc.wrId());
+            seen.add(wc.status());
+            seen.add(wc.opcode());
+            seen.add(Integer.toUnsignedLong(wc.vendorErr()));
+            seen.add(Integer.toUnsignedLong(wc.byteLen()));
+            seen.add(wc.immData());
+            seen.add(wc.qpNum());
+            seen.add(wc.srcQp());
+            seen.add(wc.hasFlag(WcFlag.WITH_IMM));
+            seen.add(wc.slid());
+            seen.add(wc.sl());
+            seen.add(wc.dlidPathBits());
+            seen.add(wc.completionTimestamp());
+            seen.add(wc.cvlan());
+            seen.add(Integer.toUnsignedLong(wc.flowTag()));
+            seen.add(wc.tmInfo());
+            seen.add(wc.completionWallclockNanos());
+        });
+        assertThat(n).isEqualTo(1);
+        assertThat(seen).containsExactly(0xDEAD_BEEF_0000_0042L, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM,
+                0x8765_4321L, 4294967280L, 0x0A0B0C0D, 0x00ABCDEF, 0x00123456, true, 0x12345, 240, 0x81,
+                0xF000_0000_0000_0001L, 65534, 0xCAFE_F00DL, new TmInfo(0x1122_3344_5566_7788L, 0x99AA_BBCC),
+                1_700_000_000_123_456_789L);
+        assertThat(CALLS).containsExactly("start_poll", "read_opcode", "read_vendor_err", "read_byte_len",
+                "read_imm_data", "read_qp_num", "read_src_qp", "read_wc_flags", "read_slid", "read_sl",
+                "read_dlid_path_bits", "read_completion_ts", "read_cvlan", "read_flow_tag", "read_tm_info",
+                "read_completion_wallclock_ns", "next_poll", "end_poll");
+        q.close();
+    }
+
+    @Test
+    void batchCopyReadsEveryRequestedFieldIntoTheBuffer() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 2;
+        try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
+            assertThat(q.poll(buffer)).isEqualTo(2);
+            WorkCompletion wc = buffer.get(1);
+            assertThat(wc.immData()).isEqualTo(0x0A0B0C0D);
+            assertThat(wc.slid()).isEqualTo(0x12345);
+            assertThat(wc.sl()).isEqualTo(240);
+            assertThat(wc.cvlan()).isEqualTo(65534);
+            assertThat(wc.completionTimestamp()).isEqualTo(0xF000_0000_0000_0001L);
+            assertThat(wc.completionWallclockNanos()).isEqualTo(1_700_000_000_123_456_789L);
+            assertThat(wc.tmInfo()).isEqualTo(new TmInfo(0x1122_3344_5566_7788L, 0x99AA_BBCC));
+            assertThat(wc.flowTag()).isEqualTo(0xCAFE_F00D);
+            assertThat(wc.copy().byteLen()).isEqualTo(0xFFFF_FFF0);
+            assertThatThrownBy(wc::pkeyIndex).isInstanceOf(IllegalStateException.class);
+        }
+        assertThat(CALLS.stream().filter("end_poll"::equals)).hasSize(1);
+        q.close();
+    }
+
+    @Test
+    void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq,
+                CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)));
+        remaining = 1;
+        List<Throwable> errors = new ArrayList<>();
+        q.poll(new WorkCompletionBuffer(1), wc -> {
+            for (Runnable r : List.<Runnable>of(wc::immData, wc::qpNum, wc::srcQp, wc::slid, wc::sl,
+                    wc::dlidPathBits, wc::completionTimestamp, wc::cvlan, wc::flowTag, wc::tmInfo,
+                    wc::completionWallclockNanos, wc::sgid, wc::isUnsolicited)) {
+                try {
+                    r.run();
+                } catch (IllegalStateException e) {
+                    errors.add(e);
+                }
+            }
+        });
+        assertThat(errors).hasSize(13);
+        assertThat(errors.getFirst()).hasMessageContaining("IMM was not requested");
+        assertThat(CALLS).containsExactly("start_poll", "end_poll");
+        q.close();
+    }
+
+    @Test
+    void theIteratorProtocolIsEnforced() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 0;
+        assertThat(q.startPoll()).isFalse(); // ENOENT: no end_poll may follow
+        assertThatThrownBy(q::endPoll).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(q::current).isInstanceOf(IllegalStateException.class);
+        remaining = 1;
+        assertThat(q.startPoll()).isTrue();
+        assertThatThrownBy(q::startPoll).hasMessageContaining("batch is open");
+        assertThat(q.current().wrId()).isEqualTo(0xDEAD_BEEF_0000_0042L);
+        assertThat(q.nextPoll()).isFalse();
+        q.endPoll();
+        assertThat(CALLS).containsExactly("start_poll", "start_poll", "next_poll", "end_poll");
+        q.close();
+    }
+
+    @Test
+    void aThrowingHandlerStillEndsTheBatch() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 3;
+        assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(8), wc -> {
+            throw new IllegalArgumentException("listener failed");
+        })).hasMessage("listener failed");
+        assertThat(CALLS).containsExactly("start_poll", "end_poll");
+        q.close();
+    }
+
+    @Test
+    void efaReadersCallTheEfadvCqSlotsOnlyWhenGranted() {
+        EfaCompletionQueue q = EfaCompletionQueue.standIn(cq, efadv, all(),
+                EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED));
+        remaining = 1;
+        List<Object> seen = new ArrayList<>();
+        q.poll(new WorkCompletionBuffer(1), wc -> {
+            seen.add(wc.sgid());
+            seen.add(wc.isUnsolicited());
+        });
+        byte[] expected = new byte[16];
+        for (int i = 0; i < 16; i++) {
+            expected[i] = (byte) (0xF0 + i);
+        }
+        assertThat(seen).containsExactly(new Gid(expected), true);
+        assertThat(CALLS).contains("wc_read_sgid", "wc_is_unsolicited");
+        q.close();
+
+        CALLS.clear();
+        EfaCompletionQueue sgidOnly = EfaCompletionQueue.standIn(cq, efadv, all(), Set.of(EfaWcFlag.SGID));
+        remaining = 1;
+        List<Throwable> errors = new ArrayList<>();
+        sgidOnly.poll(new WorkCompletionBuffer(1), wc -> {
+            try {
+                wc.isUnsolicited();
+            } catch (IllegalStateException e) {
+                errors.add(e);
+            }
+        });
+        assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("IS_UNSOLICITED"));
+        assertThat(CALLS).doesNotContain("wc_is_unsolicited");
+        sgidOnly.close();
+    }
+
+    @Test
+    void aClosedCqThrowsInsteadOfTouchingFreedMemory() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        q.close();
+        q.close(); // idempotent
+        assertThat(q.isClosed()).isTrue();
+        assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(1))).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(q::cqe).isInstanceOf(IllegalStateException.class);
+        assertThat(CALLS).isEmpty();
+    }
+
+    @Test
+    void closingFromInsideItsOwnCallbackIsRefused() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 1;
+        List<Throwable> errors = new ArrayList<>();
+        q.poll(new WorkCompletionBuffer(1), wc -> {
+            try {
+                q.close();
+            } catch (IllegalStateException e) {
+                errors.add(e);
+            }
+        });
+        assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("own poll callback"));
+        assertThat(q.isClosed()).isFalse();
+        q.close();
+        assertThat(q.isClosed()).isTrue();
+    }
+}

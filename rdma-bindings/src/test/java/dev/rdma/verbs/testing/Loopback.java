@@ -1,0 +1,82 @@
+package dev.rdma.verbs.testing;
+
+import java.util.EnumSet;
+
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.Gid;
+import dev.rdma.verbs.MemoryRegion;
+import dev.rdma.verbs.ProtectionDomain;
+import dev.rdma.verbs.QueuePair;
+
+/**
+ * A reliable-connected QP connected to itself over the device's IPv4 (RoCE v2) GID, with one registered buffer:
+ * every send it posts arrives as a receive on the same QP. Used by device tests, benchmarks and the sample to produce
+ * real completions. Closing it closes the QP, the MR and the PD (not the CQs, not the context).
+ */
+public final class Loopback implements AutoCloseable {
+
+    public static final int PORT = 1;
+
+    private final ProtectionDomain pd;
+    private final MemoryRegion mr;
+    private final QueuePair qp;
+    private final int slotSize;
+
+    public Loopback(Context context, CompletionQueue sendCq, CompletionQueue recvCq, int depth, int slotSize) {
+        this.slotSize = slotSize;
+        this.pd = context.allocateProtectionDomain();
+        try {
+            this.mr = pd.registerMemory((long) slotSize * depth * 2, EnumSet.of(MemoryRegion.Access.LOCAL_WRITE,
+                    MemoryRegion.Access.REMOTE_WRITE, MemoryRegion.Access.REMOTE_READ));
+            this.qp = pd.createQueuePair(new QueuePair.Attributes(sendCq, recvCq, depth, depth, false));
+            int gidIndex = context.findIpv4GidIndex(PORT);
+            if (gidIndex < 0) {
+                throw new IllegalStateException("no IPv4-mapped GID on " + context.deviceName() + " port " + PORT);
+            }
+            Gid gid = context.queryGid(PORT, gidIndex);
+            qp.connect(PORT, gidIndex, gid, qp.qpNum());
+        } catch (RuntimeException e) {
+            pd.close();
+            throw e;
+        }
+    }
+
+    public QueuePair qp() {
+        return qp;
+    }
+
+    public MemoryRegion mr() {
+        return mr;
+    }
+
+    public int slotSize() {
+        return slotSize;
+    }
+
+    /** Offset of receive slot {@code i} (the upper half of the buffer). */
+    public long recvOffset(int i) {
+        return mr.buffer().byteSize() / 2 + (long) i * slotSize;
+    }
+
+    /** Offset of send slot {@code i} (the lower half). */
+    public long sendOffset(int i) {
+        return (long) i * slotSize;
+    }
+
+    public void postRecv(long wrId, int slot) {
+        qp.postRecv(wrId, mr, recvOffset(slot), slotSize);
+    }
+
+    /** A signaled SEND (or SEND_WITH_IMM when {@code imm} is non-null) of {@code length} bytes from send slot. */
+    public void postSend(long wrId, int slot, int length, Integer imm) {
+        qp.postSend(wrId, mr, sendOffset(slot), length,
+                imm == null ? QueuePair.SendOpcode.SEND : QueuePair.SendOpcode.SEND_WITH_IMM,
+                imm == null ? 0 : imm, true);
+    }
+
+    @Override
+    public void close() {
+        pd.close();
+    }
+}
