@@ -1,0 +1,110 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.springframework.beans.BeansException;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.BeanFactoryAware;
+import org.springframework.beans.factory.support.AbstractBeanDefinition;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.beans.factory.support.RootBeanDefinition;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
+import org.springframework.core.env.Environment;
+import org.springframework.core.type.AnnotationMetadata;
+
+import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
+import dev.rdma.verbs.CompletionChannel;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.EfaCompletionQueue;
+import dev.rdma.verbs.ExtendedCompletionQueue;
+
+/**
+ * Binds {@link RdmaProperties}, validates them (nothing native is touched when they are wrong) and registers one bean
+ * per device ({@link Context}), channel ({@link CompletionChannel}) and completion queue ({@link CompletionQueue}),
+ * named after its key. Each channel and queue depends on its device (and a queue on its channel), so the container
+ * closes queues before channels before contexts, and a user bean that uses a queue before the queue.
+ */
+class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
+
+    static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
+
+    private Environment environment;
+    private BeanFactory beanFactory;
+
+    @Override
+    public void setEnvironment(Environment environment) {
+        this.environment = environment;
+    }
+
+    @Override
+    public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+        this.beanFactory = beanFactory;
+    }
+
+    static RdmaProperties bind(Environment environment) {
+        return Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class).orElseGet(RdmaProperties::new);
+    }
+
+    @Override
+    public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
+        RdmaProperties properties = bind(this.environment);
+        RdmaPropertiesValidator.validate(properties, registry::containsBeanDefinition);
+        if (properties.isRequired()) {
+            String problem = OnRdmaAvailableCondition.problem();
+            if (problem != null) {
+                throw new RdmaConfigurationException("rdma.required", "rdma.required=true but " + problem,
+                        "Install libibverbs1 and ibverbs-providers and load an RDMA driver (e.g. Soft-RoCE: "
+                                + "rdma link add rxe0 type rxe netdev eth0), or set rdma.required=false to start without RDMA.");
+            }
+        }
+        BeanFactory factory = this.beanFactory;
+        RootBeanDefinition resources = new RootBeanDefinition(RdmaResources.class,
+                () -> new RdmaResources(properties, factory));
+        registry.registerBeanDefinition(RdmaResources.BEAN_NAME, resources);
+
+        List<String> deviceKeys = new ArrayList<>(properties.getDevices().keySet());
+        for (String key : deviceKeys) {
+            register(registry, key, Context.class, () -> resources(factory).openDevice(key));
+        }
+        properties.getChannels().forEach((key, channel) -> {
+            String device = RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.CHANNELS + key,
+                    channel.getDevice());
+            register(registry, key, CompletionChannel.class, () -> resources(factory).createChannel(key), device);
+        });
+        properties.getCompletionQueues().forEach((key, queue) -> {
+            String device = RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.QUEUES + key,
+                    queue.getDevice());
+            Class<? extends CompletionQueue> type = queue.getType() == QueueType.EFA ? EfaCompletionQueue.class
+                    : queue.getType() == QueueType.EXTENDED ? ExtendedCompletionQueue.class : CompletionQueue.class;
+            String[] dependsOn = queue.getChannel() == null ? new String[] { device }
+                    : new String[] { device, queue.getChannel() };
+            register(registry, key, type, () -> resources(factory).createQueue(key), dependsOn);
+        });
+
+        RootBeanDefinition monitor = new RootBeanDefinition(RdmaAsyncEventMonitor.class,
+                () -> new RdmaAsyncEventMonitor(resources(factory), deviceKeys));
+        monitor.setDependsOn(deviceKeys.toArray(String[]::new));
+        registry.registerBeanDefinition(MONITOR_BEAN_NAME, monitor);
+    }
+
+    private static RdmaResources resources(BeanFactory factory) {
+        return factory.getBean(RdmaResources.BEAN_NAME, RdmaResources.class);
+    }
+
+    private static void register(BeanDefinitionRegistry registry, String name, Class<?> type,
+            java.util.function.Supplier<?> supplier, String... dependsOn) {
+        RootBeanDefinition definition = new RootBeanDefinition(type);
+        definition.setInstanceSupplier(supplier);
+        definition.setTargetType(type);
+        definition.setDestroyMethodName("close");
+        definition.setRole(AbstractBeanDefinition.ROLE_APPLICATION);
+        if (dependsOn.length > 0) {
+            definition.setDependsOn(dependsOn);
+        }
+        registry.registerBeanDefinition(name, definition);
+    }
+}
