@@ -61,8 +61,9 @@ public class CompletionQueue extends NativeObject {
         MemorySegment cq;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = Native.allocateCapture(arena);
+            MemorySegment channelHandle = channel == null ? MemorySegment.NULL : channel.handle;
             cq = (MemorySegment) Ibverbs.CREATE_CQ.invokeExact(capture, context.handle, cqe, MemorySegment.NULL,
-                    channel == null ? MemorySegment.NULL : channel.handle, compVector);
+                    channelHandle, compVector);
             if (Native.isNull(cq)) {
                 throw new VerbsException("ibv_create_cq", Native.errno(capture),
                         "cqe=" + cqe + ", comp_vector=" + compVector + " of " + context.numCompVectors()
