@@ -1,20 +1,14 @@
-package dev.rdma.verbs.testing;
+package dev.rdma.verbs;
 
 import java.util.EnumSet;
 
-import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.Context;
-import dev.rdma.verbs.Gid;
-import dev.rdma.verbs.MemoryRegion;
-import dev.rdma.verbs.ProtectionDomain;
-import dev.rdma.verbs.QueuePair;
-
 /**
- * A reliable-connected QP connected to itself over the device's IPv4 (RoCE v2) GID, with one registered buffer:
- * every send it posts arrives as a receive on the same QP. Used by device tests, benchmarks and the sample to produce
- * real completions. Closing it closes the QP, the MR and the PD (not the CQs, not the context).
+ * A reliable-connected QP connected to itself over the device's IPv4 (RoCE v2) GID of port 1, with one registered
+ * buffer split in send slots (lower half) and receive slots (upper half): every send it posts arrives as a receive on
+ * the same QP. Produces real completions for smoke tests, benchmarks and the sample application. Closing it closes the
+ * QP, the MR and the PD (not the CQs, not the context). Thread-safety as {@link QueuePair}.
  */
-public final class Loopback implements AutoCloseable {
+public class LoopbackQueuePair implements AutoCloseable {
 
     public static final int PORT = 1;
 
@@ -23,7 +17,7 @@ public final class Loopback implements AutoCloseable {
     private final QueuePair qp;
     private final int slotSize;
 
-    public Loopback(Context context, CompletionQueue sendCq, CompletionQueue recvCq, int depth, int slotSize) {
+    public LoopbackQueuePair(Context context, CompletionQueue sendCq, CompletionQueue recvCq, int depth, int slotSize) {
         this.slotSize = slotSize;
         this.pd = context.allocateProtectionDomain();
         try {
