@@ -1,0 +1,450 @@
+/*
+ * cq_bench: the C baseline of the project's completion-queue benchmarks (docs/benchmarks.md).
+ *
+ * Measures, on the first RDMA device (or $RDMA_TEST_DEVICE), with a reliable-connected QP connected to itself:
+ *   batch_poll     ns per completion to drain a CQ pre-filled with K send completions, ibv_poll_cq batch 1/16/32
+ *   ext_iter       the same with the extended CQ iterator, one completion per ibv_start_poll..ibv_end_poll (the
+ *                  pattern rdma-core 44's rxe needs and the Java binding uses there), reading wr_id, status, byte_len
+ *   ext_copy       the same, reading every standard field into a struct ibv_wc (what the Java batch copy does)
+ *   empty_poll     ns per ibv_poll_cq (batch 16) on an empty CQ; empty_ext: ns per ibv_start_poll returning ENOENT
+ *   e2e            messages/s of a looped-back ping-pong with events (arm, drain, get_cq_event, ack, re-arm)
+ *
+ * Every case: W warm-up repetitions, then R measured ones; prints one machine-readable line per case:
+ *   case=batch_poll batch=16 impl=c unit=ns median=.. min=.. max=.. reps=R
+ * The Java twin (dev.rdma.benchmarks.CqBench) runs the same cases with the same parameters.
+ *
+ * usage: cq_bench [K R W EMPTY_ITERS E2E_MSGS]   (defaults 4096 7 3 200000 2000)
+ * build: gcc -O2 -Wall -o cq_bench cq_bench.c -libverbs
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PORT 1
+#define SLOT 64
+#define MSG_LEN 16
+#define MAX_REPS 64
+
+static int K = 4096, REPS = 7, WARMUP = 3, EMPTY_ITERS = 200000, E2E_MSGS = 2000;
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static char *buf;
+static int gid_index;
+static union ibv_gid gid;
+static struct ibv_port_attr port_attr;
+static volatile uint64_t sink;
+
+#define CHECK(cond, what) do { if (!(cond)) { fprintf(stderr, "cq_bench: %s failed: %s (%s:%d)\n", what, \
+        strerror(errno), __FILE__, __LINE__); exit(1); } } while (0)
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *name, const char *extra, const char *unit, double *v, int n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, extra, unit, median, v[0],
+           v[n - 1], n);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ setup: a self-connected RC QP */
+
+static int find_ipv4_gid(void)
+{
+    for (int i = 0; i < port_attr.gid_tbl_len; i++) {
+        union ibv_gid g;
+        if (ibv_query_gid(ctx, PORT, i, &g))
+            continue;
+        static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(g.raw, prefix, 12) == 0 && (g.raw[12] | g.raw[13] | g.raw[14] | g.raw[15])) {
+            gid = g;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void open_device(void)
+{
+    int n;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    CHECK(list && n > 0, "ibv_get_device_list (no RDMA device)");
+    const char *want = getenv("RDMA_TEST_DEVICE");
+    struct ibv_device *dev = list[0];
+    if (want && *want) {
+        dev = NULL;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(ibv_get_device_name(list[i]), want))
+                dev = list[i];
+        CHECK(dev, "RDMA_TEST_DEVICE lookup");
+    }
+    ctx = ibv_open_device(dev);
+    CHECK(ctx, "ibv_open_device");
+    fprintf(stderr, "cq_bench: device %s\n", ibv_get_device_name(dev));
+    ibv_free_device_list(list);
+    CHECK(ibv_query_port(ctx, PORT, &port_attr) == 0, "ibv_query_port");
+    gid_index = find_ipv4_gid();
+    CHECK(gid_index >= 0, "find IPv4 GID");
+    pd = ibv_alloc_pd(ctx);
+    CHECK(pd, "ibv_alloc_pd");
+    size_t size = (size_t)SLOT * K * 2;
+    buf = calloc(1, size);
+    mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    CHECK(mr, "ibv_reg_mr");
+}
+
+static struct ibv_qp *create_loopback(struct ibv_cq *scq, struct ibv_cq *rcq, int depth)
+{
+    struct ibv_qp_init_attr init = {
+        .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
+        .cap = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1, .max_recv_sge = 1},
+    };
+    struct ibv_qp *qp = ibv_create_qp(pd, &init);
+    CHECK(qp, "ibv_create_qp");
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = PORT,
+                            .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
+                                               | IBV_ACCESS_REMOTE_READ};
+    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "INIT");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = port_attr.active_mtu;
+    a.dest_qp_num = qp->qp_num;
+    a.rq_psn = 0;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = PORT;
+    a.ah_attr.dlid = port_attr.lid;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.sgid_index = gid_index;
+    a.ah_attr.grh.hop_limit = 1;
+    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
+                                     | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), "RTR");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = 0;
+    a.max_rd_atomic = 1;
+    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
+                                     | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), "RTS");
+    return qp;
+}
+
+static void post_recv(struct ibv_qp *qp, uint64_t wr_id, int slot)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)buf + (size_t)SLOT * K + (size_t)slot * SLOT, .length = SLOT,
+                          .lkey = mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+    CHECK(ibv_post_recv(qp, &wr, &bad) == 0, "ibv_post_recv");
+}
+
+static void post_send(struct ibv_qp *qp, uint64_t wr_id, int slot, int len)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)buf + (size_t)slot * SLOT, .length = len, .lkey = mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    CHECK(ibv_post_send(qp, &wr, &bad) == 0, "ibv_post_send");
+}
+
+/*
+ * Fills send_cq with K send completions: K receives, K signaled sends, wait until the K receives completed (drained
+ * from recv_cq), then a pause so that the last ACKs have produced their send completions. Not timed.
+ */
+static void fill(struct ibv_qp *qp, struct ibv_cq *recv_cq)
+{
+    struct ibv_wc wc[32];
+    for (int i = 0; i < K; i++)
+        post_recv(qp, i, i);
+    for (int i = 0; i < K; i++)
+        post_send(qp, i, i, MSG_LEN);
+    int got = 0;
+    uint64_t deadline = now_ns() + 60000000000ull;
+    while (got < K) {
+        int n = ibv_poll_cq(recv_cq, 32, wc);
+        CHECK(n >= 0, "ibv_poll_cq(recv)");
+        for (int i = 0; i < n; i++)
+            CHECK(wc[i].status == IBV_WC_SUCCESS, "receive completion status");
+        got += n;
+        CHECK(now_ns() < deadline, "fill (timeout waiting for receives)");
+    }
+    usleep(20000);
+}
+
+/* ------------------------------------------------------------------ (1) batch poll, legacy */
+
+static void bench_batch(int batch)
+{
+    struct ibv_cq *scq = ibv_create_cq(ctx, K, NULL, NULL, 0);
+    struct ibv_cq *rcq = ibv_create_cq(ctx, K, NULL, NULL, 0);
+    CHECK(scq && rcq, "ibv_create_cq");
+    struct ibv_qp *qp = create_loopback(scq, rcq, K);
+    struct ibv_wc *wc = calloc(batch, sizeof *wc);
+    double v[MAX_REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        fill(qp, rcq);
+        uint64_t sum = 0;
+        int got = 0;
+        long empties = 0;
+        uint64_t t0 = now_ns();
+        while (got < K) {
+            int n = ibv_poll_cq(scq, batch, wc);
+            if (n < 0) {
+                fprintf(stderr, "cq_bench: ibv_poll_cq returned %d\n", n);
+                exit(1);
+            }
+            if (n == 0)
+                empties++;
+            for (int i = 0; i < n; i++)
+                sum += wc[i].wr_id + wc[i].status;
+            got += n;
+        }
+        uint64_t t1 = now_ns();
+        sink += sum;
+        if (empties)
+            fprintf(stderr, "cq_bench: batch %d rep %d: %ld empty polls during the drain\n", batch, r, empties);
+        if (r >= WARMUP)
+            v[r - WARMUP] = (double)(t1 - t0) / K;
+    }
+    char extra[32];
+    snprintf(extra, sizeof extra, " batch=%d", batch);
+    report("batch_poll", extra, "ns", v, REPS);
+    free(wc);
+    ibv_destroy_qp(qp);
+    ibv_destroy_cq(scq);
+    ibv_destroy_cq(rcq);
+}
+
+/* ------------------------------------------------------------------ (1b) extended CQ iterator */
+
+static struct ibv_cq_ex *create_cq_ex(int cqe, struct ibv_comp_channel *ch)
+{
+    struct ibv_cq_init_attr_ex attr = {
+        .cqe = cqe, .channel = ch, .comp_vector = 0,
+        /* the Java side's CqInitAttributes.of(): BYTE_LEN .. DLID_PATH_BITS */
+        .wc_flags = IBV_WC_STANDARD_FLAGS,
+    };
+    struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &attr);
+    CHECK(cq, "ibv_create_cq_ex");
+    return cq;
+}
+
+static void bench_ext(int copy)
+{
+    struct ibv_cq_ex *scq = create_cq_ex(K, NULL);
+    struct ibv_cq *rcq = ibv_create_cq(ctx, K, NULL, NULL, 0);
+    CHECK(rcq, "ibv_create_cq");
+    struct ibv_qp *qp = create_loopback(ibv_cq_ex_to_cq(scq), rcq, K);
+    struct ibv_wc *wcs = calloc(32, sizeof *wcs);
+    double v[MAX_REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        fill(qp, rcq);
+        uint64_t sum = 0;
+        int got = 0;
+        uint64_t t0 = now_ns();
+        while (got < K) {
+            /* up to 32 per "poll" call, like the Java buffer of 32; one completion per start..end (rxe < 59) */
+            for (int n = 0; n < 32 && got < K; n++) {
+                struct ibv_poll_cq_attr pa = {0};
+                int rc = ibv_start_poll(scq, &pa);
+                if (rc == ENOENT)
+                    break;
+                if (rc) {
+                    fprintf(stderr, "cq_bench: ibv_start_poll returned %d\n", rc);
+                    exit(1);
+                }
+                if (!copy) {
+                    sum += scq->wr_id + scq->status + ibv_wc_read_byte_len(scq);
+                } else {
+                    struct ibv_wc *w = &wcs[n];
+                    w->wr_id = scq->wr_id;
+                    w->status = scq->status;
+                    w->vendor_err = ibv_wc_read_vendor_err(scq);
+                    w->qp_num = ibv_wc_read_qp_num(scq);
+                    if (w->status == IBV_WC_SUCCESS) {
+                        w->opcode = ibv_wc_read_opcode(scq);
+                        w->wc_flags = ibv_wc_read_wc_flags(scq);
+                        w->byte_len = ibv_wc_read_byte_len(scq);
+                        w->imm_data = ibv_wc_read_imm_data(scq);
+                        w->src_qp = ibv_wc_read_src_qp(scq);
+                        w->slid = ibv_wc_read_slid(scq);
+                        w->sl = ibv_wc_read_sl(scq);
+                        w->dlid_path_bits = ibv_wc_read_dlid_path_bits(scq);
+                    }
+                    sum += w->wr_id + w->status;
+                }
+                ibv_end_poll(scq);
+                got++;
+            }
+        }
+        uint64_t t1 = now_ns();
+        sink += sum;
+        if (r >= WARMUP)
+            v[r - WARMUP] = (double)(t1 - t0) / K;
+    }
+    report(copy ? "ext_copy" : "ext_iter", " batch=32", "ns", v, REPS);
+    free(wcs);
+    ibv_destroy_qp(qp);
+    ibv_destroy_cq(ibv_cq_ex_to_cq(scq));
+    ibv_destroy_cq(rcq);
+}
+
+/* ------------------------------------------------------------------ (2) empty poll */
+
+static void bench_empty(void)
+{
+    struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+    CHECK(cq, "ibv_create_cq");
+    struct ibv_wc wc[16];
+    double v[MAX_REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        int total = 0;
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < EMPTY_ITERS; i++)
+            total += ibv_poll_cq(cq, 16, wc);
+        uint64_t t1 = now_ns();
+        CHECK(total == 0, "empty CQ stayed empty");
+        if (r >= WARMUP)
+            v[r - WARMUP] = (double)(t1 - t0) / EMPTY_ITERS;
+    }
+    report("empty_poll", " batch=16", "ns", v, REPS);
+    ibv_destroy_cq(cq);
+
+    struct ibv_cq_ex *cqx = create_cq_ex(64, NULL);
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        int total = 0;
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < EMPTY_ITERS; i++) {
+            struct ibv_poll_cq_attr pa = {0};
+            int rc = ibv_start_poll(cqx, &pa);
+            if (rc != ENOENT) {
+                total++;
+                if (rc == 0)
+                    ibv_end_poll(cqx);
+            }
+        }
+        uint64_t t1 = now_ns();
+        CHECK(total == 0, "empty extended CQ stayed empty");
+        if (r >= WARMUP)
+            v[r - WARMUP] = (double)(t1 - t0) / EMPTY_ITERS;
+    }
+    report("empty_ext", " batch=32", "ns", v, REPS);
+    ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+}
+
+/* ------------------------------------------------------------------ (3) end to end: ping-pong with events */
+
+#define E2E_DEPTH 16
+
+static void bench_e2e(void)
+{
+    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+    CHECK(ch, "ibv_create_comp_channel");
+    struct ibv_cq *cq = ibv_create_cq(ctx, 4 * E2E_DEPTH, NULL, ch, 0);
+    CHECK(cq, "ibv_create_cq");
+    struct ibv_qp *qp = create_loopback(cq, cq, E2E_DEPTH);
+    for (int i = 0; i < E2E_DEPTH; i++)
+        post_recv(qp, 1000000 + i, i);
+    struct ibv_wc wc[16];
+    double v[MAX_REPS];
+    unsigned long events = 0;
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        int msgs = 0, sent = 0, sends_done = 0;
+        uint64_t t0 = now_ns();
+        post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
+        sent++;
+        while (msgs < E2E_MSGS || sends_done < sent) {
+            int n = ibv_poll_cq(cq, 16, wc);
+            CHECK(n >= 0, "ibv_poll_cq");
+            if (n == 0) {
+                CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
+                n = ibv_poll_cq(cq, 16, wc); /* what arrived before the arm */
+                CHECK(n >= 0, "ibv_poll_cq");
+                if (n == 0) {
+                    struct ibv_cq *ev_cq;
+                    void *ev_ctx;
+                    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event");
+                    ibv_ack_cq_events(ev_cq, 1);
+                    events++;
+                    continue;
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                CHECK(wc[i].status == IBV_WC_SUCCESS, "ping-pong completion status");
+                if (wc[i].opcode == IBV_WC_RECV) {
+                    msgs++;
+                    post_recv(qp, wc[i].wr_id, (int)(wc[i].wr_id - 1000000));
+                    if (sent < E2E_MSGS) {
+                        post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
+                        sent++;
+                    }
+                } else {
+                    sends_done++;
+                }
+            }
+        }
+        uint64_t t1 = now_ns();
+        if (r >= WARMUP)
+            v[r - WARMUP] = E2E_MSGS * 1e9 / (double)(t1 - t0);
+    }
+    fprintf(stderr, "cq_bench: e2e: %lu events for %d messages\n", events, (WARMUP + REPS) * E2E_MSGS);
+    report("e2e", "", "msgs_per_s", v, REPS);
+    ibv_destroy_qp(qp);
+    ibv_destroy_cq(cq);
+    ibv_destroy_comp_channel(ch);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) K = atoi(argv[1]);
+    if (argc > 2) REPS = atoi(argv[2]);
+    if (argc > 3) WARMUP = atoi(argv[3]);
+    if (argc > 4) EMPTY_ITERS = atoi(argv[4]);
+    if (argc > 5) E2E_MSGS = atoi(argv[5]);
+    if (K < 32 || REPS < 1 || REPS > MAX_REPS || WARMUP < 0 || EMPTY_ITERS < 1 || E2E_MSGS < 1) {
+        fprintf(stderr, "usage: cq_bench [K>=32 REPS(1..%d) WARMUP EMPTY_ITERS E2E_MSGS]\n", MAX_REPS);
+        return 2;
+    }
+    const char *only = getenv("CQ_BENCH_CASES"); /* optional filter, e.g. "batch,empty" */
+    open_device();
+    printf("# impl=c K=%d reps=%d warmup=%d empty_iters=%d e2e_msgs=%d\n", K, REPS, WARMUP, EMPTY_ITERS, E2E_MSGS);
+    if (!only || strstr(only, "batch")) {
+        bench_batch(1);
+        bench_batch(16);
+        bench_batch(32);
+    }
+    if (!only || strstr(only, "ext")) {
+        bench_ext(0);
+        bench_ext(1);
+    }
+    if (!only || strstr(only, "empty"))
+        bench_empty();
+    if (!only || strstr(only, "e2e"))
+        bench_e2e();
+    fprintf(stderr, "cq_bench: done (sink %llu)\n", (unsigned long long)sink);
+    ibv_dereg_mr(mr);
+    ibv_dealloc_pd(pd);
+    ibv_close_device(ctx);
+    return 0;
+}

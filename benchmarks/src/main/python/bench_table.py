@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Reads the case=... lines of cq_bench (C) and CqBench (Java) and prints the comparison table (markdown).
+
+usage: bench_table.py RESULTS_FILE   (exit status 0; the verdict per row is in the table)
+"""
+import re
+import sys
+
+LINE = re.compile(r"^case=(\S+)(.*?) impl=(c|java) unit=(\S+) median=(\S+) min=(\S+) max=(\S+) reps=(\d+)")
+
+# (java case, c case, kind, limit, description)
+ROWS = [
+    ("batch_poll", "batch_poll", "time", 1.10, "legacy poll(buffer), read wr_id+status"),
+    ("batch_handler", "batch_poll", "time", 1.10, "legacy poll(buffer, handler)"),
+    ("ext_iter", "ext_iter", "time", 1.15, "extended iterator, handler reads wr_id+status+byte_len"),
+    ("ext_copy", "ext_copy", "time", 1.15, "extended poll(buffer): every standard field copied"),
+    ("empty_poll", "empty_poll", "time", 1.30, "one poll of an empty legacy CQ"),
+    ("empty_ext", "empty_ext", "time", 1.30, "one start_poll (ENOENT) of an empty extended CQ"),
+    ("e2e", "e2e", "rate", 0.90, "ping-pong msgs/s with events (binding event loop)"),
+    ("e2e_starter", "e2e", "rate", 0.90, "ping-pong msgs/s, @RdmaCompletionListener poller"),
+]
+
+
+def parse(path):
+    res = {}
+    for line in open(path, errors="replace"):
+        m = LINE.match(line.strip())
+        if not m:
+            continue
+        case, extra, impl, unit, med, lo, hi, reps = m.groups()
+        res[(case, extra.strip(), impl)] = dict(unit=unit, median=float(med), min=float(lo), max=float(hi),
+                                               reps=int(reps))
+    return res
+
+
+def spread(r):
+    return 100.0 * (r["max"] - r["min"]) / r["median"] if r["median"] else 0.0
+
+
+def main():
+    res = parse(sys.argv[1])
+    out = ["| case | params | C median | Java median | spread C / Java | Java/C | target | result |",
+           "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    misses = 0
+    for jcase, ccase, kind, limit, _ in ROWS:
+        for (case, extra, impl), j in sorted(res.items(), key=lambda kv: kv[0][1]):
+            if case != jcase or impl != "java":
+                continue
+            c = res.get((ccase, extra, "c"))
+            if c is None:
+                continue
+            ratio = j["median"] / c["median"] if c["median"] else float("inf")
+            if kind == "time":
+                ok = ratio <= limit
+                target = f"<= {limit:.2f}x"
+                unit = " ns"
+            else:
+                ok = ratio >= limit
+                target = f">= {limit:.2f}x of C msgs/s"
+                unit = "/s"
+            misses += 0 if ok else 1
+            fmt = (lambda v: f"{v:,.0f}{unit}") if kind == "rate" else (lambda v: f"{v:,.1f}{unit}")
+            name = jcase if jcase == ccase else f"{jcase} (vs C {ccase})"
+            out.append(f"| {name} | {extra or '-'} | {fmt(c['median'])} | {fmt(j['median'])} | "
+                       f"{spread(c):.0f}% / {spread(j):.0f}% | {ratio:.2f}x | {target} | {'pass' if ok else 'MISS'} |")
+    for (case, extra, impl), j in sorted(res.items()):
+        if case != "alloc" or impl != "java":
+            continue
+        ok = j["max"] == 0
+        misses += 0 if ok else 1
+        out.append(f"| alloc | {extra} | - | {j['median']:.2f} {j['unit'].replace('_', '/')} (max {j['max']:.2f}) | "
+                   f"- | - | 0 B | {'pass' if ok else 'MISS'} |")
+    print("\n".join(out))
+    print(f"\n{misses} target(s) missed")
+
+
+if __name__ == "__main__":
+    main()
