@@ -9,6 +9,8 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 
+import org.springframework.beans.factory.SmartInitializingSingleton;
+
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
 import dev.rdma.spring.boot.autoconfigure.listener.PollerMetrics;
 import dev.rdma.verbs.CompletionQueue;
@@ -26,12 +28,19 @@ import dev.rdma.verbs.WcStatus;
  *   <li>{@code rdma.cq.errors} (function counter of IBV_EVENT_CQ_ERR; queue, device)</li>
  * </ul>
  */
-public class RdmaMicrometerMetrics implements PollerMetrics.Factory {
+public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitializingSingleton {
 
     private final MeterRegistry registry;
+    private final RdmaResources resources;
 
     public RdmaMicrometerMetrics(MeterRegistry registry, RdmaResources resources) {
         this.registry = registry;
+        this.resources = resources;
+    }
+
+    /** Binds the per-queue CQ error counters once every queue bean exists. */
+    @Override
+    public void afterSingletonsInstantiated() {
         if (resources != null) {
             resources.queues().forEach((name, queue) -> FunctionCounter
                     .builder("rdma.cq.errors", queue, CompletionQueue::asyncErrors)
