@@ -198,6 +198,9 @@ public class CompletionQueue extends NativeObject {
         if (channel == null) {
             throw new IllegalStateException(describe() + " has no completion channel: it cannot raise events");
         }
+        if (Native.isNull(notifyFn)) {
+            throw new VerbsException("ibv_req_notify_cq", Errno.EOPNOTSUPP, "the provider has no req_notify_cq");
+        }
         acquire();
         try {
             int rc = (int) Ibverbs.FP_REQ_NOTIFY_CQ.invokeExact(notifyFn, handle, solicitedOnly ? 1 : 0);
