@@ -1,0 +1,160 @@
+package dev.rdma.benchmarks.starter;
+
+import java.lang.management.ManagementFactory;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.LoopbackQueuePair;
+import dev.rdma.verbs.WcOpcode;
+import dev.rdma.verbs.WorkCompletion;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.ApplicationArguments;
+import org.springframework.boot.ApplicationRunner;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.stereotype.Component;
+
+/**
+ * End to end through the starter: the same ping-pong as {@code bench_e2e} of cq_bench.c (one message in flight on a
+ * self-connected RC QP, send and receive completions on one CQ with a completion channel), but every completion
+ * reaches an {@link RdmaCompletionListener} method on the starter's poller thread in {@code event} mode (arm, drain,
+ * wait, get events, ack, re-arm), and the listener posts the next message. Prints {@code case=e2e_starter} and the
+ * allocation of the poller thread per message.
+ *
+ * <pre>java ... dev.rdma.benchmarks.starter.StarterPingPong MSGS REPS WARMUP</pre>
+ */
+@SpringBootApplication
+public class StarterPingPong {
+
+    static final String[] PROPERTIES = {
+        "--spring.main.banner-mode=off",
+        "--logging.level.root=WARN",
+        "--rdma.required=true",
+        "--rdma.devices.bench.port=1",
+        "--rdma.channels.events.device=bench",
+        "--rdma.completion-queues.pp.device=bench",
+        "--rdma.completion-queues.pp.type=legacy",
+        "--rdma.completion-queues.pp.entries=64",
+        "--rdma.completion-queues.pp.channel=events",
+        "--rdma.completion-queues.pp.polling.mode=event",
+        "--rdma.completion-queues.pp.polling.batch-size=16",
+    };
+
+    public static void main(String[] args) {
+        String[] all = Arrays.copyOf(PROPERTIES, PROPERTIES.length + args.length);
+        System.arraycopy(args, 0, all, PROPERTIES.length, args.length);
+        String device = System.getenv("RDMA_TEST_DEVICE");
+        if (device != null && !device.isBlank()) {
+            all = Arrays.copyOf(all, all.length + 1);
+            all[all.length - 1] = "--rdma.devices.bench.name=" + device;
+        }
+        System.exit(SpringApplication.exit(SpringApplication.run(StarterPingPong.class, all)));
+    }
+
+    @Component
+    static class PingPong implements ApplicationRunner, DisposableBean {
+
+        static final int DEPTH = 16;
+        static final int SLOT = 64;
+        static final int MSG_LEN = 16;
+        static final long RECV_ID_BASE = 1_000_000;
+        static final int RECV = WcOpcode.RECV.code();
+
+        private final LoopbackQueuePair qp;
+        private int messages;
+        private int msgs;
+        private int sent;
+        private int sendsDone;
+        private volatile Thread poller;
+        private volatile CountDownLatch done = new CountDownLatch(1);
+
+        PingPong(@Qualifier("bench") Context context, @Qualifier("pp") CompletionQueue queue) {
+            this.qp = new LoopbackQueuePair(context, queue, queue, DEPTH, SLOT);
+            for (int i = 0; i < DEPTH; i++) {
+                qp.postRecv(RECV_ID_BASE + i, i);
+            }
+        }
+
+        /** On the poller thread: one call per completion. */
+        @RdmaCompletionListener(queue = "pp")
+        public void onCompletion(WorkCompletion wc) {
+            CountDownLatch latch = done; // volatile read: sees the counters the runner reset before writing it
+            if (poller == null) {
+                poller = Thread.currentThread();
+            }
+            if (!wc.isSuccess()) {
+                throw new IllegalStateException("ping-pong completion " + wc.status());
+            }
+            if (wc.opcodeCode() == RECV) {
+                msgs++;
+                long id = wc.wrId();
+                qp.postRecv(id, (int) (id - RECV_ID_BASE));
+                if (sent < messages) {
+                    qp.postSend(sent, sent % DEPTH, MSG_LEN, null);
+                    sent++;
+                }
+            } else {
+                sendsDone++;
+            }
+            if (msgs == messages && sendsDone == sent) {
+                latch.countDown();
+            }
+        }
+
+        @Override
+        public void run(ApplicationArguments args) throws InterruptedException {
+            var rest = args.getNonOptionArgs();
+            int n = rest.size() > 0 ? Integer.parseInt(rest.get(0)) : 2000;
+            int reps = rest.size() > 1 ? Integer.parseInt(rest.get(1)) : 7;
+            int warmup = rest.size() > 2 ? Integer.parseInt(rest.get(2)) : 5;
+            var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            double[] rate = new double[reps];
+            double[] bytes = new double[reps];
+            for (int r = 0; r < warmup + reps; r++) {
+                CountDownLatch latch = new CountDownLatch(1);
+                // handed to the poller thread through the volatile write of done (happens-before its next read)
+                messages = n;
+                msgs = 0;
+                sendsDone = 0;
+                sent = 1;
+                done = latch;
+                Thread p = poller;
+                long a0 = p == null ? 0 : threads.getThreadAllocatedBytes(p.threadId());
+                long t0 = System.nanoTime();
+                qp.postSend(0, 0, MSG_LEN, null);
+                if (!latch.await(120, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("e2e_starter: timed out at " + msgs + " of " + n + " messages");
+                }
+                long t1 = System.nanoTime();
+                long a1 = p == null ? 0 : threads.getThreadAllocatedBytes(p.threadId());
+                if (r >= warmup) {
+                    rate[r - warmup] = n * 1e9 / (t1 - t0);
+                    bytes[r - warmup] = p == null ? Double.NaN : (double) (a1 - a0) / n;
+                }
+            }
+            report("e2e_starter", "", "msgs_per_s", rate);
+            report("alloc", " of=e2e_starter_poller", "B_per_message", bytes);
+        }
+
+        static void report(String name, String extra, String unit, double[] v) {
+            double[] s = v.clone();
+            Arrays.sort(s);
+            int n = s.length;
+            double median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+            System.out.printf(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n",
+                    name, extra, unit, median, s[0], s[n - 1], n);
+            System.out.flush();
+        }
+
+        @Override
+        public void destroy() {
+            qp.close();
+        }
+    }
+}
