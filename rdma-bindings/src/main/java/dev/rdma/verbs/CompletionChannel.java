@@ -36,9 +36,9 @@ public final class CompletionChannel extends NativeObject {
     private final int fd;
     private final Waker closeWaker = new Waker();
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment cqOut = arena.allocate(ADDRESS);
-    private final MemorySegment ctxOut = arena.allocate(ADDRESS);
-    private final MemorySegment capture = Native.allocateCapture(arena);
+    private final MemorySegment cqOut = Native.unscoped(arena.allocate(ADDRESS));
+    private final MemorySegment ctxOut = Native.unscoped(arena.allocate(ADDRESS));
+    private final MemorySegment capture = Native.unscoped(Native.allocateCapture(arena));
     /** Serialises ibv_get_cq_event with the ack-all-then-destroy of a CQ on this channel. */
     final Object eventLock = new Object();
     private volatile CompletionQueue[] queues = new CompletionQueue[0];

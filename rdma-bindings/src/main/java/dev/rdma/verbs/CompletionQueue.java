@@ -142,7 +142,7 @@ public class CompletionQueue extends NativeObject {
     final int pollLegacy(WorkCompletionBuffer buffer) {
         int n;
         try {
-            n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, handle, buffer.capacity(), buffer.wcs);
+            n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, handle, buffer.capacity(), buffer.wcsNative);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }

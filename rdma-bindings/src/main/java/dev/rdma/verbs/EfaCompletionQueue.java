@@ -28,7 +28,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
     private final MemorySegment readSgid;
     private final MemorySegment readUnsolicited;
     private final Arena gidArena = Arena.ofShared();
-    private final MemorySegment gid = gidArena.allocate(16, 8);
+    private final MemorySegment gid = Native.unscoped(gidArena.allocate(16, 8));
 
     EfaCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes, long efaFlags,
             MemorySegment efadvCq, boolean batchIterator) {

@@ -40,8 +40,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     /** Provider calls use Linker.Option.critical; false only for the upcall-stub stand-ins of the tests. */
     final boolean critical;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment pollAttr = arena.allocate(Layouts.IBV_POLL_CQ_ATTR);
-    final MemorySegment scratch16 = arena.allocate(16, 8);
+    private final MemorySegment pollAttr = Native.unscoped(arena.allocate(Layouts.IBV_POLL_CQ_ATTR));
+    final MemorySegment scratch16 = Native.unscoped(arena.allocate(16, 8));
     private final MemorySegment startPoll;
     private final MemorySegment nextPoll;
     private final MemorySegment endPoll;

@@ -73,6 +73,15 @@ final class Native {
         }
     }
 
+    /**
+     * A global-scope alias of {@code segment}, for passing to native code on the poll path: a segment of a shared
+     * arena passed to a downcall makes the linker acquire and release its session (two atomic updates) on every call.
+     * The owner of the alias guarantees the memory outlives its use (the binding frees it only in close()).
+     */
+    static MemorySegment unscoped(MemorySegment segment) {
+        return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
+    }
+
     static boolean isNull(MemorySegment pointer) {
         return pointer.address() == 0L;
     }

@@ -74,12 +74,13 @@ public final class QueuePair extends NativeObject {
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment sendWr = arena.allocate(Layouts.IBV_SEND_WR);
-    private final MemorySegment sendSge = arena.allocate(Layouts.IBV_SGE);
-    private final MemorySegment badSend = arena.allocate(ADDRESS);
-    private final MemorySegment recvWr = arena.allocate(Layouts.IBV_RECV_WR);
-    private final MemorySegment recvSge = arena.allocate(Layouts.IBV_SGE);
-    private final MemorySegment badRecv = arena.allocate(ADDRESS);
+    // global-scope aliases (Native.unscoped): posting passes them to native code without a session acquire
+    private final MemorySegment sendWr = Native.unscoped(arena.allocate(Layouts.IBV_SEND_WR));
+    private final MemorySegment sendSge = Native.unscoped(arena.allocate(Layouts.IBV_SGE));
+    private final MemorySegment badSend = Native.unscoped(arena.allocate(ADDRESS));
+    private final MemorySegment recvWr = Native.unscoped(arena.allocate(Layouts.IBV_RECV_WR));
+    private final MemorySegment recvSge = Native.unscoped(arena.allocate(Layouts.IBV_SGE));
+    private final MemorySegment badRecv = Native.unscoped(arena.allocate(ADDRESS));
     private final Object sendLock = new Object();
     private final Object recvLock = new Object();
 

@@ -13,12 +13,12 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 public final class Waker implements AutoCloseable {
 
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment one = arena.allocate(JAVA_LONG);
-    private final MemorySegment scratch = arena.allocate(JAVA_LONG);
-    private final MemorySegment capture = Native.allocateCapture(arena);
+    private final MemorySegment one = Native.unscoped(arena.allocate(JAVA_LONG));
+    private final MemorySegment scratch = Native.unscoped(arena.allocate(JAVA_LONG));
+    private final MemorySegment capture = Native.unscoped(Native.allocateCapture(arena));
     /** Scratch of the thread that waits with this waker: pollfd[3] and a capture segment, so a wait allocates nothing. */
-    final MemorySegment pollFds = arena.allocate(Layouts.POLLFD, 3);
-    final MemorySegment pollCapture = Native.allocateCapture(arena);
+    final MemorySegment pollFds = Native.unscoped(arena.allocate(Layouts.POLLFD, 3));
+    final MemorySegment pollCapture = Native.unscoped(Native.allocateCapture(arena));
     private volatile int fd;
 
     public Waker() {
@@ -35,22 +35,16 @@ public final class Waker implements AutoCloseable {
     }
 
     /** Wakes the thread waiting on this waker (or the next one to wait). */
-    public void wake() {
-        int f = fd;
-        if (f >= 0) {
-            synchronized (this) {
-                Libc.write8(f, one, capture);
-            }
+    public synchronized void wake() {
+        if (fd >= 0) {
+            Libc.write8(fd, one, capture);
         }
     }
 
     /** Consumes pending wake-ups. */
-    void clear() {
-        int f = fd;
-        if (f >= 0) {
-            synchronized (this) {
-                Libc.read8(f, scratch, capture);
-            }
+    synchronized void clear() {
+        if (fd >= 0) {
+            Libc.read8(fd, scratch, capture);
         }
     }
 

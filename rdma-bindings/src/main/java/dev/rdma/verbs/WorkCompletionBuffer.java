@@ -34,6 +34,8 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     private final int capacity;
     final MemorySegment wcs;
     final MemorySegment ext;
+    /** {@link #wcs} as passed to ibv_poll_cq: no session acquire per call. */
+    final MemorySegment wcsNative;
     private final Entry view = new Entry();
     private int size;
     /** {@link WcExFlag} bits valid in the current contents. */
@@ -52,6 +54,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         this.arena = Arena.ofShared();
         this.wcs = arena.allocate(Layouts.IBV_WC, capacity);
         this.ext = arena.allocate(EXT_SIZE * capacity, 8);
+        this.wcsNative = Native.unscoped(wcs);
     }
 
     public int capacity() {
