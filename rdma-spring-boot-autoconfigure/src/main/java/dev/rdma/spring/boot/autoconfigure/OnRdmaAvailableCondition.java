@@ -28,7 +28,7 @@ class OnRdmaAvailableCondition extends SpringBootCondition {
     @Override
     public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
         ConditionMessage.Builder message = ConditionMessage.forCondition("RDMA available");
-        if (context.getEnvironment().getProperty("rdma.required", Boolean.class, false)) {
+        if (required(context)) {
             return ConditionOutcome.match(message.because("rdma.required=true (startup fails when RDMA is missing)"));
         }
         String problem = problem();
@@ -38,6 +38,18 @@ class OnRdmaAvailableCondition extends SpringBootCondition {
             return ConditionOutcome.noMatch(message.because(problem));
         }
         return ConditionOutcome.match(message.because("found RDMA device(s) " + devices()));
+    }
+
+    /** rdma.required as a boolean; a value that is not one fails with a message naming the property. */
+    private static boolean required(ConditionContext context) {
+        try {
+            return context.getEnvironment().getProperty("rdma.required", Boolean.class, false);
+        }
+        catch (RuntimeException ex) {
+            String value = context.getEnvironment().getProperty("rdma.required");
+            throw new RdmaConfigurationException("rdma.required", "rdma.required=" + value + " is not a boolean",
+                    "Set rdma.required to true (fail startup without RDMA) or false (back off).", ex);
+        }
     }
 
     /** Why RDMA cannot be used on this host, or null when it can. */
