@@ -84,6 +84,9 @@ final class Ibverbs {
     /** {@code struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *)} */
     static final MethodHandle FP_CREATE_CQ_EX = Native.pointer(
             FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), CAPTURE_ERRNO);
+    /** {@code struct ibv_pd *(*alloc_parent_domain)(struct ibv_context *, struct ibv_parent_domain_init_attr *)} */
+    static final MethodHandle FP_ALLOC_PARENT_DOMAIN = Native.pointer(
+            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), CAPTURE_ERRNO);
     /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)} */
     static final MethodHandle FP_QUERY_PORT = Native.pointer(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG));

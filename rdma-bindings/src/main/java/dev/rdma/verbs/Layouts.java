@@ -132,11 +132,13 @@ final class Layouts {
     static final Map<String, Long> VERBS_CONTEXT_RELATIVE = Map.of(
             "query_port", -320L,
             "modify_cq", -184L,
+            "alloc_parent_domain", -208L,
             "create_cq_ex", -120L,
             "priv", -112L,
             "sz", -8L);
     static final long VCTX_QUERY_PORT = VERBS_CONTEXT_RELATIVE.get("query_port");
     static final long VCTX_CREATE_CQ_EX = VERBS_CONTEXT_RELATIVE.get("create_cq_ex");
+    static final long VCTX_ALLOC_PARENT_DOMAIN = VERBS_CONTEXT_RELATIVE.get("alloc_parent_domain");
     static final long VCTX_SZ = VERBS_CONTEXT_RELATIVE.get("sz");
     /** {@code (void *)-1}: {@code ibv_context.abi_compat} of a context that is a {@code verbs_context}. */
     static final long VERBS_ABI_IS_EXTENDED = -1L;
@@ -280,6 +282,9 @@ final class Layouts {
             u8("max_dest_rd_atomic"), u8("min_rnr_timer"), u8("port_num"), u8("timeout"), u8("retry_cnt"),
             u8("rnr_retry"), u8("alt_port_num"), u8("alt_timeout"), u32("rate_limit"));
 
+    static final StructLayout IBV_PARENT_DOMAIN_INIT_ATTR = struct("ibv_parent_domain_init_attr",
+            ptr("pd"), ptr("td"), u32("comp_mask"), ptr("alloc"), ptr("free"), ptr("pd_context"));
+
     static final StructLayout IBV_SGE = struct("ibv_sge", u64("addr"), u32("length"), u32("lkey"));
 
     static final StructLayout IBV_SEND_WR = struct("ibv_send_wr",
@@ -306,7 +311,7 @@ final class Layouts {
     static final List<GroupLayout> ALL = List.of(IBV_CONTEXT, IBV_DEVICE, IBV_DEVICE_ATTR, IBV_PORT_ATTR, IBV_GID,
             IBV_ASYNC_EVENT, IBV_COMP_CHANNEL, IBV_CQ, IBV_CQ_EX, IBV_WC, IBV_CQ_INIT_ATTR_EX, IBV_POLL_CQ_ATTR,
             IBV_WC_TM_INFO, EFADV_CQ_INIT_ATTR, EFADV_CQ, IBV_MR, IBV_QP, IBV_QP_CAP, IBV_QP_INIT_ATTR,
-            IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_SGE, IBV_SEND_WR, IBV_RECV_WR, POLLFD);
+            IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_PARENT_DOMAIN_INIT_ATTR, IBV_SGE, IBV_SEND_WR, IBV_RECV_WR, POLLFD);
 
     /** C tag of each layout ({@code union} for ibv_gid, else {@code struct}). */
     static String cType(GroupLayout layout) {

@@ -12,10 +12,12 @@ import java.util.Set;
 public final class ProtectionDomain extends NativeObject {
 
     private final Context context;
+    private final ProtectionDomain parent;
 
-    private ProtectionDomain(Context context, MemorySegment pd) {
-        super(pd, context);
+    private ProtectionDomain(Context context, MemorySegment pd, ProtectionDomain parent) {
+        super(pd, parent == null ? context : parent);
         this.context = context;
+        this.parent = parent;
     }
 
     static ProtectionDomain allocate(Context context) {
@@ -26,7 +28,7 @@ public final class ProtectionDomain extends NativeObject {
             if (Native.isNull(pd)) {
                 throw new VerbsException("ibv_alloc_pd", Native.errno(capture), context.deviceName());
             }
-            return new ProtectionDomain(context, pd);
+            return new ProtectionDomain(context, pd, null);
         } catch (RdmaException e) {
             throw e;
         } catch (Throwable t) {
@@ -40,9 +42,45 @@ public final class ProtectionDomain extends NativeObject {
         return context;
     }
 
-    /** Always false: this binding allocates plain PDs only ({@code ibv_alloc_parent_domain} is not bound). */
+    /** True for a parent domain ({@link #allocateParentDomain()}), which a CQ can take as {@code parent_domain}. */
     public boolean isParentDomain() {
-        return false;
+        return parent != null;
+    }
+
+    /**
+     * {@code ibv_alloc_parent_domain} over this PD (no thread domain, no custom allocators): the inline verb of
+     * verbs.h, through {@code verbs_context.alloc_parent_domain}. Providers without parent domains (rxe) refuse with
+     * EOPNOTSUPP. The parent domain is closed before this PD.
+     */
+    public ProtectionDomain allocateParentDomain() {
+        if (parent != null) {
+            throw new IllegalStateException("a parent domain is allocated over a plain PD, not over " + this);
+        }
+        acquire();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment fn = context.verbsOp(Layouts.VCTX_ALLOC_PARENT_DOMAIN);
+            if (Native.isNull(fn)) {
+                throw new VerbsException("ibv_alloc_parent_domain", Errno.EOPNOTSUPP,
+                        "the provider of " + context.deviceName() + " has no parent domains");
+            }
+            var l = Layouts.IBV_PARENT_DOMAIN_INIT_ATTR;
+            MemorySegment attr = a.allocate(l);
+            attr.set(java.lang.foreign.ValueLayout.ADDRESS, Layouts.off(l, "pd"), handle);
+            MemorySegment capture = Native.allocateCapture(a);
+            Libc.clearErrno();
+            MemorySegment pd = (MemorySegment) Ibverbs.FP_ALLOC_PARENT_DOMAIN.invokeExact(fn, capture,
+                    context.handle, attr);
+            if (Native.isNull(pd)) {
+                throw new VerbsException("ibv_alloc_parent_domain", Native.errno(capture), describe());
+            }
+            return new ProtectionDomain(context, pd, this);
+        } catch (RdmaException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        } finally {
+            release();
+        }
     }
 
     /**
@@ -73,7 +111,7 @@ public final class ProtectionDomain extends NativeObject {
 
     @Override
     String describe() {
-        return "ProtectionDomain[" + context.deviceName() + "]";
+        return (parent == null ? "ProtectionDomain[" : "ParentDomain[") + context.deviceName() + "]";
     }
 
     @Override

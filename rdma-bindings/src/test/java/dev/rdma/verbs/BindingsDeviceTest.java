@@ -116,6 +116,19 @@ class BindingsDeviceTest {
     }
 
     @Test
+    void parentDomainsAreRefusedByRxeAndAPlainPdIsNeverPassedAsOne() {
+        try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+            assertThat(pd.isParentDomain()).isFalse();
+            VerbsException e = verbsError(pd::allocateParentDomain);
+            assertThat(e.verb()).isEqualTo("ibv_alloc_parent_domain");
+            assertThat(e.errno()).isEqualTo(Errno.EOPNOTSUPP);
+            // rxe would accept a plain PD as parent_domain (undefined behaviour): the binding refuses it first
+            assertThatThrownBy(() -> CqInitAttributes.of(16).withParentDomain(pd))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("parent domain");
+        }
+    }
+
+    @Test
     void efadvCreateCqOnANonEfaDeviceIsEopnotsupp() {
         VerbsException e = verbsError(() -> ctx.createEfaCompletionQueue(CqInitAttributes.of(16),
                 Set.of(EfaWcFlag.SGID)));
