@@ -225,16 +225,7 @@ public final class CompletionChannel extends NativeObject {
             throw new VerbsException("ibv_destroy_comp_channel", Errno.EBUSY,
                     "still used by " + queues.length + " CQ(s): " + Arrays.toString(queues));
         }
-        try {
-            int rc = (int) Ibverbs.DESTROY_COMP_CHANNEL.invokeExact(handle);
-            if (rc != 0) {
-                throw new VerbsException("ibv_destroy_comp_channel", rc, describe());
-            }
-        } catch (RdmaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
+        Native.destroyVerb(Ibverbs.DESTROY_COMP_CHANNEL, handle, "ibv_destroy_comp_channel", describe());
         closeWaker.close();
         arena.close();
     }

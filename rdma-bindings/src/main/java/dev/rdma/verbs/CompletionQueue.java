@@ -331,16 +331,7 @@ public class CompletionQueue extends NativeObject {
             destroyed();
             return;
         }
-        int rc;
-        try {
-            rc = (int) Ibverbs.DESTROY_CQ.invokeExact(handle);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-        if (rc != 0) {
-            throw new VerbsException("ibv_destroy_cq", rc, describe()
-                    + (rc == Errno.EBUSY ? ": a QP still uses it; destroy the QP first" : ""));
-        }
+        Native.destroyVerb(Ibverbs.DESTROY_CQ, handle, "ibv_destroy_cq", describe());
         destroyed();
     }
 

@@ -87,16 +87,7 @@ public final class MemoryRegion extends NativeObject {
 
     @Override
     void destroy() {
-        try {
-            int rc = (int) Ibverbs.DEREG_MR.invokeExact(handle);
-            if (rc != 0) {
-                throw new VerbsException("ibv_dereg_mr", rc, describe());
-            }
-        } catch (RdmaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
+        Native.destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
         arena.close();
     }
 }

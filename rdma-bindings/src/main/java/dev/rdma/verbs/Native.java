@@ -82,6 +82,22 @@ final class Native {
         return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
     }
 
+    /**
+     * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a positive errno value, and throws
+     * {@link VerbsException} naming {@code verb} and {@code what} when it fails.
+     */
+    static void destroyVerb(MethodHandle handle, MemorySegment object, String verb, String what) {
+        int rc;
+        try {
+            rc = (int) handle.invokeExact(object);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        if (rc != 0) {
+            throw new VerbsException(verb, rc, what);
+        }
+    }
+
     static boolean isNull(MemorySegment pointer) {
         return pointer.address() == 0L;
     }

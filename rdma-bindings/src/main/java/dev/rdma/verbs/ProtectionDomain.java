@@ -116,15 +116,6 @@ public final class ProtectionDomain extends NativeObject {
 
     @Override
     void destroy() {
-        try {
-            int rc = (int) Ibverbs.DEALLOC_PD.invokeExact(handle);
-            if (rc != 0) {
-                throw new VerbsException("ibv_dealloc_pd", rc, describe());
-            }
-        } catch (RdmaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
+        Native.destroyVerb(Ibverbs.DEALLOC_PD, handle, "ibv_dealloc_pd", describe());
     }
 }

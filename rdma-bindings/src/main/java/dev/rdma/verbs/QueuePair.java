@@ -331,16 +331,7 @@ public final class QueuePair extends NativeObject {
 
     @Override
     void destroy() {
-        try {
-            int rc = (int) Ibverbs.DESTROY_QP.invokeExact(handle);
-            if (rc != 0) {
-                throw new VerbsException("ibv_destroy_qp", rc, describe());
-            }
-        } catch (RdmaException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
+        Native.destroyVerb(Ibverbs.DESTROY_QP, handle, "ibv_destroy_qp", describe());
         arena.close();
     }
 }
