@@ -2,6 +2,8 @@ package dev.rdma.verbs;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -33,6 +35,30 @@ public class CompletionQueue extends NativeObject {
     private final Object ackLock = new Object();
     /** The thread inside a poll of this CQ, to refuse a close from inside its own callback. */
     private Thread pollingThread;
+
+    /*
+     * The poll path's in-flight accounting. The first thread that polls becomes the CQ's owner (a CQ normally has one
+     * polling thread). The owner marks "in poll" with an opaque store and then reads the closing flag: no atomic
+     * update, no fence. close() sets the closing flag, then calls membarrier(MEMBARRIER_CMD_GLOBAL), which makes every
+     * thread pass a full memory barrier: afterwards either the owner sees "closing" and backs off, or close() sees the
+     * owner's mark and waits for it to clear (the asymmetric Dekker pattern of userspace RCU). Other threads, and every
+     * thread when the kernel has no membarrier, use the atomic acquire()/release() of NativeObject.
+     */
+    private static final VarHandle OWNER;
+    private static final VarHandle OWNER_DEPTH;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            OWNER = lookup.findVarHandle(CompletionQueue.class, "owner", Thread.class);
+            OWNER_DEPTH = lookup.findVarHandle(CompletionQueue.class, "ownerDepth", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private volatile Thread owner;
+    private int ownerDepth;
 
     /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
@@ -131,12 +157,54 @@ public class CompletionQueue extends NativeObject {
         if (Native.isNull(pollFn)) {
             throw new IllegalStateException(describe() + " has no poll_cq");
         }
-        acquire();
+        boolean owned = enterPoll();
         try {
             return pollLegacy(buffer);
         } finally {
+            exitPoll(owned);
+        }
+    }
+
+    /** Enters a poll: the owner's fence-free path (returns true) or the atomic path (returns false). */
+    final boolean enterPoll() {
+        Thread current = Thread.currentThread();
+        Thread o = owner;
+        if (o == current || (o == null && Libc.MEMBARRIER_GLOBAL && OWNER.compareAndSet(this, null, current))) {
+            int depth = (int) OWNER_DEPTH.getOpaque(this);
+            OWNER_DEPTH.setOpaque(this, depth + 1);
+            if (closing()) {
+                OWNER_DEPTH.setRelease(this, depth);
+                throw closedException();
+            }
+            return true;
+        }
+        acquire();
+        return false;
+    }
+
+    final void exitPoll(boolean owned) {
+        if (owned) {
+            OWNER_DEPTH.setRelease(this, (int) OWNER_DEPTH.getOpaque(this) - 1);
+        } else {
             release();
         }
+    }
+
+    /** The thread that polls on the fence-free path, or null (tests). */
+    final Thread pollOwner() {
+        return owner;
+    }
+
+    @Override
+    void beforeClose() {
+        if (owner != null) {
+            Libc.membarrierGlobal();
+        }
+    }
+
+    @Override
+    final boolean idle() {
+        return (int) OWNER_DEPTH.getVolatile(this) == 0;
     }
 
     final int pollLegacy(WorkCompletionBuffer buffer) {
@@ -164,14 +232,14 @@ public class CompletionQueue extends NativeObject {
      * @return the number of completions handled
      */
     public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
-        acquire();
+        boolean owned = enterPoll();
         Thread previous = pollingThread;
         pollingThread = Thread.currentThread();
         try {
             return pollEach(buffer, handler);
         } finally {
             pollingThread = previous;
-            release();
+            exitPoll(owned);
         }
     }
 

@@ -328,7 +328,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
      */
     @Override
     public int poll(WorkCompletionBuffer buffer) {
-        acquire();
+        boolean owned = enterPoll();
         try {
             int n = iterate(buffer.capacity(), null, buffer);
             buffer.legacy = false;
@@ -337,7 +337,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             buffer.setSize(n);
             return n;
         } finally {
-            release();
+            exitPoll(owned);
         }
     }
 

@@ -128,6 +128,16 @@ public abstract class NativeObject implements AutoCloseable {
     void beforeClose() {
     }
 
+    /** True when no call outside the {@link #acquire()} accounting is in flight (see CompletionQueue's poll path). */
+    boolean idle() {
+        return true;
+    }
+
+    /** True once close() has started (or finished); a cheap read for paths that do their own in-flight accounting. */
+    final boolean closing() {
+        return uses.get() < 0;
+    }
+
     /**
      * Destroys the native object after its dependants. Idempotent and thread-safe. Waits (at most 10 s) for calls in
      * flight on other threads, e.g. a poll, to return. Calling it from inside such a call on the same object (a poll
@@ -170,7 +180,7 @@ public abstract class NativeObject implements AutoCloseable {
     private void awaitIdle() {
         long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
         int spins = 0;
-        while ((uses.get() & ~CLOSING) != 0) {
+        while ((uses.get() & ~CLOSING) != 0 || !idle()) {
             if (System.nanoTime() - deadline > 0) {
                 throw new IllegalStateException("cannot close " + describe() + ": still in use by another thread "
                         + "after 10 s");

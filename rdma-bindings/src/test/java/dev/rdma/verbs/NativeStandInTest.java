@@ -168,7 +168,7 @@ class NativeStandInTest {
     @BeforeEach
     void standIn() throws Exception {
         CALLS.clear();
-        arena = Arena.ofConfined();
+        arena = Arena.ofShared(); // the stand-in is polled from other threads too
         cq = arena.allocate(Layouts.IBV_CQ_EX);
         efadv = arena.allocate(24, 8);
         cqAddress = cq.address();
@@ -363,6 +363,80 @@ class NativeStandInTest {
         assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(1))).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(q::cqe).isInstanceOf(IllegalStateException.class);
         assertThat(CALLS).isEmpty();
+    }
+
+    @Test
+    void closeWaitsForTheOwnersPollInFlightAndLaterPollsThrow() throws Exception {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicReference<Throwable> pollerEnd = new java.util.concurrent.atomic.AtomicReference<>();
+        remaining = 1;
+        Thread poller = new Thread(() -> {
+            try (WorkCompletionBuffer b = new WorkCompletionBuffer(4)) {
+                while (true) {
+                    q.poll(b, wc -> {
+                        inHandler.countDown();
+                        try {
+                            letGo.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    });
+                }
+            } catch (Throwable t) {
+                pollerEnd.set(t);
+            }
+        }, "owner-poller");
+        poller.start();
+        assertThat(inHandler.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        java.util.concurrent.CompletableFuture<Void> closing = java.util.concurrent.CompletableFuture.runAsync(q::close);
+        Thread.sleep(300);
+        assertThat(closing).as("close must wait for the poll in flight (the owner's fence-free path)").isNotDone();
+        assertThat(q.isClosed()).isFalse();
+        letGo.countDown();
+        closing.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        poller.join(10_000);
+        assertThat(q.isClosed()).isTrue();
+        assertThat(q.pollOwner()).as("membarrier available: %s", Libc.MEMBARRIER_GLOBAL)
+                .isEqualTo(Libc.MEMBARRIER_GLOBAL ? poller : null);
+        assertThat(pollerEnd.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        // end_poll ran before the CQ was destroyed: the batch was complete when close() went on
+        assertThat(CALLS).containsSubsequence("start_poll", "end_poll");
+    }
+
+    @Test
+    void aSecondPollingThreadTakesTheAtomicPathAndIsWaitedForToo() throws Exception {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 0;
+        try (WorkCompletionBuffer b = new WorkCompletionBuffer(1)) {
+            assertThat(q.poll(b, wc -> { })).isZero(); // this thread becomes the owner
+        }
+        java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+        remaining = 1;
+        Thread other = new Thread(() -> {
+            try (WorkCompletionBuffer b = new WorkCompletionBuffer(1)) {
+                q.poll(b, wc -> {
+                    inHandler.countDown();
+                    try {
+                        letGo.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+            }
+        });
+        other.start();
+        assertThat(inHandler.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        java.util.concurrent.CompletableFuture<Void> closing = java.util.concurrent.CompletableFuture.runAsync(q::close);
+        Thread.sleep(300);
+        assertThat(closing).isNotDone();
+        letGo.countDown();
+        closing.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        other.join(10_000);
+        assertThat(q.isClosed()).isTrue();
+        assertThat(q.pollOwner()).isNotEqualTo(other);
     }
 
     @Test
