@@ -269,6 +269,12 @@ public final class CompletionQueuePoller implements Runnable {
 
     private void pollFailed(RuntimeException ex) {
         metrics.pollError(ex);
+        if (queue.isClosed()) {
+            // closed under the poller (not by the container's ordered shutdown): nothing left to poll, ever
+            running = false;
+            logger.warn("Queue '" + queueName + "' was closed while its poller ran; the poller stops");
+            return;
+        }
         if (!pollErrorLogged) {
             pollErrorLogged = true;
             logger.error("Polling queue '" + queueName + "' failed (async CQ errors so far: " + queue.asyncErrors()
