@@ -26,6 +26,8 @@ public class CompletionQueue extends NativeObject {
 
     final Context context;
     final CompletionChannel channel;
+    /** {@link #handle}'s address, as the poll-path downcalls take it. */
+    final long cq;
     private final int compVector;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
@@ -63,6 +65,7 @@ public class CompletionQueue extends NativeObject {
     /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
         super(cq, context);
+        this.cq = cq.address();
         this.context = context;
         this.channel = channel;
         this.compVector = compVector;
@@ -210,7 +213,7 @@ public class CompletionQueue extends NativeObject {
     final int pollLegacy(WorkCompletionBuffer buffer) {
         int n;
         try {
-            n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, handle, buffer.capacity(), buffer.wcsNative);
+            n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, this.cq, buffer.capacity(), buffer.wcsAddress);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -271,7 +274,7 @@ public class CompletionQueue extends NativeObject {
         }
         acquire();
         try {
-            int rc = (int) Ibverbs.FP_REQ_NOTIFY_CQ.invokeExact(notifyFn, handle, solicitedOnly ? 1 : 0);
+            int rc = (int) Ibverbs.FP_REQ_NOTIFY_CQ.invokeExact(notifyFn, this.cq, solicitedOnly ? 1 : 0);
             if (rc != 0) {
                 throw new VerbsException("ibv_req_notify_cq", rc, describe());
             }

@@ -40,7 +40,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     /** Provider calls use Linker.Option.critical; false only for the upcall-stub stand-ins of the tests. */
     final boolean critical;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment pollAttr = Native.unscoped(arena.allocate(Layouts.IBV_POLL_CQ_ATTR));
+    private final long pollAttrAddress = arena.allocate(Layouts.IBV_POLL_CQ_ATTR).address();
     final MemorySegment scratch16 = Native.unscoped(arena.allocate(16, 8));
     private final MemorySegment startPoll;
     private final MemorySegment nextPoll;
@@ -284,8 +284,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     private int start() {
         try {
-            return critical ? (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, handle, pollAttr)
-                    : (int) Ibverbs.FP_START_POLL_U.invokeExact(startPoll, handle, pollAttr);
+            return critical ? (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, cq, pollAttrAddress)
+                    : (int) Ibverbs.FP_START_POLL_U.invokeExact(startPoll, cq, pollAttrAddress);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -302,9 +302,9 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private void end() {
         try {
             if (critical) {
-                Ibverbs.FP_END_POLL.invokeExact(endPoll, handle);
+                Ibverbs.FP_END_POLL.invokeExact(endPoll, cq);
             } else {
-                Ibverbs.FP_END_POLL_U.invokeExact(endPoll, handle);
+                Ibverbs.FP_END_POLL_U.invokeExact(endPoll, cq);
             }
         } catch (Throwable t) {
             throw new IllegalStateException(t);
@@ -440,8 +440,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final int readInt(MemorySegment fn) {
         try {
-            return critical ? (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, handle)
-                    : (int) Ibverbs.FP_INT_OF_CQ_U.invokeExact(fn, handle);
+            return critical ? (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, cq)
+                    : (int) Ibverbs.FP_INT_OF_CQ_U.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -449,8 +449,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final long readLong(MemorySegment fn) {
         try {
-            return critical ? (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, handle)
-                    : (long) Ibverbs.FP_LONG_OF_CQ_U.invokeExact(fn, handle);
+            return critical ? (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, cq)
+                    : (long) Ibverbs.FP_LONG_OF_CQ_U.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -458,8 +458,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final short readShort(MemorySegment fn) {
         try {
-            return critical ? (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, handle)
-                    : (short) Ibverbs.FP_SHORT_OF_CQ_U.invokeExact(fn, handle);
+            return critical ? (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, cq)
+                    : (short) Ibverbs.FP_SHORT_OF_CQ_U.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -467,8 +467,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final byte readByte(MemorySegment fn) {
         try {
-            return critical ? (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, handle)
-                    : (byte) Ibverbs.FP_BYTE_OF_CQ_U.invokeExact(fn, handle);
+            return critical ? (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, cq)
+                    : (byte) Ibverbs.FP_BYTE_OF_CQ_U.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -477,9 +477,9 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     final void readTm(MemorySegment out) {
         try {
             if (critical) {
-                Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, handle, out);
+                Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, cq, out.address());
             } else {
-                Ibverbs.FP_READ_TM_INFO_U.invokeExact(readTmInfo, handle, out);
+                Ibverbs.FP_READ_TM_INFO_U.invokeExact(readTmInfo, cq, out.address());
             }
         } catch (Throwable t) {
             throw new IllegalStateException(t);

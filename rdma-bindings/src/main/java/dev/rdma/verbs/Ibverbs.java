@@ -75,12 +75,15 @@ final class Ibverbs {
     static final MethodHandle DESTROY_QP = fn("ibv_destroy_qp", Native.INT_PTR);
 
     // function pointers behind static inline verbs (target address first)
+    // On the poll path, pointer arguments are passed as JAVA_LONG (the same INTEGER class and register in the
+    // x86_64 SysV ABI, the only one this binding supports): no MemorySegment to check and unbox per call.
+
     /** {@code int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *)} */
     static final MethodHandle FP_POLL_CQ = Native.pointer(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), CRITICAL);
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), CRITICAL);
     /** {@code int (*req_notify_cq)(struct ibv_cq *, int)} */
     static final MethodHandle FP_REQ_NOTIFY_CQ = Native.pointer(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), CRITICAL);
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT), CRITICAL);
     /** {@code struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *)} */
     static final MethodHandle FP_CREATE_CQ_EX = Native.pointer(
             FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), CAPTURE_ERRNO);
@@ -95,30 +98,30 @@ final class Ibverbs {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), CRITICAL);
     /** {@code int (*start_poll)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *)} */
     static final MethodHandle FP_START_POLL = Native.pointer(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), CRITICAL);
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), CRITICAL);
     /** {@code int (*next_poll)(struct ibv_cq_ex *)}; also every reader returning a 32-bit value */
-    static final MethodHandle FP_INT_OF_CQ = Native.pointer(Native.INT_PTR, CRITICAL);
+    static final MethodHandle FP_INT_OF_CQ = Native.pointer(FunctionDescriptor.of(JAVA_INT, JAVA_LONG), CRITICAL);
     /** {@code void (*end_poll)(struct ibv_cq_ex *)} */
-    static final MethodHandle FP_END_POLL = Native.pointer(Native.VOID_PTR, CRITICAL);
+    static final MethodHandle FP_END_POLL = Native.pointer(FunctionDescriptor.ofVoid(JAVA_LONG), CRITICAL);
     /** readers returning uint64_t */
-    static final MethodHandle FP_LONG_OF_CQ = Native.pointer(FunctionDescriptor.of(JAVA_LONG, ADDRESS), CRITICAL);
+    static final MethodHandle FP_LONG_OF_CQ = Native.pointer(FunctionDescriptor.of(JAVA_LONG, JAVA_LONG), CRITICAL);
     /** readers returning uint16_t */
     static final MethodHandle FP_SHORT_OF_CQ = Native.pointer(
-            FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_SHORT, ADDRESS), CRITICAL);
+            FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_SHORT, JAVA_LONG), CRITICAL);
     /** readers returning uint8_t */
-    static final MethodHandle FP_BYTE_OF_CQ = Native.pointer(FunctionDescriptor.of(JAVA_BYTE, ADDRESS), CRITICAL);
+    static final MethodHandle FP_BYTE_OF_CQ = Native.pointer(FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG), CRITICAL);
     /** {@code void (*read_tm_info)(struct ibv_cq_ex *, struct ibv_wc_tm_info *)} */
     static final MethodHandle FP_READ_TM_INFO = Native.pointer(
-            FunctionDescriptor.ofVoid(ADDRESS, ADDRESS), CRITICAL);
+            FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG), CRITICAL);
 
     // The same iterator and reader signatures without Linker.Option.critical: a critical downcall must never reach
     // an upcall stub, and the native stand-ins of the tests are upcall stubs.
-    static final MethodHandle FP_START_POLL_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-    static final MethodHandle FP_INT_OF_CQ_U = Native.pointer(Native.INT_PTR);
-    static final MethodHandle FP_END_POLL_U = Native.pointer(Native.VOID_PTR);
-    static final MethodHandle FP_LONG_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+    static final MethodHandle FP_START_POLL_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    static final MethodHandle FP_INT_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    static final MethodHandle FP_END_POLL_U = Native.pointer(FunctionDescriptor.ofVoid(JAVA_LONG));
+    static final MethodHandle FP_LONG_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_LONG, JAVA_LONG));
     static final MethodHandle FP_SHORT_OF_CQ_U = Native.pointer(
-            FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_SHORT, ADDRESS));
-    static final MethodHandle FP_BYTE_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_BYTE, ADDRESS));
-    static final MethodHandle FP_READ_TM_INFO_U = Native.pointer(FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+            FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_SHORT, JAVA_LONG));
+    static final MethodHandle FP_BYTE_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG));
+    static final MethodHandle FP_READ_TM_INFO_U = Native.pointer(FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG));
 }

@@ -34,8 +34,13 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     private final int capacity;
     final MemorySegment wcs;
     final MemorySegment ext;
-    /** {@link #wcs} as passed to ibv_poll_cq: no session acquire per call. */
-    final MemorySegment wcsNative;
+    /** The address of {@link #wcs}, as ibv_poll_cq takes it. */
+    final long wcsAddress;
+    /** Global-scope aliases the views read through (no shared-session liveness check per field); see {@link #closed}. */
+    private final MemorySegment wcsView;
+    private final MemorySegment extView;
+    /** Set by close(): the views then throw instead of reading freed memory. */
+    private boolean closed;
     private final Entry view = new Entry();
     private int size;
     /** {@link WcExFlag} bits valid in the current contents. */
@@ -54,7 +59,9 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         this.arena = Arena.ofShared();
         this.wcs = arena.allocate(Layouts.IBV_WC, capacity);
         this.ext = arena.allocate(EXT_SIZE * capacity, 8);
-        this.wcsNative = Native.unscoped(wcs);
+        this.wcsAddress = wcs.address();
+        this.wcsView = Native.unscoped(wcs);
+        this.extView = Native.unscoped(ext);
     }
 
     public int capacity() {
@@ -74,6 +81,9 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     /** The view positioned on completion {@code index} of the last poll (the same object every call). */
     @Override
     public WorkCompletion get(int index) {
+        if (closed) {
+            throw new IllegalStateException("the work completion buffer is closed");
+        }
         if (index < 0 || index >= size) {
             throw new IndexOutOfBoundsException("index " + index + ", size " + size);
         }
@@ -83,7 +93,9 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
+        if (!closed) {
+            closed = true;
+            size = 0;
             arena.close();
         }
     }
@@ -91,6 +103,20 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     private final class Entry implements WorkCompletion {
         private long base;
         private long extBase;
+
+        private MemorySegment w() {
+            if (closed) {
+                throw new IllegalStateException("the work completion buffer is closed");
+            }
+            return wcsView;
+        }
+
+        private MemorySegment x() {
+            if (closed) {
+                throw new IllegalStateException("the work completion buffer is closed");
+            }
+            return extView;
+        }
 
         void at(int index) {
             base = index * Layouts.WC_SIZE;
@@ -111,57 +137,57 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
         @Override
         public long wrId() {
-            return wcs.get(JAVA_LONG, base + Layouts.WC_WR_ID);
+            return w().get(JAVA_LONG, base + Layouts.WC_WR_ID);
         }
 
         @Override
         public int statusCode() {
-            return wcs.get(JAVA_INT, base + Layouts.WC_STATUS);
+            return w().get(JAVA_INT, base + Layouts.WC_STATUS);
         }
 
         @Override
         public int opcodeCode() {
-            return wcs.get(JAVA_INT, base + Layouts.WC_OPCODE);
+            return w().get(JAVA_INT, base + Layouts.WC_OPCODE);
         }
 
         @Override
         public int vendorErr() {
-            return wcs.get(JAVA_INT, base + Layouts.WC_VENDOR_ERR);
+            return w().get(JAVA_INT, base + Layouts.WC_VENDOR_ERR);
         }
 
         @Override
         public int byteLen() {
             require(WcExFlag.BYTE_LEN);
-            return wcs.get(JAVA_INT, base + Layouts.WC_BYTE_LEN);
+            return w().get(JAVA_INT, base + Layouts.WC_BYTE_LEN);
         }
 
         @Override
         public int immData() {
             require(WcExFlag.IMM);
-            return Integer.reverseBytes(wcs.get(JAVA_INT, base + Layouts.WC_IMM_DATA));
+            return Integer.reverseBytes(w().get(JAVA_INT, base + Layouts.WC_IMM_DATA));
         }
 
         @Override
         public int invalidatedRkey() {
             require(WcExFlag.IMM);
-            return wcs.get(JAVA_INT, base + Layouts.WC_IMM_DATA);
+            return w().get(JAVA_INT, base + Layouts.WC_IMM_DATA);
         }
 
         @Override
         public int qpNum() {
             require(WcExFlag.QP_NUM);
-            return wcs.get(JAVA_INT, base + Layouts.WC_QP_NUM);
+            return w().get(JAVA_INT, base + Layouts.WC_QP_NUM);
         }
 
         @Override
         public int srcQp() {
             require(WcExFlag.SRC_QP);
-            return wcs.get(JAVA_INT, base + Layouts.WC_SRC_QP);
+            return w().get(JAVA_INT, base + Layouts.WC_SRC_QP);
         }
 
         @Override
         public int wcFlags() {
-            return wcs.get(JAVA_INT, base + Layouts.WC_WC_FLAGS);
+            return w().get(JAVA_INT, base + Layouts.WC_WC_FLAGS);
         }
 
         @Override
@@ -170,56 +196,56 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
                 throw new IllegalStateException("pkey_index is not available from an extended CQ "
                         + "(verbs.h has no ibv_wc_read_pkey_index)");
             }
-            return wcs.get(JAVA_SHORT, base + Layouts.WC_PKEY_INDEX) & 0xffff;
+            return w().get(JAVA_SHORT, base + Layouts.WC_PKEY_INDEX) & 0xffff;
         }
 
         @Override
         public int slid() {
             require(WcExFlag.SLID);
-            return legacy ? wcs.get(JAVA_SHORT, base + Layouts.WC_SLID) & 0xffff
-                    : ext.get(JAVA_INT, extBase + EXT_SLID32);
+            return legacy ? w().get(JAVA_SHORT, base + Layouts.WC_SLID) & 0xffff
+                    : x().get(JAVA_INT, extBase + EXT_SLID32);
         }
 
         @Override
         public int sl() {
             require(WcExFlag.SL);
-            return wcs.get(JAVA_BYTE, base + Layouts.WC_SL) & 0xff;
+            return w().get(JAVA_BYTE, base + Layouts.WC_SL) & 0xff;
         }
 
         @Override
         public int dlidPathBits() {
             require(WcExFlag.DLID_PATH_BITS);
-            return wcs.get(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS) & 0xff;
+            return w().get(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS) & 0xff;
         }
 
         @Override
         public long completionTimestamp() {
             requireExt(WcExFlag.COMPLETION_TIMESTAMP);
-            return ext.get(JAVA_LONG, extBase + EXT_COMPLETION_TS);
+            return x().get(JAVA_LONG, extBase + EXT_COMPLETION_TS);
         }
 
         @Override
         public long completionWallclockNanos() {
             requireExt(WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK);
-            return ext.get(JAVA_LONG, extBase + EXT_WALLCLOCK);
+            return x().get(JAVA_LONG, extBase + EXT_WALLCLOCK);
         }
 
         @Override
         public int cvlan() {
             requireExt(WcExFlag.CVLAN);
-            return ext.get(JAVA_SHORT, extBase + EXT_CVLAN) & 0xffff;
+            return x().get(JAVA_SHORT, extBase + EXT_CVLAN) & 0xffff;
         }
 
         @Override
         public int flowTag() {
             requireExt(WcExFlag.FLOW_TAG);
-            return ext.get(JAVA_INT, extBase + EXT_FLOW_TAG);
+            return x().get(JAVA_INT, extBase + EXT_FLOW_TAG);
         }
 
         @Override
         public TmInfo tmInfo() {
             requireExt(WcExFlag.TM_INFO);
-            return new TmInfo(ext.get(JAVA_LONG, extBase + EXT_TM_TAG), ext.get(JAVA_INT, extBase + EXT_TM_PRIV));
+            return new TmInfo(x().get(JAVA_LONG, extBase + EXT_TM_TAG), x().get(JAVA_INT, extBase + EXT_TM_PRIV));
         }
 
         @Override
@@ -227,8 +253,8 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
             if ((efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
             }
-            return ext.get(JAVA_BYTE, extBase + EXT_SGID_VALID) == 0 ? null
-                    : new Gid(ext.asSlice(extBase + EXT_SGID, 16).toArray(JAVA_BYTE));
+            return x().get(JAVA_BYTE, extBase + EXT_SGID_VALID) == 0 ? null
+                    : new Gid(x().asSlice(extBase + EXT_SGID, 16).toArray(JAVA_BYTE));
         }
 
         @Override
@@ -236,7 +262,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
             if ((efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
             }
-            return ext.get(JAVA_BYTE, extBase + EXT_UNSOLICITED) != 0;
+            return x().get(JAVA_BYTE, extBase + EXT_UNSOLICITED) != 0;
         }
 
         @Override

@@ -109,6 +109,12 @@ class HostTest {
             assertThat(b.capacity()).isEqualTo(4);
             assertThat(b.size()).isZero();
             assertThatThrownBy(() -> b.get(0)).isInstanceOf(IndexOutOfBoundsException.class);
+            b.setSize(1);
+            WorkCompletion view = b.get(0);
+            b.close();
+            b.close();
+            assertThatThrownBy(view::wrId).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+            assertThatThrownBy(() -> b.get(0)).isInstanceOf(IllegalStateException.class);
         }
     }
 
