@@ -3,6 +3,8 @@ package dev.rdma.spring.boot.autoconfigure.reliability;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -89,6 +91,8 @@ class LoadApp {
         final AtomicLong delivered = new AtomicLong();
         final AtomicLong failedStatus = new AtomicLong();
         final AtomicLong thrown = new AtomicLong();
+        /** Failed completions by {@code ibv_wc_status} code. */
+        final Map<Integer, AtomicLong> failedByStatus = new ConcurrentHashMap<>();
         long outOfOrder;
         long duplicates;
         long outOfRange;
@@ -103,6 +107,7 @@ class LoadApp {
             long id = wc.wrId();
             if (!wc.isSuccess()) {
                 failedStatus.incrementAndGet();
+                failedByStatus.computeIfAbsent(wc.statusCode(), k -> new AtomicLong()).incrementAndGet();
             }
             if (id < 0 || id >= seen.length) {
                 outOfRange++;
