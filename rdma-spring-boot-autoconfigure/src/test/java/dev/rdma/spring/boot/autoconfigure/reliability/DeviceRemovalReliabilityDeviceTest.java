@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -47,7 +48,8 @@ class DeviceRemovalReliabilityDeviceTest {
         String device = DeviceTestSupport.deviceName();
         DeviceAdmin.requireThrowAwayDevice("deleting the RDMA device");
         long open = NativeObjects.open();
-        long[] figures = new long[4];
+        long[] figures = new long[5];
+        AtomicLong exitedAt = new AtomicLong();
         RdmaListenerEndpointRegistry[] registry = new RdmaListenerEndpointRegistry[1];
         Process[] delete = new Process[1];
         Path log = Files.createTempFile("rdma-link-delete", ".log");
@@ -62,11 +64,12 @@ class DeviceRemovalReliabilityDeviceTest {
 
                 delete[0] = new ProcessBuilder("rdma", "link", "delete", device).redirectErrorStream(true)
                     .redirectOutput(log.toFile()).start();
+                delete[0].onExit().thenRun(() -> exitedAt.set(System.nanoTime()));
                 boolean exitedEarly = delete[0].waitFor(BLOCKED_MS, TimeUnit.MILLISECONDS);
                 assertThat(exitedEarly).as("rdma link delete " + device + " returned while the application had the "
                         + "device open (exit " + (exitedEarly ? delete[0].exitValue() : -1) + ": " + read(log) + ")")
                     .isFalse();
-                // still open and working while the deletion waits: traffic on the other QP
+                // still open and working while the deletion waits: traffic on both QPs
                 String traffic;
                 try {
                     LoadApp.drive(context, 2048, 1024, Duration.ofSeconds(30), "qp0", "qp1");
@@ -88,6 +91,8 @@ class DeviceRemovalReliabilityDeviceTest {
                 assertThat(done).as("rdma link delete " + device + " completed within " + AFTER_CLOSE_MS
                         + " ms after the context closed (output: " + read(log) + ")").isTrue();
                 figures[2] = delete[0].exitValue();
+                DeviceTestSupport.await(Duration.ofSeconds(5), () -> exitedAt.get() != 0, "the deletion's exit seen");
+                figures[4] = (exitedAt.get() - start) / 1_000_000;
             });
         }
         finally {
@@ -97,7 +102,8 @@ class DeviceRemovalReliabilityDeviceTest {
         }
         Reliability.report("device-removal", "device", device, "deleteBlockedMs", ">=" + BLOCKED_MS,
                 "asyncEventsWhileBlocked", figures[3], "trafficWhileDeletePending", blockedNote[0], "closeMs",
-                figures[0], "deleteDoneAfterCloseMs", figures[1], "deleteExit", figures[2], "deviceGone",
+                figures[0], "deleteExitedAfterCloseStartMs", figures[4], "deleteDoneAfterCloseMs", figures[1],
+                "deleteExit", figures[2], "deviceGone",
                 !Files.exists(Path.of("/sys/class/infiniband", device)));
         assertThat(figures[2]).as("rdma link delete exit status (" + read(log) + ")").isZero();
         assertThat(figures[3]).as("async events while the deletion was pending").isZero();
