@@ -37,6 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Runs only inside the Soft-RoCE VM (see {@link DeviceAdmin}).
  */
 @Tag(DeviceTestSupport.TAG)
+@Tag("device-admin") // changes the link state: only on a throw-away device (scripts/test decides)
 class LinkDownReliabilityDeviceTest {
 
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
