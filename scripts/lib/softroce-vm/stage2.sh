@@ -90,6 +90,7 @@ while IFS= read -r -d '' kv; do
     case "$name" in
         PWD | OLDPWD | SHLVL | _ | BASH* | SHELLOPTS | UID | EUID | PPID | GROUPS | HOSTNAME) continue ;;
     esac
+    # shellcheck disable=SC2163  # exports NAME=VALUE, as intended
     export "$kv" 2>/dev/null
 done <"$CTL/env"
 export RXE_VM=1 RXE_VM_DEVICE=rxe0 RXE_VM_PORT=1 RXE_VM_GID_INDEX="$gid_index" \
