@@ -58,10 +58,8 @@ public final class CompletionChannel extends NativeObject {
             if (Native.isNull(channel)) {
                 throw new VerbsException("ibv_create_comp_channel", Native.errno(capture), context.deviceName());
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             context.release();
         }

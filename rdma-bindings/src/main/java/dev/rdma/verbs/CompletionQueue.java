@@ -98,10 +98,8 @@ public class CompletionQueue extends NativeObject {
                         "cqe=" + cqe + ", comp_vector=" + compVector + " of " + context.numCompVectors()
                                 + ", device " + context.deviceName());
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             context.release();
         }
@@ -278,10 +276,8 @@ public class CompletionQueue extends NativeObject {
             if (rc != 0) {
                 throw new VerbsException("ibv_req_notify_cq", rc, describe());
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }
@@ -298,10 +294,8 @@ public class CompletionQueue extends NativeObject {
             if (rc != 0) {
                 throw new VerbsException("ibv_resize_cq", rc, "cqe=" + cqe + " on " + describe());
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }

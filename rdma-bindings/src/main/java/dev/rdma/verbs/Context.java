@@ -44,10 +44,8 @@ public final class Context extends NativeObject {
             if (Native.isNull(ctx)) {
                 throw new VerbsException("ibv_open_device", Native.errno(capture), device.name());
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         }
         Context context = new Context(ctx.reinterpret(Layouts.IBV_CONTEXT.byteSize()), device.name(), device.guid());
         try {
@@ -129,10 +127,8 @@ public final class Context extends NativeObject {
                     attr.get(JAVA_BYTE, Layouts.off(l, "phys_port_cnt")) & 0xff);
             attributes = a;
             return a;
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }
@@ -167,10 +163,8 @@ public final class Context extends NativeObject {
                     attr.get(JAVA_BYTE, Layouts.off(l, "active_speed")) & 0xff,
                     attr.get(JAVA_BYTE, Layouts.off(l, "phys_state")) & 0xff,
                     attr.get(JAVA_INT, Layouts.off(l, "port_cap_flags")));
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }
@@ -192,10 +186,8 @@ public final class Context extends NativeObject {
                         deviceName + " port " + port + " index " + index);
             }
             return new Gid(gid.toArray(JAVA_BYTE));
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }
@@ -330,10 +322,8 @@ public final class Context extends NativeObject {
                         return null;
                     }
                 }
-            } catch (RdmaException e) {
-                throw e;
             } catch (Throwable t) {
-                throw new IllegalStateException(t);
+                throw Native.unchecked(t);
             } finally {
                 release();
             }
@@ -406,10 +396,8 @@ public final class Context extends NativeObject {
             if (rc != 0) {
                 throw new VerbsException("ibv_close_device", rc < 0 ? Native.errno(capture) : rc, deviceName);
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         }
         asyncWaker.close();
     }

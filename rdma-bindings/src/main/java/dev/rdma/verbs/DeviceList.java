@@ -56,10 +56,8 @@ public final class DeviceList implements AutoCloseable {
                 }
             }
             return new DeviceList(list);
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         }
     }
 

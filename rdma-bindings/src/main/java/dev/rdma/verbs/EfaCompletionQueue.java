@@ -74,10 +74,8 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
                 int ignored = (int) Ibverbs.DESTROY_CQ.invokeExact(cq);
                 throw new VerbsException("efadv_cq_from_ibv_cq_ex", 0, "returned NULL");
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             context.release();
         }

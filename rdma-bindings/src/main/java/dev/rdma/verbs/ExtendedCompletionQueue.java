@@ -155,10 +155,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             if (Native.isNull(cq)) {
                 throw new VerbsException("ibv_create_cq_ex", Native.errno(capture), describe(context, attributes));
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             context.release();
         }

@@ -109,10 +109,8 @@ final class Libc {
             if (rc < 0) {
                 throw new VerbsException("fcntl(F_SETFL, O_NONBLOCK)", Native.errno(capture), what);
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         }
     }
 
@@ -134,10 +132,8 @@ final class Libc {
                 throw new VerbsException("eventfd", Native.errno(capture), null);
             }
             return fd;
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         }
     }
 

@@ -98,6 +98,20 @@ final class Native {
         }
     }
 
+    /**
+     * What a {@code catch (Throwable t)} around {@code invokeExact} rethrows: unchecked exceptions and errors as they
+     * are, anything else wrapped (a downcall handle declares Throwable but throws nothing checked).
+     */
+    static RuntimeException unchecked(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+
     static boolean isNull(MemorySegment pointer) {
         return pointer.address() == 0L;
     }

@@ -29,10 +29,8 @@ public final class ProtectionDomain extends NativeObject {
                 throw new VerbsException("ibv_alloc_pd", Native.errno(capture), context.deviceName());
             }
             return new ProtectionDomain(context, pd, null);
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             context.release();
         }
@@ -74,10 +72,8 @@ public final class ProtectionDomain extends NativeObject {
                 throw new VerbsException("ibv_alloc_parent_domain", Native.errno(capture), describe());
             }
             return new ProtectionDomain(context, pd, this);
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }

@@ -141,10 +141,8 @@ public final class QueuePair extends NativeObject {
                 throw new VerbsException("ibv_create_qp", Native.errno(capture), attributes.toString());
             }
             return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes);
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             attributes.recvCq().release();
             attributes.sendCq().release();
@@ -250,10 +248,8 @@ public final class QueuePair extends NativeObject {
             if (rc != 0) {
                 throw new VerbsException("ibv_modify_qp", rc, describe() + " to " + to);
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         }
     }
 
@@ -289,10 +285,8 @@ public final class QueuePair extends NativeObject {
                     throw new VerbsException("ibv_post_send", rc, describe() + " wr_id " + wrId);
                 }
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }
@@ -313,10 +307,8 @@ public final class QueuePair extends NativeObject {
                     throw new VerbsException("ibv_post_recv", rc, describe() + " wr_id " + wrId);
                 }
             }
-        } catch (RdmaException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException(t);
+            throw Native.unchecked(t);
         } finally {
             release();
         }
