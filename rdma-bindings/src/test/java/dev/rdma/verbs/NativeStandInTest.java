@@ -339,15 +339,7 @@ class NativeStandInTest {
 
         CALLS.clear();
         EfaCompletionQueue sgidOnly = EfaCompletionQueue.standIn(cq, efadv, all(), Set.of(EfaWcFlag.SGID));
-        remaining = 1;
-        List<Throwable> errors = new ArrayList<>();
-        sgidOnly.poll(new WorkCompletionBuffer(1), wc -> {
-            try {
-                wc.isUnsolicited();
-            } catch (IllegalStateException e) {
-                errors.add(e);
-            }
-        });
+        List<Throwable> errors = refusalsOfOneCompletion(sgidOnly, WorkCompletion::isUnsolicited);
         assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("IS_UNSOLICITED"));
         assertThat(CALLS).doesNotContain("wc_is_unsolicited");
         sgidOnly.close();
@@ -442,18 +434,25 @@ class NativeStandInTest {
     @Test
     void closingFromInsideItsOwnCallbackIsRefused() {
         ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
-        remaining = 1;
-        List<Throwable> errors = new ArrayList<>();
-        q.poll(new WorkCompletionBuffer(1), wc -> {
-            try {
-                q.close();
-            } catch (IllegalStateException e) {
-                errors.add(e);
-            }
-        });
+        List<Throwable> errors = refusalsOfOneCompletion(q, wc -> q.close());
         assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("own poll callback"));
         assertThat(q.isClosed()).isFalse();
         q.close();
         assertThat(q.isClosed()).isTrue();
+    }
+
+    /** Polls one stand-in completion and runs {@code action} on it, collecting the IllegalStateException it throws. */
+    private static List<Throwable> refusalsOfOneCompletion(ExtendedCompletionQueue q,
+            java.util.function.Consumer<WorkCompletion> action) {
+        remaining = 1;
+        List<Throwable> errors = new ArrayList<>();
+        q.poll(new WorkCompletionBuffer(1), wc -> {
+            try {
+                action.accept(wc);
+            } catch (IllegalStateException e) {
+                errors.add(e);
+            }
+        });
+        return errors;
     }
 }
