@@ -61,6 +61,14 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final MemorySegment readTmInfo;
     private final MemorySegment readWallclock;
     private final Current current = new Current();
+    /**
+     * The int readers of the standard ibv_wc fields this CQ has (NULL ones left out) and their ibv_wc offsets, for the
+     * batch copy: the first {@link #intReadersOnError} are valid whatever the status (vendor_err, qp_num), the others
+     * only on success (ibv_poll_cq(3)).
+     */
+    private final MemorySegment[] intReaders;
+    private final long[] intReaderOffsets;
+    private final int intReadersOnError;
     /** True between a successful start_poll and its end_poll. */
     private boolean inBatch;
 
@@ -90,6 +98,21 @@ public class ExtendedCompletionQueue extends CompletionQueue {
                 WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK.bit());
         this.batchIterator = batchIterator;
         this.critical = context != null;
+        MemorySegment[] fns = {readVendorErr, readQpNum, readOpcode, readWcFlags, readByteLen, readImmData, readSrcQp};
+        long[] offs = {Layouts.WC_VENDOR_ERR, Layouts.WC_QP_NUM, Layouts.WC_OPCODE, Layouts.WC_WC_FLAGS,
+                Layouts.WC_BYTE_LEN, Layouts.WC_IMM_DATA, Layouts.WC_SRC_QP};
+        int present = 0;
+        int onError = 0;
+        for (int f = 0; f < fns.length; f++) {
+            if (fns[f].address() != 0) {
+                fns[present] = fns[f];
+                offs[present++] = offs[f];
+                onError += f < 2 ? 1 : 0;
+            }
+        }
+        this.intReaders = java.util.Arrays.copyOf(fns, present);
+        this.intReaderOffsets = java.util.Arrays.copyOf(offs, present);
+        this.intReadersOnError = onError;
     }
 
     /** Whether to drain with next_poll (see the class comment). */
@@ -387,26 +410,35 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     private void copyCurrent(WorkCompletionBuffer b, int i) {
-        MemorySegment wc = b.wcs;
-        MemorySegment ext = b.ext;
+        if (b.closed) {
+            throw new IllegalStateException("the work completion buffer is closed");
+        }
+        MemorySegment wc = b.wcsView;
+        MemorySegment ext = b.extView;
         long base = i * Layouts.WC_SIZE;
         long eb = i * WorkCompletionBuffer.EXT_SIZE;
+        for (long z = 0; z < Layouts.WC_SIZE; z += 8) { // fields without a reader (or not valid on error) read 0
+            wc.set(JAVA_LONG, base + z, 0L);
+        }
         int status = handle.get(JAVA_INT, Layouts.CQ_EX_STATUS);
         wc.set(JAVA_LONG, base + Layouts.WC_WR_ID, handle.get(JAVA_LONG, Layouts.CQ_EX_WR_ID));
         wc.set(JAVA_INT, base + Layouts.WC_STATUS, status);
-        wc.set(JAVA_INT, base + Layouts.WC_VENDOR_ERR, readVendorErr.address() == 0 ? 0 : readInt(readVendorErr));
-        wc.set(JAVA_INT, base + Layouts.WC_QP_NUM, readQpNum.address() == 0 ? 0 : readInt(readQpNum));
         boolean ok = status == 0;
-        wc.set(JAVA_INT, base + Layouts.WC_OPCODE, ok && readOpcode.address() != 0 ? readInt(readOpcode) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_WC_FLAGS, ok && readWcFlags.address() != 0 ? readInt(readWcFlags) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_BYTE_LEN, ok && readByteLen.address() != 0 ? readInt(readByteLen) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_IMM_DATA, ok && readImmData.address() != 0 ? readInt(readImmData) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_SRC_QP, ok && readSrcQp.address() != 0 ? readInt(readSrcQp) : 0);
+        // one call site for every int reader (a loop, not ten inlined downcalls: the JIT keeps the method small)
+        MemorySegment[] readers = intReaders;
+        long[] offsets = intReaderOffsets;
+        int count = ok ? readers.length : intReadersOnError;
+        for (int r = 0; r < count; r++) {
+            wc.set(JAVA_INT, base + offsets[r], readInt(readers[r]));
+        }
         ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_SLID32,
                 ok && readSlid.address() != 0 ? readInt(readSlid) : 0);
-        wc.set(JAVA_BYTE, base + Layouts.WC_SL, ok && readSl.address() != 0 ? readByte(readSl) : 0);
-        wc.set(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS,
-                ok && readDlidPathBits.address() != 0 ? readByte(readDlidPathBits) : 0);
+        if (ok && readSl.address() != 0) {
+            wc.set(JAVA_BYTE, base + Layouts.WC_SL, readByte(readSl));
+        }
+        if (ok && readDlidPathBits.address() != 0) {
+            wc.set(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS, readByte(readDlidPathBits));
+        }
         if (!ok) {
             return;
         }
@@ -502,9 +534,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final class Current implements WorkCompletion {
 
         private MemorySegment reader(MemorySegment fn, WcExFlag flag) {
-            if (!inBatch) {
-                throw new IllegalStateException("an extended-CQ completion was read outside its poll callback");
-            }
+            requireCallback();
             if (fn.address() == 0) {
                 throw flag == null ? new IllegalStateException("the provider has no reader for this field")
                         : notRequested(flag);
@@ -512,15 +542,21 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             return fn;
         }
 
+        private void requireCallback() {
+            if (!inBatch) {
+                throw new IllegalStateException("an extended-CQ completion was read outside its poll callback");
+            }
+        }
+
         @Override
         public long wrId() {
-            reader(startPoll, null);
+            requireCallback();
             return handle.get(JAVA_LONG, Layouts.CQ_EX_WR_ID);
         }
 
         @Override
         public int statusCode() {
-            reader(startPoll, null);
+            requireCallback();
             return handle.get(JAVA_INT, Layouts.CQ_EX_STATUS);
         }
 
@@ -622,6 +658,31 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         public boolean isUnsolicited() {
             reader(startPoll, null);
             return unsolicitedOfCurrent();
+        }
+
+        /*
+         * Overridden, not inherited: a default method's type profile is shared by every WorkCompletion class, so a
+         * JIT-compiled caller that only ever sees this class would still dispatch statusCode() & co. virtually once
+         * another class (legacy view, extended view, snapshot) has been used anywhere in the JVM.
+         */
+        @Override
+        public boolean isSuccess() {
+            return statusCode() == 0;
+        }
+
+        @Override
+        public WcStatus status() {
+            return WcStatus.of(statusCode());
+        }
+
+        @Override
+        public WcOpcode opcode() {
+            return WcOpcode.of(opcodeCode());
+        }
+
+        @Override
+        public boolean hasFlag(WcFlag flag) {
+            return flag.isSet(wcFlags());
         }
 
         @Override

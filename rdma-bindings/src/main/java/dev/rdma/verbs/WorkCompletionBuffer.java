@@ -37,10 +37,10 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     /** The address of {@link #wcs}, as ibv_poll_cq takes it. */
     final long wcsAddress;
     /** Global-scope aliases the views read through (no shared-session liveness check per field); see {@link #closed}. */
-    private final MemorySegment wcsView;
-    private final MemorySegment extView;
+    final MemorySegment wcsView;
+    final MemorySegment extView;
     /** Set by close(): the views then throw instead of reading freed memory. */
-    private boolean closed;
+    boolean closed;
     private final Entry view = new Entry();
     private int size;
     /** {@link WcExFlag} bits valid in the current contents. */
@@ -263,6 +263,31 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
             }
             return x().get(JAVA_BYTE, extBase + EXT_UNSOLICITED) != 0;
+        }
+
+        /*
+         * Overridden, not inherited: a default method's type profile is shared by every WorkCompletion class, so a
+         * JIT-compiled caller that only ever sees this class would still dispatch statusCode() & co. virtually once
+         * another class (legacy view, extended view, snapshot) has been used anywhere in the JVM.
+         */
+        @Override
+        public boolean isSuccess() {
+            return statusCode() == 0;
+        }
+
+        @Override
+        public WcStatus status() {
+            return WcStatus.of(statusCode());
+        }
+
+        @Override
+        public WcOpcode opcode() {
+            return WcOpcode.of(opcodeCode());
+        }
+
+        @Override
+        public boolean hasFlag(WcFlag flag) {
+            return flag.isSet(wcFlags());
         }
 
         @Override

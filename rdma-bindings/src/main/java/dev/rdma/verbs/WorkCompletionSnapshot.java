@@ -19,6 +19,27 @@ public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, 
         return this;
     }
 
+    // overridden, not inherited, like the views' (one shared default-method profile would make callers dispatch virtually)
+    @Override
+    public boolean isSuccess() {
+        return statusCode == 0;
+    }
+
+    @Override
+    public WcStatus status() {
+        return WcStatus.of(statusCode);
+    }
+
+    @Override
+    public WcOpcode opcode() {
+        return WcOpcode.of(opcodeCode);
+    }
+
+    @Override
+    public boolean hasFlag(WcFlag flag) {
+        return flag.isSet(wcFlags);
+    }
+
     static WorkCompletionSnapshot of(WorkCompletion wc, long available, boolean legacy, long efaFlags) {
         boolean ok = wc.isSuccess();
         return new WorkCompletionSnapshot(

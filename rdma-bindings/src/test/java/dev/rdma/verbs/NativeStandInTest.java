@@ -269,6 +269,39 @@ class NativeStandInTest {
     }
 
     @Test
+    void batchCopyOfAFailedCompletionCallsOnlyTheReadersValidOnErrorAndLeavesNoStaleField() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
+            remaining = 1; // a successful completion first fills slot 0 of the buffer
+            assertThat(q.poll(buffer)).isEqualTo(1);
+            assertThat(buffer.get(0).opcode()).isEqualTo(WcOpcode.RECV_RDMA_WITH_IMM);
+            cq.set(JAVA_INT, Layouts.CQ_EX_STATUS, WcStatus.WR_FLUSH_ERR.code());
+            cq.set(JAVA_LONG, Layouts.CQ_EX_WR_ID, 7L);
+            CALLS.clear();
+            remaining = 1;
+            assertThat(q.poll(buffer)).isEqualTo(1);
+            // ibv_poll_cq(3): only wr_id, status, qp_num and vendor_err are valid on error
+            assertThat(CALLS).containsExactly("start_poll", "read_vendor_err", "read_qp_num", "next_poll",
+                    "end_poll");
+            WorkCompletion wc = buffer.get(0);
+            assertThat(wc.wrId()).isEqualTo(7L);
+            assertThat(wc.status()).isEqualTo(WcStatus.WR_FLUSH_ERR);
+            assertThat(wc.isSuccess()).isFalse();
+            assertThat(Integer.toUnsignedLong(wc.vendorErr())).isEqualTo(0x8765_4321L);
+            assertThat(wc.qpNum()).isEqualTo(0x00ABCDEF);
+            assertThat(wc.opcodeCode()).isZero();
+            assertThat(wc.wcFlags()).isZero();
+            assertThat(wc.byteLen()).isZero();
+            assertThat(wc.immData()).isZero();
+            assertThat(wc.srcQp()).isZero();
+            assertThat(wc.slid()).isZero();
+            assertThat(wc.sl()).isZero();
+            assertThat(wc.dlidPathBits()).isZero();
+        }
+        q.close();
+    }
+
+    @Test
     void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
         ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq,
                 CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)));
