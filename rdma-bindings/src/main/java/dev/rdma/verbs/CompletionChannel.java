@@ -7,6 +7,7 @@ import java.util.Arrays;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * A completion event channel ({@code struct ibv_comp_channel *}, {@code ibv_create_comp_channel}).
@@ -39,6 +40,8 @@ public final class CompletionChannel extends NativeObject {
     private final MemorySegment cqOut = Native.unscoped(arena.allocate(ADDRESS));
     private final MemorySegment ctxOut = Native.unscoped(arena.allocate(ADDRESS));
     private final MemorySegment capture = Native.unscoped(Native.allocateCapture(arena));
+    /** One pollfd for getEvent's "is anything there" check after a failed read (guarded by eventLock). */
+    private final MemorySegment eventPollFd = Native.unscoped(arena.allocate(Layouts.POLLFD));
     /** Serialises ibv_get_cq_event with the ack-all-then-destroy of a CQ on this channel. */
     final Object eventLock = new Object();
     private volatile CompletionQueue[] queues = new CompletionQueue[0];
@@ -150,18 +153,39 @@ public final class CompletionChannel extends NativeObject {
      * {@link CompletionQueue#ackEvents()}), or null when no event is pending.
      */
     public CompletionQueue getEvent() {
+        return getEvent(true);
+    }
+
+    /**
+     * @param learnWhy on a failed read, find out whether it was "no event" (null) or an error (thrown); false: null on
+     *                 any failure (for a caller that waits next, whose wait reports a broken fd)
+     */
+    private CompletionQueue getEvent(boolean learnWhy) {
         acquire();
         try {
             synchronized (eventLock) {
-                int rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
+                // Without errno capture (it would allocate on this never-hot path). A failure on a fd that poll(2)
+                // does not report readable is EAGAIN (or EINTR): no event. Otherwise the call is repeated with errno
+                // captured, which reads an event that arrived in between or names the error.
+                int rc = (int) Ibverbs.GET_CQ_EVENT_NO_ERRNO.invokeExact(handle, cqOut, ctxOut);
                 if (rc != 0) {
-                    int errno = Native.errno(capture);
-                    if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+                    if (!learnWhy) {
                         return null;
                     }
-                    throw new VerbsException("ibv_get_cq_event", errno, describe());
+                    Libc.pollfd(eventPollFd, 0, fd);
+                    if (Libc.poll(eventPollFd, 1, 0, capture) == 0) {
+                        return null;
+                    }
+                    rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
+                    if (rc != 0) {
+                        int errno = Native.errno(capture);
+                        if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+                            return null;
+                        }
+                        throw new VerbsException("ibv_get_cq_event", errno, describe());
+                    }
                 }
-                long fired = cqOut.get(ADDRESS, 0).address();
+                long fired = cqOut.get(JAVA_LONG, 0);
                 for (CompletionQueue q : queues) {
                     if (q.address() == fired) {
                         q.eventGot();
@@ -181,19 +205,30 @@ public final class CompletionChannel extends NativeObject {
     }
 
     /**
-     * Waits up to {@code timeout} for an event and gets it: {@link #await} then {@link #getEvent()}, repeated while
-     * the fd was readable but the event went to another thread. Returns null on timeout or wake-up.
+     * Gets an event, waiting up to {@code timeout} for one: the blocking {@code ibv_get_cq_event} of the man page, with
+     * a timeout and a waker. A pending event costs one {@code read(2)}, as in C; otherwise the failed read is followed
+     * by {@link #await} and {@link #getEvent()}, repeated while the fd was readable but the event went to another
+     * thread. Returns null on timeout or wake-up. Allocation-free.
      */
     public CompletionQueue getEvent(Duration timeout, Waker waker) {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        return getEvent(timeout.toNanos(), waker);
+    }
+
+    /** {@link #getEvent(Duration, Waker)} with the timeout in nanoseconds. */
+    public CompletionQueue getEvent(long timeoutNanos, Waker waker) {
+        CompletionQueue q = getEvent(false);
+        if (q != null) {
+            return q;
+        }
+        long deadline = System.nanoTime() + timeoutNanos;
         while (true) {
-            CompletionQueue q = getEvent();
-            if (q != null) {
-                return q;
-            }
             long left = deadline - System.nanoTime();
             if (left <= 0 || await(left, waker) != WaitResult.READY) {
                 return null;
+            }
+            q = getEvent();
+            if (q != null) {
+                return q;
             }
         }
     }

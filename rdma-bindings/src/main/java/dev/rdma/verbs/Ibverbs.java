@@ -59,6 +59,9 @@ final class Ibverbs {
     static final MethodHandle DESTROY_CQ = fn("ibv_destroy_cq", Native.INT_PTR);
     static final MethodHandle GET_CQ_EVENT = fn("ibv_get_cq_event",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), CAPTURE_ERRNO);
+    /** The same without errno capture (no allocation per call): the common path, see CompletionChannel.getEvent. */
+    static final MethodHandle GET_CQ_EVENT_NO_ERRNO = fn("ibv_get_cq_event",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle ACK_CQ_EVENTS = fn("ibv_ack_cq_events",
             FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT));
 

@@ -32,8 +32,16 @@ final class Libc {
             FunctionDescriptor.of(ADDRESS, JAVA_INT));
     private static final MethodHandle ERRNO_LOCATION = Native.symbol(LIBC, "__errno_location",
             FunctionDescriptor.of(ADDRESS));
+    /*
+     * The calls of the event path (poll, read and write of eventfds) come in two linkages: without errno capture for
+     * the common case, and with it, used only to learn errno after a failure. A downcall that captures errno slices
+     * its capture segment (an object) on every call unless the JIT inlines the whole call, and the event path is
+     * never hot enough for that: a poller thread would allocate on every wake-up.
+     */
     private static final MethodHandle POLL = Native.symbol(LIBC, "poll",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), Native.CAPTURE_ERRNO);
+    private static final MethodHandle POLL_NO_ERRNO = Native.symbol(LIBC, "poll",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle EVENTFD = Native.symbol(LIBC, "eventfd",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
     private static final MethodHandle FCNTL_GET = Native.symbol(LIBC, "fcntl",
@@ -43,8 +51,12 @@ final class Libc {
             Linker.Option.firstVariadicArg(2));
     private static final MethodHandle READ = Native.symbol(LIBC, "read",
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    private static final MethodHandle READ_NO_ERRNO = Native.symbol(LIBC, "read",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle WRITE = Native.symbol(LIBC, "write",
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
+    private static final MethodHandle WRITE_NO_ERRNO = Native.symbol(LIBC, "write",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle CLOSE = Native.symbol(LIBC, "close",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
@@ -137,30 +149,49 @@ final class Libc {
         }
     }
 
-    /** poll(2); returns the count of ready fds, 0 on timeout, or -errno. */
+    /**
+     * poll(2); returns the count of ready fds, 0 on timeout, or -errno. Allocation-free: after a failure (EINTR) the
+     * call is repeated once with a zero timeout and errno captured, which either reports the fds ready by then or the
+     * errno of a persistent failure.
+     */
     static int poll(MemorySegment fds, int nfds, int timeoutMillis, MemorySegment capture) {
         try {
-            int rc = (int) POLL.invokeExact(capture, fds, (long) nfds, timeoutMillis);
+            int rc = (int) POLL_NO_ERRNO.invokeExact(fds, (long) nfds, timeoutMillis);
+            if (rc >= 0) {
+                return rc;
+            }
+            rc = (int) POLL.invokeExact(capture, fds, (long) nfds, 0);
             return rc < 0 ? -Native.errno(capture) : rc;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
     }
 
-    /** read(2) of 8 bytes; returns bytes read or -errno. */
+    /**
+     * read(2) of 8 bytes (an eventfd); returns bytes read or -errno. A failed read (nothing to read: EAGAIN) is
+     * repeated once with errno captured: nothing is lost, the repeat reads what arrived in between or fails the same.
+     */
     static long read8(int fd, MemorySegment buf8, MemorySegment capture) {
         try {
-            long rc = (long) READ.invokeExact(capture, fd, buf8, 8L);
+            long rc = (long) READ_NO_ERRNO.invokeExact(fd, buf8, 8L);
+            if (rc >= 0) {
+                return rc;
+            }
+            rc = (long) READ.invokeExact(capture, fd, buf8, 8L);
             return rc < 0 ? -Native.errno(capture) : rc;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
     }
 
-    /** write(2) of 8 bytes; returns bytes written or -errno. */
+    /** write(2) of 8 bytes (an eventfd); returns bytes written or -errno. A failed write wrote nothing: repeated once. */
     static long write8(int fd, MemorySegment buf8, MemorySegment capture) {
         try {
-            long rc = (long) WRITE.invokeExact(capture, fd, buf8, 8L);
+            long rc = (long) WRITE_NO_ERRNO.invokeExact(fd, buf8, 8L);
+            if (rc >= 0) {
+                return rc;
+            }
+            rc = (long) WRITE.invokeExact(capture, fd, buf8, 8L);
             return rc < 0 ? -Native.errno(capture) : rc;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
