@@ -28,8 +28,9 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  *       that arrived before the arm is never left waiting for an event that will not come;</li>
  *   <li><b>wait</b> on the channel with this poller's own {@link Waker} and a timeout, so {@link #signalStop()} is
  *       noticed at once and a lost wake-up at the latest after the timeout;</li>
- *   <li><b>get events</b> ({@code ibv_get_cq_event}, non-blocking) until none is left. An event of another CQ sharing
- *       the channel was counted on that CQ by the binding; its poller is woken through its waker;</li>
+ *   <li><b>get the event</b> ({@code ibv_get_cq_event}, non-blocking): one per wait; more pending events make the
+ *       next wait return at once. An event of another CQ sharing the channel was counted on that CQ by the binding;
+ *       its poller is woken through its waker;</li>
  *   <li><b>count and ack</b>: the events of this CQ (also those a peer poller took for it) are counted and acked
  *       every ack-batch events; back to 1, which drains and re-arms.</li>
  * </ol>
@@ -57,6 +58,8 @@ public final class CompletionQueuePoller implements Runnable {
     private final ListenerInvoker invoker;
     private final RdmaCompletionErrorHandler errorHandler;
     private final PollerMetrics metrics;
+    /** Whether batches are timed: for the listener timer, and for adaptive mode's idle clock. */
+    private final boolean clocked;
     private final Function<CompletionQueue, CompletionQueuePoller> peers;
     private final Waker waker = new Waker();
     private final CompletionHandler deliverOne = this::deliverOne;
@@ -67,6 +70,11 @@ public final class CompletionQueuePoller implements Runnable {
     // Scratch of the poller thread, reset after every batch.
     private final long[] statusCounts = new long[WcStatus.values().length];
     private long listenerNanos;
+    /** When the first completion of the current single-completion batch was handed out ({@link #deliverOne}). */
+    private long batchStart;
+    private boolean batchStarted;
+    /** {@link System#nanoTime()} at the end of the last delivered batch (adaptive mode's idle clock). */
+    private long lastDelivery;
     private int listenerFailures;
     private Throwable firstFailure;
     private WorkCompletionBuffer buffer;
@@ -87,6 +95,7 @@ public final class CompletionQueuePoller implements Runnable {
         this.invoker = endpoint.invoker();
         this.errorHandler = errorHandler;
         this.metrics = metrics;
+        this.clocked = metrics != PollerMetrics.NONE || mode == PollingMode.ADAPTIVE;
         this.peers = peers;
         if (mode != PollingMode.BUSY && channel == null) {
             throw new IllegalArgumentException("queue " + queueName + " has no channel for " + mode + " polling");
@@ -105,7 +114,7 @@ public final class CompletionQueuePoller implements Runnable {
                 try {
                     // 1. drain
                     if (drain() > 0) {
-                        idleSince = System.nanoTime();
+                        idleSince = lastDelivery;
                         continue;
                     }
                     // 2. busy: spin (busy mode always, adaptive mode for `spin` after the last completion)
@@ -117,13 +126,13 @@ public final class CompletionQueuePoller implements Runnable {
                     // 3. arm, then drain what arrived before the arm
                     queue.requestNotify(false);
                     if (drain() > 0) {
-                        idleSince = System.nanoTime();
+                        idleSince = lastDelivery;
                         continue;
                     }
                     // 4. wait on the channel (own waker: stop, or a peer routing our event)
                     if (channel.await(WAIT_NANOS, waker) == CompletionChannel.WaitResult.READY) {
-                        // 5. get every pending event; route those of other CQs to their pollers
-                        takeEvents();
+                        // 5. get the event; route one of another CQ to its poller
+                        takeEvent();
                     }
                     // 6. count our events and ack them in batches; the next turn drains and re-arms
                     countAndAck(false);
@@ -153,14 +162,16 @@ public final class CompletionQueuePoller implements Runnable {
         return total;
     }
 
-    private void takeEvents() {
-        CompletionQueue fired;
-        while ((fired = channel.getEvent()) != null) {
-            if (fired != queue) {
-                CompletionQueuePoller peer = peers.apply(fired);
-                if (peer != null) {
-                    peer.waker.wake();
-                }
+    /**
+     * One event per wait, not "until none is left": the last get of such a loop always fails (EAGAIN), one more
+     * system call per wake-up, and pending events are found by the next wait anyway.
+     */
+    private void takeEvent() {
+        CompletionQueue fired = channel.getEvent();
+        if (fired != null && fired != queue) {
+            CompletionQueuePoller peer = peers.apply(fired);
+            if (peer != null) {
+                peer.waker.wake();
             }
         }
     }
@@ -185,15 +196,24 @@ public final class CompletionQueuePoller implements Runnable {
     // ------------------------------------------------------------------ delivery
 
     private int pollSingle() {
+        batchStarted = false;
         int n = queue.poll(buffer, deliverOne);
+        if (n > 0 && clocked) {
+            // two clock reads per batch, not per completion: from the first delivery to the end of the last
+            lastDelivery = System.nanoTime();
+            listenerNanos += lastDelivery - batchStart;
+        }
         flush(n);
         return n;
     }
 
     private void deliverOne(WorkCompletion completion) {
+        if (!batchStarted && clocked) {
+            batchStarted = true;
+            batchStart = System.nanoTime();
+        }
         int status = completion.statusCode();
         statusCounts[WcStatus.of(status).ordinal()]++;
-        long start = System.nanoTime();
         try {
             if (status != 0 && errorHandler != null) {
                 errorHandler.onFailedCompletion(queueName, completion);
@@ -207,7 +227,6 @@ public final class CompletionQueuePoller implements Runnable {
             logger.warn(endpoint.id() + " threw for completion wr_id=" + completion.wrId() + " status="
                     + WcStatus.of(status) + " on queue '" + queueName + "'; polling goes on", ex);
         }
-        listenerNanos += System.nanoTime() - start;
     }
 
     private int pollBatch() {
@@ -215,7 +234,7 @@ public final class CompletionQueuePoller implements Runnable {
         if (n == 0) {
             return 0;
         }
-        long start = System.nanoTime();
+        long start = clocked ? System.nanoTime() : 0;
         for (int i = 0; i < n; i++) {
             WorkCompletion completion = buffer.get(i);
             int status = completion.statusCode();
@@ -243,7 +262,10 @@ public final class CompletionQueuePoller implements Runnable {
             logger.warn(endpoint.id() + " threw for a batch of " + n + " completions (wr_id " + firstId + " .. "
                     + lastId + ", first status=" + firstStatus + ") on queue '" + queueName + "'; polling goes on", ex);
         }
-        listenerNanos += System.nanoTime() - start;
+        if (clocked) {
+            lastDelivery = System.nanoTime();
+            listenerNanos += lastDelivery - start;
+        }
         flush(n);
         return n;
     }

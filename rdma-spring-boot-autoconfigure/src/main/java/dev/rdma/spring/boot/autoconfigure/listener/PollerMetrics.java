@@ -6,7 +6,7 @@ package dev.rdma.spring.boot.autoconfigure.listener;
  */
 public interface PollerMetrics {
 
-    /** A metrics sink that records nothing. */
+    /** A metrics sink that records nothing; a poller with it does not even read the clock for its batches. */
     PollerMetrics NONE = new PollerMetrics() {
     };
 
