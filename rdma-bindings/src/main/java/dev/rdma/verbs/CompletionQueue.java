@@ -77,6 +77,11 @@ public class CompletionQueue extends NativeObject {
         }
         if (channel != null) {
             channel.register(this);
+            if (context != null) {
+                // Acks come in batches, so the first may come long after the traffic started: link the call now
+                // (the JVM generates classes when a method handle call site first runs: ~100 objects, milliseconds)
+                nativeAck(0);
+            }
         }
     }
 
@@ -352,13 +357,18 @@ public class CompletionQueue extends NativeObject {
             return 0;
         }
         acquireForAck();
+        nativeAck((int) n);
+        eventsAcked.addAndGet(n);
+        return (int) n;
+    }
+
+    /** {@code ibv_ack_cq_events}; with 0 it only takes and releases the CQ's event mutex. */
+    private void nativeAck(int n) {
         try {
-            Ibverbs.ACK_CQ_EVENTS.invokeExact(handle, (int) n);
+            Ibverbs.ACK_CQ_EVENTS.invokeExact(handle, n);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
-        eventsAcked.addAndGet(n);
-        return (int) n;
     }
 
     private void acquireForAck() {
