@@ -8,6 +8,11 @@
  *   ext_copy       the same, reading every standard field into a struct ibv_wc (what the Java batch copy does)
  *   empty_poll     ns per ibv_poll_cq (batch 16) on an empty CQ; empty_ext: ns per ibv_start_poll returning ENOENT
  *   e2e            messages/s of a looped-back ping-pong with events (arm, drain, get_cq_event, ack, re-arm)
+ *   e2e_events     the same ping-pong with one completion event per message: get_cq_event, ack, arm, drain until
+ *                  empty, and only then post the next message (on rxe a loopback completes inside ibv_post_send, so
+ *                  the e2e loop above almost never needs to wait for an event)
+ *   diag_call      ns per call of bench_nop (libcqbench_nop.so, an empty function shaped like poll_cq) through a
+ *                  function pointer: the C side of the fixed cost of a call (no device needed: CQ_BENCH_CASES=call)
  *
  * Every case: W warm-up repetitions, then R measured ones; prints one machine-readable line per case:
  *   case=batch_poll batch=16 impl=c unit=ns median=.. min=.. max=.. reps=R
@@ -17,6 +22,7 @@
  * build: gcc -O2 -Wall -o cq_bench cq_bench.c -libverbs
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -353,6 +359,35 @@ static void bench_empty(void)
     ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
 }
 
+/* ------------------------------------------------------------------ diagnosis: the fixed cost of a call */
+
+static void bench_call(void)
+{
+    const char *lib = getenv("CQ_BENCH_NOP_LIB");
+    CHECK(lib && *lib, "CQ_BENCH_NOP_LIB (path of libcqbench_nop.so)");
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "cq_bench: dlopen %s: %s\n", lib, dlerror());
+        exit(1);
+    }
+    /* volatile: the compiler must load and call the pointer every time, as the provider's ops.poll_cq is called */
+    int (*volatile fn)(void *, int, void *) = (int (*)(void *, int, void *))dlsym(h, "bench_nop");
+    CHECK(fn, "dlsym bench_nop");
+    struct ibv_wc wc[16];
+    double v[MAX_REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        int total = 0;
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < EMPTY_ITERS; i++)
+            total += fn(&v, 16, wc);
+        uint64_t t1 = now_ns();
+        CHECK(total == 0, "bench_nop returned 0");
+        if (r >= WARMUP)
+            v[r - WARMUP] = (double)(t1 - t0) / EMPTY_ITERS;
+    }
+    report("diag_call", "", "ns", v, REPS);
+}
+
 /* ------------------------------------------------------------------ (3) end to end: ping-pong with events */
 
 #define E2E_DEPTH 16
@@ -415,6 +450,62 @@ static void bench_e2e(void)
     ibv_destroy_comp_channel(ch);
 }
 
+/* Every message goes through the event path: wait for the event, ack, arm, drain, post the next message. */
+static void bench_e2e_events(void)
+{
+    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+    CHECK(ch, "ibv_create_comp_channel");
+    struct ibv_cq *cq = ibv_create_cq(ctx, 4 * E2E_DEPTH, NULL, ch, 0);
+    CHECK(cq, "ibv_create_cq");
+    struct ibv_qp *qp = create_loopback(cq, cq, E2E_DEPTH);
+    for (int i = 0; i < E2E_DEPTH; i++)
+        post_recv(qp, 1000000 + i, i);
+    struct ibv_wc wc[16];
+    double v[MAX_REPS];
+    unsigned long events = 0;
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        int msgs = 0, sent = 0, sends_done = 0;
+        uint64_t t0 = now_ns();
+        CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
+        post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
+        sent++;
+        while (msgs < E2E_MSGS || sends_done < sent) {
+            struct ibv_cq *ev_cq;
+            void *ev_ctx;
+            CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event");
+            ibv_ack_cq_events(ev_cq, 1);
+            events++;
+            CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
+            int to_send = 0, n;
+            while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
+                for (int i = 0; i < n; i++) {
+                    CHECK(wc[i].status == IBV_WC_SUCCESS, "ping-pong completion status");
+                    if (wc[i].opcode == IBV_WC_RECV) {
+                        msgs++;
+                        post_recv(qp, wc[i].wr_id, (int)(wc[i].wr_id - 1000000));
+                        to_send++;
+                    } else {
+                        sends_done++;
+                    }
+                }
+            }
+            CHECK(n == 0, "ibv_poll_cq");
+            for (; to_send > 0 && sent < E2E_MSGS; to_send--) {
+                post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
+                sent++;
+            }
+        }
+        uint64_t t1 = now_ns();
+        if (r >= WARMUP)
+            v[r - WARMUP] = E2E_MSGS * 1e9 / (double)(t1 - t0);
+    }
+    fprintf(stderr, "cq_bench: e2e_events: %lu events for %d messages\n", events, (WARMUP + REPS) * E2E_MSGS);
+    report("e2e_events", "", "msgs_per_s", v, REPS);
+    ibv_destroy_qp(qp);
+    ibv_destroy_cq(cq);
+    ibv_destroy_comp_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) K = atoi(argv[1]);
@@ -427,6 +518,11 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *only = getenv("CQ_BENCH_CASES"); /* optional filter, e.g. "batch,empty" */
+    if (only && !strcmp(only, "call")) { /* the host-CPU run of scripts/bench: no device */
+        printf("# impl=c reps=%d warmup=%d iters=%d\n", REPS, WARMUP, EMPTY_ITERS);
+        bench_call();
+        return 0;
+    }
     open_device();
     printf("# impl=c K=%d reps=%d warmup=%d empty_iters=%d e2e_msgs=%d\n", K, REPS, WARMUP, EMPTY_ITERS, E2E_MSGS);
     if (!only || strstr(only, "batch")) {
@@ -440,8 +536,12 @@ int main(int argc, char **argv)
     }
     if (!only || strstr(only, "empty"))
         bench_empty();
-    if (!only || strstr(only, "e2e"))
+    if (!only || strstr(only, "e2e")) {
         bench_e2e();
+        bench_e2e_events();
+    }
+    if (!only || strstr(only, "call"))
+        bench_call();
     fprintf(stderr, "cq_bench: done (sink %llu)\n", (unsigned long long)sink);
     ibv_dereg_mr(mr);
     ibv_dealloc_pd(pd);

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Reads the case=... lines of cq_bench (C) and CqBench (Java) and prints the comparison table (markdown).
 
-usage: bench_table.py RESULTS_FILE   (exit status 0; the verdict per row is in the table)
+usage: bench_table.py RESULTS_FILE [HOST_RESULTS_FILE]   (exit status 0; the verdict per row is in the table)
+
+RESULTS_FILE: the run on the device (C and Java, same machine, same run); HOST_RESULTS_FILE: the diag_call case run
+on the host CPU without emulation (scripts/bench writes it when the device is in the VM).
 """
 import re
 import sys
@@ -17,7 +20,18 @@ ROWS = [
     ("empty_poll", "empty_poll", "time", 1.30, "one poll of an empty legacy CQ"),
     ("empty_ext", "empty_ext", "time", 1.30, "one start_poll (ENOENT) of an empty extended CQ"),
     ("e2e", "e2e", "rate", 0.90, "ping-pong msgs/s with events (binding event loop)"),
+    ("e2e_events", "e2e_events", "rate", 0.90, "ping-pong msgs/s, one completion event per message"),
     ("e2e_starter", "e2e", "rate", 0.90, "ping-pong msgs/s, @RdmaCompletionListener poller"),
+    ("e2e_starter_metrics", "e2e", "rate", 0.90, "the same with a Micrometer registry (meters per poll batch)"),
+]
+
+
+# diagnosis rows, no target: (java case, c case, what it isolates)
+DIAG = [
+    ("diag_call", "diag_call", "an empty C function: C calls it through a function pointer, Java with a critical downcall"),
+    ("diag_raw_empty", "empty_poll", "the binding's poll_cq downcall alone on an empty CQ (no binding bookkeeping)"),
+    ("diag_raw_batch", "batch_poll", "the binding's poll_cq downcall + plain segment reads of wr_id/status"),
+    ("diag_raw_ext", "ext_iter", "the binding's start_poll, read_byte_len, end_poll downcalls alone (+ wr_id/status)"),
 ]
 
 
@@ -72,6 +86,28 @@ def main():
                    f"- | - | 0 B | {'pass' if ok else 'MISS'} |")
     print("\n".join(out))
     print(f"\n{misses} target(s) missed")
+    sources = [("device run", res)]
+    if len(sys.argv) > 2:
+        try:
+            sources.append(("host CPU, no emulation", parse(sys.argv[2])))
+        except OSError:
+            pass
+    diag = ["", "Where the time goes (diagnosis, no target):", "",
+            "| case | params | measured on | C median | Java median | Java - C | Java/C | what it isolates |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for where, r in sources:
+        for jcase, ccase, what in DIAG:
+            for (case, extra, impl), j in sorted(r.items(), key=lambda kv: kv[0][1]):
+                if case != jcase or impl != "java":
+                    continue
+                c = r.get((ccase, extra, "c"))
+                if c is None:
+                    continue
+                name = jcase if jcase == ccase else f"{jcase} (vs C {ccase})"
+                diag.append(f"| {name} | {extra or '-'} | {where} | {c['median']:,.2f} ns | {j['median']:,.2f} ns | "
+                            f"{j['median'] - c['median']:+,.2f} ns | {j['median'] / c['median']:.2f}x | {what} |")
+    if len(diag) > 5:
+        print("\n".join(diag))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,17 @@
 package dev.rdma.benchmarks;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Locale;
 
+import dev.rdma.verbs.BenchAccess;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionHandler;
 import dev.rdma.verbs.CompletionQueue;
@@ -16,6 +24,9 @@ import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.WorkCompletionBuffer;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The Java twin of {@code src/main/c/cq_bench.c}: the same cases, parameters, warm-up and repetitions, through the
@@ -41,6 +52,10 @@ public final class CqBench {
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     static long sink;
 
+    /** bench_nop of libcqbench_nop.so, linked as the binding links poll_cq (critical, pointer arguments as longs). */
+    static final MethodHandle NOP = Linker.nativeLinker().downcallHandle(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), Linker.Option.critical(false));
+
     private CqBench() {
     }
 
@@ -56,6 +71,10 @@ public final class CqBench {
         System.out.printf(Locale.ROOT, "# impl=java K=%d reps=%d warmup=%d empty_iters=%d e2e_msgs=%d jvm=%s %s%n",
                 k, reps, warmup, emptyIters, e2eMsgs, Runtime.version(),
                 ManagementFactory.getRuntimeMXBean().getInputArguments());
+        if ("call".equals(only)) { // the host-CPU run of scripts/bench: no device
+            benchCall();
+            return;
+        }
         try (Context ctx = DeviceTestSupport.openContext()) {
             System.err.println("CqBench: device " + ctx.deviceName());
             if (only == null || only.contains("batch")) {
@@ -72,6 +91,10 @@ public final class CqBench {
             }
             if (only == null || only.contains("e2e")) {
                 benchE2e(ctx);
+                benchE2eEvents(ctx);
+            }
+            if (only == null || only.contains("call")) {
+                benchCall();
             }
         }
         System.err.println("CqBench: done (sink " + sink + ")");
@@ -135,36 +158,28 @@ public final class CqBench {
         Thread.sleep(20);
     }
 
-    /** Drain modes. */
-    enum Mode { BATCH, HANDLER }
+    /** Drain modes: the binding's two, and RAW (diagnosis: its poll_cq downcall and plain reads, no binding). */
+    enum Mode { BATCH, HANDLER, RAW }
 
     /** Times draining K completions; returns {ns per completion, allocated bytes per completion}. */
     static double[] drain(CompletionQueue cq, WorkCompletionBuffer buf, Mode mode, SumHandler handler) {
-        long sum = 0;
-        int got = 0;
-        long empties = 0;
+        empties = 0;
+        long sum;
         long a0 = allocated();
         long t0 = System.nanoTime();
-        if (mode == Mode.BATCH) {
-            while (got < k) {
-                int n = cq.poll(buf);
-                if (n == 0) {
-                    empties++;
-                }
-                for (int i = 0; i < n; i++) {
-                    WorkCompletion c = buf.get(i);
-                    sum += c.wrId() + c.statusCode();
-                }
-                got += n;
-            }
+        // one method per loop, so that each has its own JIT profile (one shared loop mixed the modes' profiles)
+        if (cq instanceof ExtendedCompletionQueue x) {
+            sum = switch (mode) {
+                case BATCH -> drainExtCopy(x, buf);
+                case HANDLER -> drainExtHandler(x, buf, handler);
+                case RAW -> drainRawExt(x);
+            };
         } else {
-            while (got < k) {
-                int n = cq.poll(buf, handler);
-                if (n == 0) {
-                    empties++;
-                }
-                got += n;
-            }
+            sum = switch (mode) {
+                case BATCH -> drainBatch(cq, buf);
+                case HANDLER -> drainHandler(cq, buf, handler);
+                case RAW -> drainRaw(cq, buf);
+            };
         }
         long t1 = System.nanoTime();
         long a1 = allocated();
@@ -173,6 +188,160 @@ public final class CqBench {
             System.err.println("CqBench: " + empties + " empty polls during a drain");
         }
         return new double[] {(double) (t1 - t0) / k, (double) (a1 - a0) / k};
+    }
+
+    static long empties;
+
+    /*
+     * Each drain loop calls a small method per poll (poll + read the batch): invoked thousands of times during the
+     * warm-up, it is compiled by C2 as an application's poll path would be, whereas the drain loop itself (run only
+     * warmup + reps times, a few hundred iterations each) may stay in C1's profiled code.
+     */
+    static long batchSum;
+
+    static long drainBatch(CompletionQueue cq, WorkCompletionBuffer buf) {
+        batchSum = 0;
+        int got = 0;
+        while (got < k) {
+            int n = pollBatch(cq, buf);
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
+        }
+        return batchSum;
+    }
+
+    static int pollBatch(CompletionQueue cq, WorkCompletionBuffer buf) {
+        int n = cq.poll(buf);
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            WorkCompletion c = buf.get(i);
+            sum += c.wrId() + c.statusCode();
+        }
+        batchSum += sum;
+        return n;
+    }
+
+    static long drainHandler(CompletionQueue cq, WorkCompletionBuffer buf, SumHandler handler) {
+        int got = 0;
+        while (got < k) {
+            int n = cq.poll(buf, handler);
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
+        }
+        return 0;
+    }
+
+    static long drainExtCopy(ExtendedCompletionQueue cq, WorkCompletionBuffer buf) {
+        batchSum = 0;
+        int got = 0;
+        while (got < k) {
+            int n = pollExtCopy(cq, buf);
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
+        }
+        return batchSum;
+    }
+
+    static int pollExtCopy(ExtendedCompletionQueue cq, WorkCompletionBuffer buf) {
+        int n = cq.poll(buf);
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            WorkCompletion c = buf.get(i);
+            sum += c.wrId() + c.statusCode();
+        }
+        batchSum += sum;
+        return n;
+    }
+
+    static long drainExtHandler(ExtendedCompletionQueue cq, WorkCompletionBuffer buf, SumHandler handler) {
+        int got = 0;
+        while (got < k) {
+            int n = cq.poll(buf, handler);
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
+        }
+        return 0;
+    }
+
+    /** Diagnosis: the binding's poll_cq downcall and plain segment reads, without the binding around them. */
+    static long drainRaw(CompletionQueue cq, WorkCompletionBuffer buf) {
+        MemorySegment fn = BenchAccess.pollFn(cq);
+        long cqAddress = BenchAccess.cqAddress(cq);
+        long wcs = BenchAccess.wcs(buf);
+        int capacity = buf.capacity();
+        MemorySegment w = MemorySegment.ofAddress(wcs).reinterpret(BenchAccess.WC_SIZE * capacity);
+        batchSum = 0;
+        int got = 0;
+        while (got < k) {
+            int n = pollRaw(fn, cqAddress, capacity, wcs, w);
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
+        }
+        return batchSum;
+    }
+
+    static int pollRaw(MemorySegment fn, long cqAddress, int capacity, long wcs, MemorySegment w) {
+        int n = rawPoll(fn, cqAddress, capacity, wcs);
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            long base = i * BenchAccess.WC_SIZE;
+            sum += w.get(JAVA_LONG, base + BenchAccess.WC_WR_ID) + w.get(JAVA_INT, base + BenchAccess.WC_STATUS);
+        }
+        batchSum += sum;
+        return n;
+    }
+
+    /**
+     * Diagnosis: the binding's three downcalls per completion on rxe < 59 (start_poll, read_byte_len, end_poll), bare,
+     * with wr_id and status read from the ibv_cq_ex.
+     */
+    static long drainRawExt(ExtendedCompletionQueue x) {
+        MemorySegment start = BenchAccess.exFn(x, "start_poll");
+        MemorySegment end = BenchAccess.exFn(x, "end_poll");
+        MemorySegment byteLen = BenchAccess.exFn(x, "read_byte_len");
+        MemorySegment h = BenchAccess.exHandle(x);
+        long cqAddress = BenchAccess.cqAddress(x);
+        long attr = RAW_ARENA.allocate(8, 8).address();
+        batchSum = 0;
+        int got = 0;
+        while (got < k) {
+            int n = pollRawExt(start, end, byteLen, h, cqAddress, attr);
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
+        }
+        return batchSum;
+    }
+
+    static int pollRawExt(MemorySegment start, MemorySegment end, MemorySegment byteLen, MemorySegment h,
+            long cqAddress, long attr) {
+        long sum = 0;
+        int n = 0;
+        for (; n < 32; n++) {
+            int rc = rawCall(start, cqAddress, attr);
+            if (rc != 0) {
+                if (rc != 2 /* ENOENT */) {
+                    throw new IllegalStateException("start_poll returned " + rc);
+                }
+                break;
+            }
+            sum += h.get(JAVA_LONG, BenchAccess.CQ_EX_WR_ID) + h.get(JAVA_INT, BenchAccess.CQ_EX_STATUS)
+                    + rawInt(byteLen, cqAddress);
+            rawEnd(end, cqAddress);
+        }
+        batchSum += sum;
+        return n;
     }
 
     static void runDrains(Context ctx, CompletionQueue scq, CompletionQueue rcq, int batch, Mode mode,
@@ -184,6 +353,9 @@ public final class CqBench {
                 WorkCompletionBuffer buf = new WorkCompletionBuffer(batch);
                 WorkCompletionBuffer rbuf = new WorkCompletionBuffer(32)) {
             for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
                 fill(lb, rcq, rbuf);
                 double[] m = drain(scq, buf, mode, handler);
                 if (r >= warmup) {
@@ -194,7 +366,9 @@ public final class CqBench {
         }
         sink += handler.sum;
         report(name, " batch=" + batch, "ns", ns);
-        report("alloc", " of=" + allocName + " batch=" + batch, "B_per_completion", bytes);
+        if (allocName != null) { // the diagnosis loops allocate their segments once per drain: not reported
+            report("alloc", " of=" + allocName + " batch=" + batch, "B_per_completion", bytes);
+        }
     }
 
     // ------------------------------------------------------------------ (1) batch poll, legacy CQ
@@ -203,9 +377,50 @@ public final class CqBench {
         for (Mode mode : Mode.values()) {
             try (CompletionQueue scq = ctx.createCompletionQueue(k, null, 0);
                     CompletionQueue rcq = ctx.createCompletionQueue(k, null, 0)) {
-                runDrains(ctx, scq, rcq, batch, mode, false, mode == Mode.BATCH ? "batch_poll" : "batch_handler",
-                        mode == Mode.BATCH ? "legacy_batch" : "legacy_handler");
+                runDrains(ctx, scq, rcq, batch, mode, false, switch (mode) {
+                    case BATCH -> "batch_poll";
+                    case HANDLER -> "batch_handler";
+                    case RAW -> "diag_raw_batch";
+                }, switch (mode) {
+                    case BATCH -> "legacy_batch";
+                    case HANDLER -> "legacy_handler";
+                    case RAW -> null;
+                });
             }
+        }
+    }
+
+    static final Arena RAW_ARENA = Arena.ofAuto();
+
+    static int rawCall(MemorySegment fn, long cq, long attr) {
+        try {
+            return (int) BenchAccess.START_POLL.invokeExact(fn, cq, attr);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static int rawInt(MemorySegment fn, long cq) {
+        try {
+            return (int) BenchAccess.INT_OF_CQ.invokeExact(fn, cq);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static void rawEnd(MemorySegment fn, long cq) {
+        try {
+            BenchAccess.END_POLL.invokeExact(fn, cq);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    static int rawPoll(MemorySegment fn, long cq, int n, long wcs) {
+        try {
+            return (int) BenchAccess.POLL_CQ.invokeExact(fn, cq, n, wcs);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
         }
     }
 
@@ -220,6 +435,14 @@ public final class CqBench {
             runDrains(ctx, scq, rcq, 32, copy ? Mode.BATCH : Mode.HANDLER, !copy, copy ? "ext_copy" : "ext_iter",
                     copy ? "ext_batch" : "ext_handler");
         }
+        if (!copy) {
+            try (ExtendedCompletionQueue scq = ctx.createExtendedCompletionQueue(CqInitAttributes.of(k));
+                    CompletionQueue rcq = ctx.createCompletionQueue(k, null, 0)) {
+                if (!scq.usesBatchIterator()) { // the raw loop is the one-completion-per-batch pattern only
+                    runDrains(ctx, scq, rcq, 32, Mode.RAW, true, "diag_raw_ext", null);
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ (2) empty poll
@@ -229,6 +452,9 @@ public final class CqBench {
         try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
                 WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
             for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
@@ -244,10 +470,37 @@ public final class CqBench {
             }
         }
         report("empty_poll", " batch=16", "ns", v);
+        try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
+                WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
+            MemorySegment fn = BenchAccess.pollFn(cq);
+            long cqAddress = BenchAccess.cqAddress(cq);
+            long wcs = BenchAccess.wcs(buf);
+            for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
+                int total = 0;
+                long t0 = System.nanoTime();
+                for (int i = 0; i < emptyIters; i++) {
+                    total += rawPoll(fn, cqAddress, 16, wcs);
+                }
+                long t1 = System.nanoTime();
+                if (total != 0) {
+                    throw new IllegalStateException("the empty CQ was not empty");
+                }
+                if (r >= warmup) {
+                    v[r - warmup] = (double) (t1 - t0) / emptyIters;
+                }
+            }
+        }
+        report("diag_raw_empty", " batch=16", "ns", v);
         SumHandler handler = new SumHandler(false);
         try (ExtendedCompletionQueue cq = ctx.createExtendedCompletionQueue(CqInitAttributes.of(64));
                 WorkCompletionBuffer buf = new WorkCompletionBuffer(32)) {
             for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
@@ -263,6 +516,122 @@ public final class CqBench {
             }
         }
         report("empty_ext", " batch=32", "ns", v);
+    }
+
+    /**
+     * Every message through the event path, as cq_bench's e2e_events: get the event (waiting for it), ack, arm,
+     * drain until empty, then post the next message.
+     */
+    static void benchE2eEvents(Context ctx) {
+        double[] v = new double[reps];
+        double[] bytes = new double[reps];
+        long events = 0;
+        try (CompletionChannel ch = ctx.createCompletionChannel();
+                CompletionQueue cq = ctx.createCompletionQueue(4 * E2E_DEPTH, ch, 0);
+                Loopback lb = new Loopback(ctx, cq, cq, E2E_DEPTH, SLOT);
+                Waker waker = new Waker();
+                WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
+            for (int i = 0; i < E2E_DEPTH; i++) {
+                lb.postRecv(RECV_ID_BASE + i, i);
+            }
+            int recvOpcode = WcOpcode.RECV.code();
+            for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
+                int msgs = 0;
+                int sent = 0;
+                int sendsDone = 0;
+                long a0 = allocated();
+                long t0 = System.nanoTime();
+                cq.requestNotify(false);
+                lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
+                sent++;
+                while (msgs < e2eMsgs || sendsDone < sent) {
+                    // the blocking ibv_get_cq_event of the C loop: the binding's get-or-wait (with timeout and waker)
+                    CompletionQueue fired = ch.getEvent(5_000_000_000L, waker);
+                    if (fired == null) {
+                        throw new IllegalStateException("e2e_events: no completion event within 5 s");
+                    }
+                    fired.ackEvents();
+                    events++;
+                    cq.requestNotify(false);
+                    int toSend = 0;
+                    int n;
+                    while ((n = cq.poll(buf)) > 0) {
+                        for (int i = 0; i < n; i++) {
+                            WorkCompletion c = buf.get(i);
+                            if (!c.isSuccess()) {
+                                throw new IllegalStateException("ping-pong completion " + c.status());
+                            }
+                            if (c.opcodeCode() == recvOpcode) {
+                                msgs++;
+                                long id = c.wrId();
+                                lb.postRecv(id, (int) (id - RECV_ID_BASE));
+                                toSend++;
+                            } else {
+                                sendsDone++;
+                            }
+                        }
+                    }
+                    for (; toSend > 0 && sent < e2eMsgs; toSend--) {
+                        lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
+                        sent++;
+                    }
+                }
+                long t1 = System.nanoTime();
+                long a1 = allocated();
+                if (r >= warmup) {
+                    v[r - warmup] = e2eMsgs * 1e9 / (t1 - t0);
+                    bytes[r - warmup] = (double) (a1 - a0) / e2eMsgs;
+                }
+            }
+        }
+        System.err.println("CqBench: e2e_events: " + events + " events for " + (warmup + reps) * e2eMsgs
+                + " messages");
+        report("e2e_events", "", "msgs_per_s", v);
+        report("alloc", " of=e2e_events_loop", "B_per_message", bytes);
+    }
+
+    // ------------------------------------------------------------------ diagnosis: the fixed cost of a call
+
+    /** ns per critical downcall of bench_nop (the C side calls it through a function pointer). */
+    static void benchCall() {
+        String lib = System.getenv("CQ_BENCH_NOP_LIB");
+        if (lib == null || lib.isEmpty()) {
+            throw new IllegalStateException("CQ_BENCH_NOP_LIB (path of libcqbench_nop.so) is not set");
+        }
+        MemorySegment fn = SymbolLookup.libraryLookup(Path.of(lib), Arena.global()).findOrThrow("bench_nop");
+        double[] v = new double[reps];
+        try (Arena arena = Arena.ofConfined()) {
+            long wcs = arena.allocate(BenchAccess.WC_SIZE * 16, 8).address();
+            for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
+                int total = 0;
+                long t0 = System.nanoTime();
+                for (int i = 0; i < emptyIters; i++) {
+                    total += nop(fn, wcs, 16, wcs);
+                }
+                long t1 = System.nanoTime();
+                if (total != 0) {
+                    throw new IllegalStateException("bench_nop returned " + total);
+                }
+                if (r >= warmup) {
+                    v[r - warmup] = (double) (t1 - t0) / emptyIters;
+                }
+            }
+        }
+        report("diag_call", "", "ns", v);
+    }
+
+    static int nop(MemorySegment fn, long a, int n, long b) {
+        try {
+            return (int) NOP.invokeExact(fn, a, n, b);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
     }
 
     // ------------------------------------------------------------------ (3) end to end: ping-pong with events
@@ -282,6 +651,9 @@ public final class CqBench {
             }
             int recvOpcode = WcOpcode.RECV.code();
             for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
                 int msgs = 0;
                 int sent = 0;
                 int sendsDone = 0;

@@ -6,7 +6,10 @@ import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import dev.rdma.benchmarks.Jit;
 import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.LoopbackQueuePair;
@@ -18,6 +21,8 @@ import org.springframework.boot.ApplicationArguments;
 import org.springframework.boot.ApplicationRunner;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.context.annotation.Bean;
 import org.springframework.stereotype.Component;
 
 /**
@@ -25,9 +30,10 @@ import org.springframework.stereotype.Component;
  * self-connected RC QP, send and receive completions on one CQ with a completion channel), but every completion
  * reaches an {@link RdmaCompletionListener} method on the starter's poller thread in {@code event} mode (arm, drain,
  * wait, get events, ack, re-arm), and the listener posts the next message. Prints {@code case=e2e_starter} and the
- * allocation of the poller thread per message.
+ * allocation of the poller thread per message. With {@code --bench.metrics=true} the application has a Micrometer
+ * registry, so the poller records its meters (per poll batch) and its listener timer: {@code case=e2e_starter_metrics}.
  *
- * <pre>java ... dev.rdma.benchmarks.starter.StarterPingPong MSGS REPS WARMUP</pre>
+ * <pre>java ... dev.rdma.benchmarks.starter.StarterPingPong MSGS REPS WARMUP [--bench.metrics=true]</pre>
  */
 @SpringBootApplication
 public class StarterPingPong {
@@ -45,6 +51,13 @@ public class StarterPingPong {
         "--rdma.completion-queues.pp.polling.mode=event",
         "--rdma.completion-queues.pp.polling.batch-size=16",
     };
+
+    /** The registry an application with Actuator would have; without it the starter records no meters. */
+    @Bean
+    @ConditionalOnProperty(name = "bench.metrics", havingValue = "true")
+    MeterRegistry benchMeterRegistry() {
+        return new SimpleMeterRegistry();
+    }
 
     public static void main(String[] args) {
         String[] all = Arrays.copyOf(PROPERTIES, PROPERTIES.length + args.length);
@@ -74,7 +87,11 @@ public class StarterPingPong {
         private volatile Thread poller;
         private volatile CountDownLatch done = new CountDownLatch(1);
 
-        PingPong(@Qualifier("bench") Context context, @Qualifier("pp") CompletionQueue queue) {
+        private final String name;
+
+        PingPong(@Qualifier("bench") Context context, @Qualifier("pp") CompletionQueue queue,
+                org.springframework.core.env.Environment env) {
+            this.name = env.getProperty("bench.metrics", Boolean.class, false) ? "e2e_starter_metrics" : "e2e_starter";
             this.qp = new LoopbackQueuePair(context, queue, queue, DEPTH, SLOT);
             for (int i = 0; i < DEPTH; i++) {
                 qp.postRecv(RECV_ID_BASE + i, i);
@@ -117,6 +134,9 @@ public class StarterPingPong {
             double[] rate = new double[reps];
             double[] bytes = new double[reps];
             for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                }
                 CountDownLatch latch = new CountDownLatch(1);
                 // handed to the poller thread through the volatile write of done (happens-before its next read)
                 messages = n;
@@ -135,11 +155,15 @@ public class StarterPingPong {
                 long a1 = p == null ? 0 : threads.getThreadAllocatedBytes(p.threadId());
                 if (r >= warmup) {
                     rate[r - warmup] = n * 1e9 / (t1 - t0);
+                    if (Boolean.getBoolean("bench.verbose")) {
+                        System.err.printf(Locale.ROOT, "StarterPingPong: rep %d: %.0f msgs/s, %.2f B/message, at %s%n",
+                                r - warmup, rate[r - warmup], (double) (a1 - a0) / n, java.time.LocalTime.now());
+                    }
                     bytes[r - warmup] = p == null ? Double.NaN : (double) (a1 - a0) / n;
                 }
             }
-            report("e2e_starter", "", "msgs_per_s", rate);
-            report("alloc", " of=e2e_starter_poller", "B_per_message", bytes);
+            report(name, "", "msgs_per_s", rate);
+            report("alloc", " of=" + name + "_poller", "B_per_message", bytes);
         }
 
         static void report(String name, String extra, String unit, double[] v) {
