@@ -101,8 +101,8 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     }
 
     private final class Entry implements WorkCompletion {
-        private long base;
-        private long extBase;
+        /** The completion shown; offsets are computed per read (one store per get(i), not two). */
+        private int index;
 
         private MemorySegment w() {
             if (closed) {
@@ -119,8 +119,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         }
 
         void at(int index) {
-            base = index * Layouts.WC_SIZE;
-            extBase = index * EXT_SIZE;
+            this.index = index;
         }
 
         private void require(WcExFlag flag) {
@@ -137,57 +136,57 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
         @Override
         public long wrId() {
-            return w().get(JAVA_LONG, base + Layouts.WC_WR_ID);
+            return w().get(JAVA_LONG, (index * Layouts.WC_SIZE) + Layouts.WC_WR_ID);
         }
 
         @Override
         public int statusCode() {
-            return w().get(JAVA_INT, base + Layouts.WC_STATUS);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_STATUS);
         }
 
         @Override
         public int opcodeCode() {
-            return w().get(JAVA_INT, base + Layouts.WC_OPCODE);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_OPCODE);
         }
 
         @Override
         public int vendorErr() {
-            return w().get(JAVA_INT, base + Layouts.WC_VENDOR_ERR);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_VENDOR_ERR);
         }
 
         @Override
         public int byteLen() {
             require(WcExFlag.BYTE_LEN);
-            return w().get(JAVA_INT, base + Layouts.WC_BYTE_LEN);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_BYTE_LEN);
         }
 
         @Override
         public int immData() {
             require(WcExFlag.IMM);
-            return Integer.reverseBytes(w().get(JAVA_INT, base + Layouts.WC_IMM_DATA));
+            return Integer.reverseBytes(w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_IMM_DATA));
         }
 
         @Override
         public int invalidatedRkey() {
             require(WcExFlag.IMM);
-            return w().get(JAVA_INT, base + Layouts.WC_IMM_DATA);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_IMM_DATA);
         }
 
         @Override
         public int qpNum() {
             require(WcExFlag.QP_NUM);
-            return w().get(JAVA_INT, base + Layouts.WC_QP_NUM);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_QP_NUM);
         }
 
         @Override
         public int srcQp() {
             require(WcExFlag.SRC_QP);
-            return w().get(JAVA_INT, base + Layouts.WC_SRC_QP);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_SRC_QP);
         }
 
         @Override
         public int wcFlags() {
-            return w().get(JAVA_INT, base + Layouts.WC_WC_FLAGS);
+            return w().get(JAVA_INT, (index * Layouts.WC_SIZE) + Layouts.WC_WC_FLAGS);
         }
 
         @Override
@@ -196,56 +195,56 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
                 throw new IllegalStateException("pkey_index is not available from an extended CQ "
                         + "(verbs.h has no ibv_wc_read_pkey_index)");
             }
-            return w().get(JAVA_SHORT, base + Layouts.WC_PKEY_INDEX) & 0xffff;
+            return w().get(JAVA_SHORT, (index * Layouts.WC_SIZE) + Layouts.WC_PKEY_INDEX) & 0xffff;
         }
 
         @Override
         public int slid() {
             require(WcExFlag.SLID);
-            return legacy ? w().get(JAVA_SHORT, base + Layouts.WC_SLID) & 0xffff
-                    : x().get(JAVA_INT, extBase + EXT_SLID32);
+            return legacy ? w().get(JAVA_SHORT, (index * Layouts.WC_SIZE) + Layouts.WC_SLID) & 0xffff
+                    : x().get(JAVA_INT, (index * EXT_SIZE) + EXT_SLID32);
         }
 
         @Override
         public int sl() {
             require(WcExFlag.SL);
-            return w().get(JAVA_BYTE, base + Layouts.WC_SL) & 0xff;
+            return w().get(JAVA_BYTE, (index * Layouts.WC_SIZE) + Layouts.WC_SL) & 0xff;
         }
 
         @Override
         public int dlidPathBits() {
             require(WcExFlag.DLID_PATH_BITS);
-            return w().get(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS) & 0xff;
+            return w().get(JAVA_BYTE, (index * Layouts.WC_SIZE) + Layouts.WC_DLID_PATH_BITS) & 0xff;
         }
 
         @Override
         public long completionTimestamp() {
             requireExt(WcExFlag.COMPLETION_TIMESTAMP);
-            return x().get(JAVA_LONG, extBase + EXT_COMPLETION_TS);
+            return x().get(JAVA_LONG, (index * EXT_SIZE) + EXT_COMPLETION_TS);
         }
 
         @Override
         public long completionWallclockNanos() {
             requireExt(WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK);
-            return x().get(JAVA_LONG, extBase + EXT_WALLCLOCK);
+            return x().get(JAVA_LONG, (index * EXT_SIZE) + EXT_WALLCLOCK);
         }
 
         @Override
         public int cvlan() {
             requireExt(WcExFlag.CVLAN);
-            return x().get(JAVA_SHORT, extBase + EXT_CVLAN) & 0xffff;
+            return x().get(JAVA_SHORT, (index * EXT_SIZE) + EXT_CVLAN) & 0xffff;
         }
 
         @Override
         public int flowTag() {
             requireExt(WcExFlag.FLOW_TAG);
-            return x().get(JAVA_INT, extBase + EXT_FLOW_TAG);
+            return x().get(JAVA_INT, (index * EXT_SIZE) + EXT_FLOW_TAG);
         }
 
         @Override
         public TmInfo tmInfo() {
             requireExt(WcExFlag.TM_INFO);
-            return new TmInfo(x().get(JAVA_LONG, extBase + EXT_TM_TAG), x().get(JAVA_INT, extBase + EXT_TM_PRIV));
+            return new TmInfo(x().get(JAVA_LONG, (index * EXT_SIZE) + EXT_TM_TAG), x().get(JAVA_INT, (index * EXT_SIZE) + EXT_TM_PRIV));
         }
 
         @Override
@@ -253,8 +252,8 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
             if ((efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
             }
-            return x().get(JAVA_BYTE, extBase + EXT_SGID_VALID) == 0 ? null
-                    : new Gid(x().asSlice(extBase + EXT_SGID, 16).toArray(JAVA_BYTE));
+            return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_SGID_VALID) == 0 ? null
+                    : new Gid(x().asSlice((index * EXT_SIZE) + EXT_SGID, 16).toArray(JAVA_BYTE));
         }
 
         @Override
@@ -262,7 +261,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
             if ((efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
             }
-            return x().get(JAVA_BYTE, extBase + EXT_UNSOLICITED) != 0;
+            return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_UNSOLICITED) != 0;
         }
 
         /*
