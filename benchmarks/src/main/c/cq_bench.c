@@ -13,6 +13,7 @@
  *                  the e2e loop above almost never needs to wait for an event)
  *   diag_call      ns per call of bench_nop (libcqbench_nop.so, an empty function shaped like poll_cq) through a
  *                  function pointer: the C side of the fixed cost of a call (no device needed: CQ_BENCH_CASES=call)
+ *   diag_read      ns per completion to read wr_id and status from 32 ibv_wc in memory (no device needed either)
  *
  * Every case: W warm-up repetitions, then R measured ones; prints one machine-readable line per case:
  *   case=batch_poll batch=16 impl=c unit=ns median=.. min=.. max=.. reps=R
@@ -386,6 +387,28 @@ static void bench_call(void)
             v[r - WARMUP] = (double)(t1 - t0) / EMPTY_ITERS;
     }
     report("diag_call", "", "ns", v, REPS);
+
+    /* diag_read: reading wr_id and status of 32 ibv_wc already in memory (what follows every poll) */
+    struct ibv_wc w32[32];
+    memset(w32, 0, sizeof w32);
+    for (int i = 0; i < 32; i++)
+        w32[i].wr_id = (uint64_t)i;
+    int rounds = EMPTY_ITERS / 32 > 0 ? EMPTY_ITERS / 32 : 1;
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        uint64_t sum = 0;
+        uint64_t t0 = now_ns();
+        for (int j = 0; j < rounds; j++) {
+            w32[j & 31].wr_id = (uint64_t)j; /* the memory changes between rounds, as after a poll */
+            __asm__ volatile("" ::: "memory");
+            for (int i = 0; i < 32; i++)
+                sum += w32[i].wr_id + w32[i].status;
+        }
+        uint64_t t1 = now_ns();
+        sink += sum;
+        if (r >= WARMUP)
+            v[r - WARMUP] = (double)(t1 - t0) / ((double)rounds * 32);
+    }
+    report("diag_read", " batch=32", "ns", v, REPS);
 }
 
 /* ------------------------------------------------------------------ (3) end to end: ping-pong with events */

@@ -172,7 +172,7 @@ public final class CqBench {
             sum = switch (mode) {
                 case BATCH -> drainExtCopy(x, buf);
                 case HANDLER -> drainExtHandler(x, buf, handler);
-                case RAW -> drainRawExt(x);
+                case RAW -> throw new IllegalArgumentException("no raw loop for the extended CQ");
             };
         } else {
             sum = switch (mode) {
@@ -301,49 +301,6 @@ public final class CqBench {
         return n;
     }
 
-    /**
-     * Diagnosis: the binding's three downcalls per completion on rxe < 59 (start_poll, read_byte_len, end_poll), bare,
-     * with wr_id and status read from the ibv_cq_ex.
-     */
-    static long drainRawExt(ExtendedCompletionQueue x) {
-        MemorySegment start = BenchAccess.exFn(x, "start_poll");
-        MemorySegment end = BenchAccess.exFn(x, "end_poll");
-        MemorySegment byteLen = BenchAccess.exFn(x, "read_byte_len");
-        MemorySegment h = BenchAccess.exHandle(x);
-        long cqAddress = BenchAccess.cqAddress(x);
-        long attr = RAW_ARENA.allocate(8, 8).address();
-        batchSum = 0;
-        int got = 0;
-        while (got < k) {
-            int n = pollRawExt(start, end, byteLen, h, cqAddress, attr);
-            if (n == 0) {
-                empties++;
-            }
-            got += n;
-        }
-        return batchSum;
-    }
-
-    static int pollRawExt(MemorySegment start, MemorySegment end, MemorySegment byteLen, MemorySegment h,
-            long cqAddress, long attr) {
-        long sum = 0;
-        int n = 0;
-        for (; n < 32; n++) {
-            int rc = rawCall(start, cqAddress, attr);
-            if (rc != 0) {
-                if (rc != 2 /* ENOENT */) {
-                    throw new IllegalStateException("start_poll returned " + rc);
-                }
-                break;
-            }
-            sum += h.get(JAVA_LONG, BenchAccess.CQ_EX_WR_ID) + h.get(JAVA_INT, BenchAccess.CQ_EX_STATUS)
-                    + rawInt(byteLen, cqAddress);
-            rawEnd(end, cqAddress);
-        }
-        batchSum += sum;
-        return n;
-    }
-
     static void runDrains(Context ctx, CompletionQueue scq, CompletionQueue rcq, int batch, Mode mode,
             boolean byteLen, String name, String allocName) throws InterruptedException {
         double[] ns = new double[reps];
@@ -390,32 +347,6 @@ public final class CqBench {
         }
     }
 
-    static final Arena RAW_ARENA = Arena.ofAuto();
-
-    static int rawCall(MemorySegment fn, long cq, long attr) {
-        try {
-            return (int) BenchAccess.START_POLL.invokeExact(fn, cq, attr);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    static int rawInt(MemorySegment fn, long cq) {
-        try {
-            return (int) BenchAccess.INT_OF_CQ.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    static void rawEnd(MemorySegment fn, long cq) {
-        try {
-            BenchAccess.END_POLL.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
     static int rawPoll(MemorySegment fn, long cq, int n, long wcs) {
         try {
             return (int) BenchAccess.POLL_CQ.invokeExact(fn, cq, n, wcs);
@@ -434,14 +365,6 @@ public final class CqBench {
             }
             runDrains(ctx, scq, rcq, 32, copy ? Mode.BATCH : Mode.HANDLER, !copy, copy ? "ext_copy" : "ext_iter",
                     copy ? "ext_batch" : "ext_handler");
-        }
-        if (!copy) {
-            try (ExtendedCompletionQueue scq = ctx.createExtendedCompletionQueue(CqInitAttributes.of(k));
-                    CompletionQueue rcq = ctx.createCompletionQueue(k, null, 0)) {
-                if (!scq.usesBatchIterator()) { // the raw loop is the one-completion-per-batch pattern only
-                    runDrains(ctx, scq, rcq, 32, Mode.RAW, true, "diag_raw_ext", null);
-                }
-            }
         }
     }
 
@@ -624,6 +547,38 @@ public final class CqBench {
             }
         }
         report("diag_call", "", "ns", v);
+
+        // diag_read: the binding's view reading wr_id and status of 32 completions already in the buffer
+        int rounds = Math.max(1, emptyIters / 32);
+        try (WorkCompletionBuffer buf = new WorkCompletionBuffer(32)) {
+            BenchAccess.fill(buf, 32);
+            for (int r = 0; r < warmup + reps; r++) {
+                if (r == warmup) {
+                    Jit.awaitQuiet();
+                }
+                long sum = 0;
+                long t0 = System.nanoTime();
+                for (int j = 0; j < rounds; j++) {
+                    BenchAccess.setWrId(buf, j & 31, j); // the memory changes between rounds, as after a poll
+                    sum += readBatch(buf);
+                }
+                long t1 = System.nanoTime();
+                sink += sum;
+                if (r >= warmup) {
+                    v[r - warmup] = (double) (t1 - t0) / ((double) rounds * 32);
+                }
+            }
+        }
+        report("diag_read", " batch=32", "ns", v);
+    }
+
+    static long readBatch(WorkCompletionBuffer buf) {
+        long sum = 0;
+        for (int i = 0, n = buf.size(); i < n; i++) {
+            WorkCompletion c = buf.get(i);
+            sum += c.wrId() + c.statusCode();
+        }
+        return sum;
     }
 
     static int nop(MemorySegment fn, long a, int n, long b) {

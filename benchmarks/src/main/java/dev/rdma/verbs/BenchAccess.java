@@ -17,12 +17,6 @@ public final class BenchAccess {
     public static final long WC_SIZE = Layouts.WC_SIZE;
     public static final long WC_WR_ID = Layouts.WC_WR_ID;
     public static final long WC_STATUS = Layouts.WC_STATUS;
-    /** The binding's handles for the extended CQ's start_poll, end_poll and int readers. */
-    public static final MethodHandle START_POLL = Ibverbs.FP_START_POLL;
-    public static final MethodHandle END_POLL = Ibverbs.FP_END_POLL;
-    public static final MethodHandle INT_OF_CQ = Ibverbs.FP_INT_OF_CQ;
-    public static final long CQ_EX_WR_ID = Layouts.CQ_EX_WR_ID;
-    public static final long CQ_EX_STATUS = Layouts.CQ_EX_STATUS;
 
     private BenchAccess() {
     }
@@ -37,14 +31,20 @@ public final class BenchAccess {
         return cq.cq;
     }
 
-    /** A function pointer of the {@code struct ibv_cq_ex} of {@code cq}, e.g. {@code "start_poll"}. */
-    public static MemorySegment exFn(ExtendedCompletionQueue cq, String field) {
-        return cq.handle.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, field));
+    /** Makes {@code buffer} hold {@code n} completions as if polled from a legacy CQ, with wr_id = index. */
+    public static void fill(WorkCompletionBuffer buffer, int n) {
+        buffer.wcs.fill((byte) 0);
+        for (int i = 0; i < n; i++) {
+            buffer.wcs.set(java.lang.foreign.ValueLayout.JAVA_LONG, i * Layouts.WC_SIZE + Layouts.WC_WR_ID, i);
+        }
+        buffer.legacy = true;
+        buffer.available = WcExFlag.STANDARD;
+        buffer.setSize(n);
     }
 
-    /** The {@code struct ibv_cq_ex} of {@code cq}, as the binding reads wr_id and status from it. */
-    public static MemorySegment exHandle(ExtendedCompletionQueue cq) {
-        return cq.handle;
+    /** Writes {@code wrId} into completion {@code index} of {@code buffer} (the memory changes, as after a poll). */
+    public static void setWrId(WorkCompletionBuffer buffer, int index, long wrId) {
+        buffer.wcs.set(java.lang.foreign.ValueLayout.JAVA_LONG, index * Layouts.WC_SIZE + Layouts.WC_WR_ID, wrId);
     }
 
     /** The {@code struct ibv_wc} array of {@code buffer}. */
