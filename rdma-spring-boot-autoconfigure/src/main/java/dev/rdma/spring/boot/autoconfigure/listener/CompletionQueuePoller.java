@@ -58,6 +58,7 @@ public final class CompletionQueuePoller implements Runnable {
     private final ListenerInvoker invoker;
     private final RdmaCompletionErrorHandler errorHandler;
     private final PollerMetrics metrics;
+    private final boolean batchListener;
     /** Whether batches are timed: for the listener timer, and for adaptive mode's idle clock. */
     private final boolean clocked;
     private final Function<CompletionQueue, CompletionQueuePoller> peers;
@@ -69,6 +70,10 @@ public final class CompletionQueuePoller implements Runnable {
 
     // Scratch of the poller thread, reset after every batch.
     private final long[] statusCounts = new long[WcStatus.values().length];
+    /** Successful completions of the batch (the common case: one increment, no array, no reset per batch). */
+    private int successes;
+    /** Whether statusCounts holds a failed completion of the batch. */
+    private boolean failuresCounted;
     private long listenerNanos;
     /** When the first completion of the current single-completion batch was handed out ({@link #deliverOne}). */
     private long batchStart;
@@ -95,6 +100,7 @@ public final class CompletionQueuePoller implements Runnable {
         this.invoker = endpoint.invoker();
         this.errorHandler = errorHandler;
         this.metrics = metrics;
+        this.batchListener = endpoint.batch();
         this.clocked = metrics != PollerMetrics.NONE || mode == PollingMode.ADAPTIVE;
         this.peers = peers;
         if (mode != PollingMode.BUSY && channel == null) {
@@ -153,7 +159,7 @@ public final class CompletionQueuePoller implements Runnable {
     private int drain() {
         int total = 0;
         while (running) {
-            int n = endpoint.batch() ? pollBatch() : pollSingle();
+            int n = batchListener ? pollBatch() : pollSingle();
             total += n;
             if (n < batchSize) {
                 break;
@@ -213,7 +219,7 @@ public final class CompletionQueuePoller implements Runnable {
             batchStart = System.nanoTime();
         }
         int status = completion.statusCode();
-        statusCounts[WcStatus.of(status).ordinal()]++;
+        count(status);
         try {
             if (status != 0 && errorHandler != null) {
                 errorHandler.onFailedCompletion(queueName, completion);
@@ -238,7 +244,7 @@ public final class CompletionQueuePoller implements Runnable {
         for (int i = 0; i < n; i++) {
             WorkCompletion completion = buffer.get(i);
             int status = completion.statusCode();
-            statusCounts[WcStatus.of(status).ordinal()]++;
+            count(status);
             if (status != 0 && errorHandler != null) {
                 try {
                     errorHandler.onFailedCompletion(queueName, completion);
@@ -270,6 +276,16 @@ public final class CompletionQueuePoller implements Runnable {
         return n;
     }
 
+    private void count(int status) {
+        if (status == 0) {
+            successes++;
+        }
+        else {
+            statusCounts[WcStatus.of(status).ordinal()]++;
+            failuresCounted = true;
+        }
+    }
+
     private void listenerFailed(Throwable ex) {
         if (listenerFailures++ == 0) {
             firstFailure = ex;
@@ -281,9 +297,17 @@ public final class CompletionQueuePoller implements Runnable {
         if (n == 0) {
             return;
         }
-        metrics.batch(n, statusCounts);
-        metrics.listener(listenerNanos, listenerFailures, firstFailure);
-        java.util.Arrays.fill(statusCounts, 0);
+        if (metrics != PollerMetrics.NONE) {
+            statusCounts[WcStatus.SUCCESS.ordinal()] = successes;
+            metrics.batch(n, statusCounts);
+            metrics.listener(listenerNanos, listenerFailures, firstFailure);
+            statusCounts[WcStatus.SUCCESS.ordinal()] = 0;
+        }
+        if (failuresCounted) {
+            java.util.Arrays.fill(statusCounts, 0);
+            failuresCounted = false;
+        }
+        successes = 0;
         listenerNanos = 0;
         listenerFailures = 0;
         firstFailure = null;

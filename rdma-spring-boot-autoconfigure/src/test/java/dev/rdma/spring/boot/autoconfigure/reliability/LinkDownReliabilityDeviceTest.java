@@ -6,6 +6,8 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -200,6 +202,15 @@ class LinkDownReliabilityDeviceTest {
                     assertThat(t.outOfOrder).as(t.queue + " out of order").isZero();
                 }
                 String qpStates = "qp0:" + qp0.qp().state() + ",qp1:" + qp1.qp().state();
+                // the poller's meters: every failed completion under its status, every other one as success
+                MeterRegistry meters = context.getBean(MeterRegistry.class);
+                for (LoadApp.Track t : recorder.tracks()) {
+                    DeviceTestSupport.await(TIMEOUT, () -> meteredAsSeen(meters, t),
+                            t.queue + ": rdma.completions by status equal to what the listener saw " + metered(meters, t)
+                                    + " vs delivered " + t.delivered.get() + ", failed " + t.failedByStatus);
+                }
+                assertThat(java.util.Arrays.stream(recorder.tracks()).mapToLong(t -> t.failedStatus.get()).sum())
+                        .as("failed completions while the link was down").isPositive();
 
                 // the application survives: fresh QPs on the same four queues carry completions again
                 Context nic0 = context.getBean("nic0", Context.class);
@@ -309,6 +320,29 @@ class LinkDownReliabilityDeviceTest {
             n += t.delivered.get();
         }
         return n;
+    }
+
+    /** The queue's rdma.completions counters equal the listener's own counts, per status. */
+    private static boolean meteredAsSeen(MeterRegistry meters, LoadApp.Track t) {
+        Map<String, Double> metered = metered(meters, t);
+        Map<String, Double> seen = new TreeMap<>();
+        long failed = 0;
+        for (Map.Entry<Integer, java.util.concurrent.atomic.AtomicLong> e : t.failedByStatus.entrySet()) {
+            seen.put(WcStatus.of(e.getKey()).name().toLowerCase(java.util.Locale.ROOT), (double) e.getValue().get());
+            failed += e.getValue().get();
+        }
+        seen.put("success", (double) (t.delivered.get() - failed));
+        return metered.equals(seen);
+    }
+
+    private static Map<String, Double> metered(MeterRegistry meters, LoadApp.Track t) {
+        Map<String, Double> metered = new TreeMap<>();
+        for (Counter c : meters.find("rdma.completions").tag("queue", t.queue).counters()) {
+            if (c.count() > 0) {
+                metered.put(c.getId().getTag("status"), c.count());
+            }
+        }
+        return metered;
     }
 
     private static long failed(LoadApp.Recorder r) {
