@@ -167,6 +167,15 @@ class BindingsDeviceTest {
                 }
             }
             assertThat(fired).containsExactlyInAnyOrder(sendCq, recvCq);
+            // nothing pending now (neither CQ is armed): a non-blocking get says so without an error, a get with a
+            // timeout times out, and one whose waker was signalled returns at once
+            assertThat(channel.getEvent()).isNull();
+            assertThat(channel.getEvent(Duration.ofMillis(50), waker)).isNull();
+            waker.wake();
+            long woken = System.nanoTime();
+            assertThat(channel.getEvent(Duration.ofSeconds(30), waker)).isNull();
+            assertThat(Duration.ofNanos(System.nanoTime() - woken)).as("get with a signalled waker")
+                    .isLessThan(Duration.ofSeconds(10));
             assertThat(sendCq.eventsGot()).isEqualTo(1);
             assertThat(recvCq.eventsUnacked()).isEqualTo(1);
             assertThatThrownBy(() -> recvCq.ackEvents(2)).isInstanceOf(IllegalArgumentException.class);
