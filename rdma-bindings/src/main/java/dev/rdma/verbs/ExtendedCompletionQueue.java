@@ -303,30 +303,55 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         return current;
     }
 
+    /*
+     * Each downcall sits in its own method of a few bytecodes, one for the real CQ (critical) and one for a stand-in
+     * (whose upcall stubs need a non-critical call): the JIT inlines methods that small at every call site, where the
+     * former two-branch versions (43-57 bytes) were left as calls at the sites it judged not hot enough
+     * (-XX:+PrintInlining: "callee is too large"), on a path that makes three downcalls per completion on rxe.
+     */
     private int start() {
+        return critical ? startCritical() : startUpcallable();
+    }
+
+    private int startCritical() {
         try {
-            return critical ? (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, cq, pollAttrAddress)
-                    : (int) Ibverbs.FP_START_POLL_U.invokeExact(startPoll, cq, pollAttrAddress);
+            return (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, cq, pollAttrAddress);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private int startUpcallable() {
+        try {
+            return (int) Ibverbs.FP_START_POLL_U.invokeExact(startPoll, cq, pollAttrAddress);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
     }
 
     private int next() {
+        return readInt(nextPoll);
+    }
+
+    private void end() {
+        if (critical) {
+            endCritical();
+        } else {
+            endUpcallable();
+        }
+    }
+
+    private void endCritical() {
         try {
-            return readInt(nextPoll);
+            Ibverbs.FP_END_POLL.invokeExact(endPoll, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
     }
 
-    private void end() {
+    private void endUpcallable() {
         try {
-            if (critical) {
-                Ibverbs.FP_END_POLL.invokeExact(endPoll, cq);
-            } else {
-                Ibverbs.FP_END_POLL_U.invokeExact(endPoll, cq);
-            }
+            Ibverbs.FP_END_POLL_U.invokeExact(endPoll, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -469,9 +494,20 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     // ------------------------------------------------------------------ readers
 
     final int readInt(MemorySegment fn) {
+        return critical ? readIntCritical(fn) : readIntUpcallable(fn);
+    }
+
+    private int readIntCritical(MemorySegment fn) {
         try {
-            return critical ? (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, cq)
-                    : (int) Ibverbs.FP_INT_OF_CQ_U.invokeExact(fn, cq);
+            return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, cq);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    private int readIntUpcallable(MemorySegment fn) {
+        try {
+            return (int) Ibverbs.FP_INT_OF_CQ_U.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -534,12 +570,18 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final class Current implements WorkCompletion {
 
         private MemorySegment reader(MemorySegment fn, WcExFlag flag) {
-            requireCallback();
-            if (fn.address() == 0) {
-                throw flag == null ? new IllegalStateException("the provider has no reader for this field")
-                        : notRequested(flag);
+            if (!inBatch || fn.address() == 0) {
+                throw unreadable(fn, flag); // out of line: keeps this method small enough to inline everywhere
             }
             return fn;
+        }
+
+        private RuntimeException unreadable(MemorySegment fn, WcExFlag flag) {
+            if (!inBatch) {
+                return new IllegalStateException("an extended-CQ completion was read outside its poll callback");
+            }
+            return flag == null ? new IllegalStateException("the provider has no reader for this field")
+                    : notRequested(flag);
         }
 
         private void requireCallback() {
