@@ -80,6 +80,7 @@ public class StarterPingPong {
         static final int RECV = WcOpcode.RECV.code();
 
         private final LoopbackQueuePair qp;
+        private final CompletionQueue queue;
         private int messages;
         private int msgs;
         private int sent;
@@ -93,6 +94,7 @@ public class StarterPingPong {
                 org.springframework.core.env.Environment env) {
             this.name = env.getProperty("bench.metrics", Boolean.class, false) ? "e2e_starter_metrics" : "e2e_starter";
             this.qp = new LoopbackQueuePair(context, queue, queue, DEPTH, SLOT);
+            this.queue = queue;
             for (int i = 0; i < DEPTH; i++) {
                 qp.postRecv(RECV_ID_BASE + i, i);
             }
@@ -162,6 +164,8 @@ public class StarterPingPong {
                     bytes[r - warmup] = p == null ? Double.NaN : (double) (a1 - a0) / n;
                 }
             }
+            System.err.println("StarterPingPong: " + name + ": " + queue.eventsGot() + " completion events for "
+                    + (long) (warmup + reps) * n + " messages");
             report(name, "", "msgs_per_s", rate);
             report("alloc", " of=" + name + "_poller", "B_per_message", bytes);
         }
