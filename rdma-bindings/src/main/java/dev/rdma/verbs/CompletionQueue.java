@@ -224,9 +224,7 @@ public class CompletionQueue extends NativeObject {
             buffer.setSize(0);
             throw new VerbsException("ibv_poll_cq", n, describe());
         }
-        buffer.legacy = true;
-        buffer.available = WcExFlag.STANDARD;
-        buffer.efaAvailable = 0;
+        buffer.legacy = true; // (available and efaAvailable only count for an extended CQ's contents)
         buffer.setSize(n);
         return n;
     }

@@ -43,9 +43,9 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     boolean closed;
     private final Entry view = new Entry();
     private int size;
-    /** {@link WcExFlag} bits valid in the current contents. */
+    /** {@link WcExFlag} bits valid in the current contents (of an extended CQ; unused while {@link #legacy}). */
     long available;
-    /** {@link EfaWcFlag} bits valid in the current contents. */
+    /** {@link EfaWcFlag} bits valid in the current contents (of an EFA CQ; unused while {@link #legacy}). */
     long efaAvailable;
     /** True when ibv_poll_cq filled it (every ibv_wc field is present, ext fields are not). */
     boolean legacy = true;
@@ -246,7 +246,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
         @Override
         public Gid sgid() {
-            if ((efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
+            if (legacy || (efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
             }
             return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_SGID_VALID) == 0 ? null
@@ -255,7 +255,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
         @Override
         public boolean isUnsolicited() {
-            if ((efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
+            if (legacy || (efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
             }
             return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_UNSOLICITED) != 0;
@@ -288,7 +288,8 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
         @Override
         public WorkCompletionSnapshot copy() {
-            return WorkCompletionSnapshot.of(this, legacy ? WcExFlag.STANDARD : available, legacy, efaAvailable);
+            return WorkCompletionSnapshot.of(this, legacy ? WcExFlag.STANDARD : available, legacy,
+                    legacy ? 0 : efaAvailable);
         }
 
         @Override

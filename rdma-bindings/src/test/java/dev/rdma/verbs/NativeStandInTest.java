@@ -379,6 +379,28 @@ class NativeStandInTest {
     }
 
     @Test
+    void aBufferRefilledByALegacyPollNoLongerOffersTheEfaFieldsOfItsPreviousContents() {
+        EfaCompletionQueue q = EfaCompletionQueue.standIn(cq, efadv, all(),
+                EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED));
+        remaining = 1;
+        try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(2)) {
+            assertThat(q.poll(buffer)).isEqualTo(1);
+            assertThat(buffer.get(0).isUnsolicited()).isTrue();
+            // what CompletionQueue.pollLegacy does to the buffer after ibv_poll_cq returned 1 (no legacy CQ here)
+            buffer.legacy = true;
+            buffer.setSize(1);
+            WorkCompletion wc = buffer.get(0);
+            assertThatThrownBy(wc::isUnsolicited).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("IS_UNSOLICITED");
+            assertThatThrownBy(wc::sgid).isInstanceOf(IllegalStateException.class).hasMessageContaining("SGID");
+            assertThatThrownBy(wc::completionTimestamp).isInstanceOf(IllegalStateException.class);
+            assertThat(wc.copy().sgid()).isNull();
+            assertThat(wc.copy().isUnsolicited()).isFalse();
+        }
+        q.close();
+    }
+
+    @Test
     void aClosedCqThrowsInsteadOfTouchingFreedMemory() {
         ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
         q.close();
