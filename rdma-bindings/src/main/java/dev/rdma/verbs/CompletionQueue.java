@@ -237,17 +237,27 @@ public class CompletionQueue extends NativeObject {
      */
     public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
         boolean owned = enterPoll();
-        Thread previous = pollingThread;
-        pollingThread = Thread.currentThread();
+        Thread previous = enterCallbacks();
         try {
             return pollEach(buffer, handler);
         } finally {
-            pollingThread = previous;
+            exitCallbacks(previous);
             exitPoll(owned);
         }
     }
 
-    int pollEach(WorkCompletionBuffer buffer, CompletionHandler handler) {
+    /** Marks this thread as inside this CQ's callbacks (closing the CQ from there is refused); returns the old mark. */
+    final Thread enterCallbacks() {
+        Thread previous = pollingThread;
+        pollingThread = Thread.currentThread();
+        return previous;
+    }
+
+    final void exitCallbacks(Thread previous) {
+        pollingThread = previous;
+    }
+
+    private int pollEach(WorkCompletionBuffer buffer, CompletionHandler handler) {
         int n = pollLegacy(buffer);
         for (int i = 0; i < n; i++) {
             handler.onCompletion(buffer.get(i));
