@@ -106,7 +106,8 @@ public final class CqBench {
 
     // ------------------------------------------------------------------ reporting
 
-    static void report(String name, String extra, String unit, double[] v) {
+    /** Prints one result line: median, min and max of {@code v} (also used by the starter's benchmark). */
+    public static void report(String name, String extra, String unit, double[] v) {
         double[] s = v.clone();
         Arrays.sort(s);
         int n = s.length;
@@ -163,133 +164,75 @@ public final class CqBench {
 
     /** Times draining K completions; returns {ns per completion, allocated bytes per completion}. */
     static double[] drain(CompletionQueue cq, WorkCompletionBuffer buf, Mode mode, SumHandler handler) {
-        empties = 0;
-        long sum;
+        ExtendedCompletionQueue x = cq instanceof ExtendedCompletionQueue e ? e : null;
+        if (x != null && mode == Mode.RAW) {
+            throw new IllegalArgumentException("no raw loop for the extended CQ");
+        }
+        // RAW only (created before the allocation counter is read): the provider's poll_cq and the ibv_wc array
+        boolean raw = mode == Mode.RAW;
+        MemorySegment fn = raw ? BenchAccess.pollFn(cq) : null;
+        long cqAddress = BenchAccess.cqAddress(cq);
+        long wcs = BenchAccess.wcs(buf);
+        MemorySegment w = raw ? MemorySegment.ofAddress(wcs).reinterpret(BenchAccess.WC_SIZE * buf.capacity()) : null;
+        long empties = 0;
+        batchSum = 0;
+        int got = 0;
         long a0 = allocated();
         long t0 = System.nanoTime();
-        // one method per loop, so that each has its own JIT profile (one shared loop mixed the modes' profiles)
-        if (cq instanceof ExtendedCompletionQueue x) {
-            sum = switch (mode) {
-                case BATCH -> drainExtCopy(x, buf);
-                case HANDLER -> drainExtHandler(x, buf, handler);
-                case RAW -> throw new IllegalArgumentException("no raw loop for the extended CQ");
-            };
-        } else {
-            sum = switch (mode) {
-                case BATCH -> drainBatch(cq, buf);
-                case HANDLER -> drainHandler(cq, buf, handler);
-                case RAW -> drainRaw(cq, buf);
-            };
+        while (got < k) {
+            // Every arm is a call site of its own, with its own JIT profile (one shared `cq.poll` call mixed the
+            // CQ kinds), and each calls a small method per poll that C2 compiles as an application's poll path;
+            // this loop itself runs only warmup + reps times and may stay in C1's profiled code.
+            int n;
+            if (x == null) {
+                n = switch (mode) {
+                    case BATCH -> pollBatch(cq, buf);
+                    case HANDLER -> cq.poll(buf, handler);
+                    case RAW -> pollRaw(fn, cqAddress, buf.capacity(), wcs, w);
+                };
+            } else {
+                n = mode == Mode.BATCH ? pollExtCopy(x, buf) : x.poll(buf, handler);
+            }
+            if (n == 0) {
+                empties++;
+            }
+            got += n;
         }
         long t1 = System.nanoTime();
         long a1 = allocated();
-        sink += sum;
+        sink += batchSum;
         if (empties > 0) {
             System.err.println("CqBench: " + empties + " empty polls during a drain");
         }
         return new double[] {(double) (t1 - t0) / k, (double) (a1 - a0) / k};
     }
 
-    static long empties;
-
-    /*
-     * Each drain loop calls a small method per poll (poll + read the batch): invoked thousands of times during the
-     * warm-up, it is compiled by C2 as an application's poll path would be, whereas the drain loop itself (run only
-     * warmup + reps times, a few hundred iterations each) may stay in C1's profiled code.
-     */
+    /** Sum of what the batch-reading polls read (the handler modes sum in their handler). */
     static long batchSum;
-
-    static long drainBatch(CompletionQueue cq, WorkCompletionBuffer buf) {
-        batchSum = 0;
-        int got = 0;
-        while (got < k) {
-            int n = pollBatch(cq, buf);
-            if (n == 0) {
-                empties++;
-            }
-            got += n;
-        }
-        return batchSum;
-    }
 
     static int pollBatch(CompletionQueue cq, WorkCompletionBuffer buf) {
         int n = cq.poll(buf);
-        long sum = 0;
-        for (int i = 0; i < n; i++) {
-            WorkCompletion c = buf.get(i);
-            sum += c.wrId() + c.statusCode();
-        }
-        batchSum += sum;
+        batchSum += sumOf(buf, n);
         return n;
     }
 
-    static long drainHandler(CompletionQueue cq, WorkCompletionBuffer buf, SumHandler handler) {
-        int got = 0;
-        while (got < k) {
-            int n = cq.poll(buf, handler);
-            if (n == 0) {
-                empties++;
-            }
-            got += n;
-        }
-        return 0;
-    }
-
-    static long drainExtCopy(ExtendedCompletionQueue cq, WorkCompletionBuffer buf) {
-        batchSum = 0;
-        int got = 0;
-        while (got < k) {
-            int n = pollExtCopy(cq, buf);
-            if (n == 0) {
-                empties++;
-            }
-            got += n;
-        }
-        return batchSum;
-    }
-
+    /** The same for the extended CQ: a separate method so that its `poll` call site sees one CQ kind. */
     static int pollExtCopy(ExtendedCompletionQueue cq, WorkCompletionBuffer buf) {
         int n = cq.poll(buf);
+        batchSum += sumOf(buf, n);
+        return n;
+    }
+
+    static long sumOf(WorkCompletionBuffer buf, int n) {
         long sum = 0;
         for (int i = 0; i < n; i++) {
             WorkCompletion c = buf.get(i);
             sum += c.wrId() + c.statusCode();
         }
-        batchSum += sum;
-        return n;
-    }
-
-    static long drainExtHandler(ExtendedCompletionQueue cq, WorkCompletionBuffer buf, SumHandler handler) {
-        int got = 0;
-        while (got < k) {
-            int n = cq.poll(buf, handler);
-            if (n == 0) {
-                empties++;
-            }
-            got += n;
-        }
-        return 0;
+        return sum;
     }
 
     /** Diagnosis: the binding's poll_cq downcall and plain segment reads, without the binding around them. */
-    static long drainRaw(CompletionQueue cq, WorkCompletionBuffer buf) {
-        MemorySegment fn = BenchAccess.pollFn(cq);
-        long cqAddress = BenchAccess.cqAddress(cq);
-        long wcs = BenchAccess.wcs(buf);
-        int capacity = buf.capacity();
-        MemorySegment w = MemorySegment.ofAddress(wcs).reinterpret(BenchAccess.WC_SIZE * capacity);
-        batchSum = 0;
-        int got = 0;
-        while (got < k) {
-            int n = pollRaw(fn, cqAddress, capacity, wcs, w);
-            if (n == 0) {
-                empties++;
-            }
-            got += n;
-        }
-        return batchSum;
-    }
-
     static int pollRaw(MemorySegment fn, long cqAddress, int capacity, long wcs, MemorySegment w) {
         int n = rawPoll(fn, cqAddress, capacity, wcs);
         long sum = 0;

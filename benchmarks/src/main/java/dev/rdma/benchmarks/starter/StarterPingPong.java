@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import dev.rdma.benchmarks.CqBench;
 import dev.rdma.benchmarks.Jit;
 import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -166,18 +167,8 @@ public class StarterPingPong {
             }
             System.err.println("StarterPingPong: " + name + ": " + queue.eventsGot() + " completion events for "
                     + (long) (warmup + reps) * n + " messages");
-            report(name, "", "msgs_per_s", rate);
-            report("alloc", " of=" + name + "_poller", "B_per_message", bytes);
-        }
-
-        static void report(String name, String extra, String unit, double[] v) {
-            double[] s = v.clone();
-            Arrays.sort(s);
-            int n = s.length;
-            double median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-            System.out.printf(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n",
-                    name, extra, unit, median, s[0], s[n - 1], n);
-            System.out.flush();
+            CqBench.report(name, "", "msgs_per_s", rate);
+            CqBench.report("alloc", " of=" + name + "_poller", "B_per_message", bytes);
         }
 
         @Override
