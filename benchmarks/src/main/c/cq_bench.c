@@ -415,15 +415,39 @@ static void bench_call(void)
 
 #define E2E_DEPTH 16
 
+/* One CQ with a channel for sends and receives of a self-connected QP, E2E_DEPTH receives posted. */
+struct ping_pong {
+    struct ibv_comp_channel *ch;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+};
+
+static struct ping_pong ping_pong_open(void)
+{
+    struct ping_pong p;
+    p.ch = ibv_create_comp_channel(ctx);
+    CHECK(p.ch, "ibv_create_comp_channel");
+    p.cq = ibv_create_cq(ctx, 4 * E2E_DEPTH, NULL, p.ch, 0);
+    CHECK(p.cq, "ibv_create_cq");
+    p.qp = create_loopback(p.cq, p.cq, E2E_DEPTH);
+    for (int i = 0; i < E2E_DEPTH; i++)
+        post_recv(p.qp, 1000000 + i, i);
+    return p;
+}
+
+static void ping_pong_close(struct ping_pong p)
+{
+    ibv_destroy_qp(p.qp);
+    ibv_destroy_cq(p.cq);
+    ibv_destroy_comp_channel(p.ch);
+}
+
 static void bench_e2e(void)
 {
-    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-    CHECK(ch, "ibv_create_comp_channel");
-    struct ibv_cq *cq = ibv_create_cq(ctx, 4 * E2E_DEPTH, NULL, ch, 0);
-    CHECK(cq, "ibv_create_cq");
-    struct ibv_qp *qp = create_loopback(cq, cq, E2E_DEPTH);
-    for (int i = 0; i < E2E_DEPTH; i++)
-        post_recv(qp, 1000000 + i, i);
+    struct ping_pong p = ping_pong_open();
+    struct ibv_comp_channel *ch = p.ch;
+    struct ibv_cq *cq = p.cq;
+    struct ibv_qp *qp = p.qp;
     struct ibv_wc wc[16];
     double v[MAX_REPS];
     unsigned long events = 0;
@@ -468,21 +492,16 @@ static void bench_e2e(void)
     }
     fprintf(stderr, "cq_bench: e2e: %lu events for %d messages\n", events, (WARMUP + REPS) * E2E_MSGS);
     report("e2e", "", "msgs_per_s", v, REPS);
-    ibv_destroy_qp(qp);
-    ibv_destroy_cq(cq);
-    ibv_destroy_comp_channel(ch);
+    ping_pong_close(p);
 }
 
 /* Every message goes through the event path: wait for the event, ack, arm, drain, post the next message. */
 static void bench_e2e_events(void)
 {
-    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-    CHECK(ch, "ibv_create_comp_channel");
-    struct ibv_cq *cq = ibv_create_cq(ctx, 4 * E2E_DEPTH, NULL, ch, 0);
-    CHECK(cq, "ibv_create_cq");
-    struct ibv_qp *qp = create_loopback(cq, cq, E2E_DEPTH);
-    for (int i = 0; i < E2E_DEPTH; i++)
-        post_recv(qp, 1000000 + i, i);
+    struct ping_pong p = ping_pong_open();
+    struct ibv_comp_channel *ch = p.ch;
+    struct ibv_cq *cq = p.cq;
+    struct ibv_qp *qp = p.qp;
     struct ibv_wc wc[16];
     double v[MAX_REPS];
     unsigned long events = 0;
@@ -524,9 +543,7 @@ static void bench_e2e_events(void)
     }
     fprintf(stderr, "cq_bench: e2e_events: %lu events for %d messages\n", events, (WARMUP + REPS) * E2E_MSGS);
     report("e2e_events", "", "msgs_per_s", v, REPS);
-    ibv_destroy_qp(qp);
-    ibv_destroy_cq(cq);
-    ibv_destroy_comp_channel(ch);
+    ping_pong_close(p);
 }
 
 int main(int argc, char **argv)
