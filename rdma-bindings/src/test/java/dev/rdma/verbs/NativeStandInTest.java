@@ -151,6 +151,19 @@ class NativeStandInTest {
         return true;
     }
 
+    /** A handler that signals {@code inHandler} and stays in the callback until {@code letGo}: a poll in flight. */
+    private static CompletionHandler parkedHandler(java.util.concurrent.CountDownLatch inHandler,
+            java.util.concurrent.CountDownLatch letGo) {
+        return wc -> {
+            inHandler.countDown();
+            try {
+                letGo.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+    }
+
     private static void record(String slot, MemorySegment cqp) {
         CALLS.add(slot);
         assertThat(cqp.address()).as(slot + " called with the CQ pointer").isEqualTo(cqAddress);
@@ -422,14 +435,7 @@ class NativeStandInTest {
         Thread poller = new Thread(() -> {
             try (WorkCompletionBuffer b = new WorkCompletionBuffer(4)) {
                 while (true) {
-                    q.poll(b, wc -> {
-                        inHandler.countDown();
-                        try {
-                            letGo.await();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    });
+                    q.poll(b, parkedHandler(inHandler, letGo));
                 }
             } catch (Throwable t) {
                 pollerEnd.set(t);
@@ -464,14 +470,7 @@ class NativeStandInTest {
         remaining = 1;
         Thread other = new Thread(() -> {
             try (WorkCompletionBuffer b = new WorkCompletionBuffer(1)) {
-                q.poll(b, wc -> {
-                    inHandler.countDown();
-                    try {
-                        letGo.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                });
+                q.poll(b, parkedHandler(inHandler, letGo));
             }
         });
         other.start();
