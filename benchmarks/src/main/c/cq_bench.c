@@ -14,6 +14,8 @@
  *   diag_call      ns per call of bench_nop (libcqbench_nop.so, an empty function shaped like poll_cq) through a
  *                  function pointer: the C side of the fixed cost of a call (no device needed: CQ_BENCH_CASES=call)
  *   diag_read      ns per completion to read wr_id and status from 32 ibv_wc in memory (no device needed either)
+ *   ring_*         batch_poll, ext_iter, ext_copy, empty_poll, empty_ext with the same loops on the device-less
+ *                  completion ring of libcqbench_ring.so (cq_bench_ring.c): no device needed (CQ_BENCH_CASES=ring)
  *
  * Every case: W warm-up repetitions, then R measured ones; prints one machine-readable line per case:
  *   case=batch_poll batch=16 impl=c unit=ns median=.. min=.. max=.. reps=R
@@ -72,6 +74,22 @@ static void report(const char *name, const char *extra, const char *unit, double
     printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, extra, unit, median, v[0],
            v[n - 1], n);
     fflush(stdout);
+}
+
+/* dlopen of the library named by the environment variable var (a path); exits when it cannot be loaded. */
+static void *open_lib(const char *var)
+{
+    const char *lib = getenv(var);
+    if (!lib || !*lib) {
+        fprintf(stderr, "cq_bench: %s (the path of a library built by scripts/bench) is not set\n", var);
+        exit(1);
+    }
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "cq_bench: dlopen %s: %s\n", lib, dlerror());
+        exit(1);
+    }
+    return h;
 }
 
 /* ------------------------------------------------------------------ setup: a self-connected RC QP */
@@ -201,6 +219,26 @@ static void fill(struct ibv_qp *qp, struct ibv_cq *recv_cq)
 
 /* ------------------------------------------------------------------ (1) batch poll, legacy */
 
+/* The timed part of batch_poll: drains K completions with ibv_poll_cq, reading wr_id and status; returns their sum. */
+static uint64_t drain_legacy(struct ibv_cq *cq, int batch, struct ibv_wc *wc, long *empties)
+{
+    uint64_t sum = 0;
+    int got = 0;
+    while (got < K) {
+        int n = ibv_poll_cq(cq, batch, wc);
+        if (n < 0) {
+            fprintf(stderr, "cq_bench: ibv_poll_cq returned %d\n", n);
+            exit(1);
+        }
+        if (n == 0)
+            (*empties)++;
+        for (int i = 0; i < n; i++)
+            sum += wc[i].wr_id + wc[i].status;
+        got += n;
+    }
+    return sum;
+}
+
 static void bench_batch(int batch)
 {
     struct ibv_cq *scq = ibv_create_cq(ctx, K, NULL, NULL, 0);
@@ -211,24 +249,10 @@ static void bench_batch(int batch)
     double v[MAX_REPS];
     for (int r = 0; r < WARMUP + REPS; r++) {
         fill(qp, rcq);
-        uint64_t sum = 0;
-        int got = 0;
         long empties = 0;
         uint64_t t0 = now_ns();
-        while (got < K) {
-            int n = ibv_poll_cq(scq, batch, wc);
-            if (n < 0) {
-                fprintf(stderr, "cq_bench: ibv_poll_cq returned %d\n", n);
-                exit(1);
-            }
-            if (n == 0)
-                empties++;
-            for (int i = 0; i < n; i++)
-                sum += wc[i].wr_id + wc[i].status;
-            got += n;
-        }
+        sink += drain_legacy(scq, batch, wc, &empties);
         uint64_t t1 = now_ns();
-        sink += sum;
         if (empties)
             fprintf(stderr, "cq_bench: batch %d rep %d: %ld empty polls during the drain\n", batch, r, empties);
         if (r >= WARMUP)
@@ -257,6 +281,51 @@ static struct ibv_cq_ex *create_cq_ex(int cqe, struct ibv_comp_channel *ch)
     return cq;
 }
 
+/*
+ * The timed part of ext_iter / ext_copy: drains K completions, up to 32 per "poll" call like the Java buffer of 32,
+ * one completion per start..end (rxe < 59); returns the sum of what it read.
+ */
+static uint64_t drain_ext(struct ibv_cq_ex *cq, int copy, struct ibv_wc *wcs)
+{
+    uint64_t sum = 0;
+    int got = 0;
+    while (got < K) {
+        for (int n = 0; n < 32 && got < K; n++) {
+            struct ibv_poll_cq_attr pa = {0};
+            int rc = ibv_start_poll(cq, &pa);
+            if (rc == ENOENT)
+                break;
+            if (rc) {
+                fprintf(stderr, "cq_bench: ibv_start_poll returned %d\n", rc);
+                exit(1);
+            }
+            if (!copy) {
+                sum += cq->wr_id + cq->status + ibv_wc_read_byte_len(cq);
+            } else {
+                struct ibv_wc *w = &wcs[n];
+                w->wr_id = cq->wr_id;
+                w->status = cq->status;
+                w->vendor_err = ibv_wc_read_vendor_err(cq);
+                w->qp_num = ibv_wc_read_qp_num(cq);
+                if (w->status == IBV_WC_SUCCESS) {
+                    w->opcode = ibv_wc_read_opcode(cq);
+                    w->wc_flags = ibv_wc_read_wc_flags(cq);
+                    w->byte_len = ibv_wc_read_byte_len(cq);
+                    w->imm_data = ibv_wc_read_imm_data(cq);
+                    w->src_qp = ibv_wc_read_src_qp(cq);
+                    w->slid = ibv_wc_read_slid(cq);
+                    w->sl = ibv_wc_read_sl(cq);
+                    w->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+                }
+                sum += w->wr_id + w->status;
+            }
+            ibv_end_poll(cq);
+            got++;
+        }
+    }
+    return sum;
+}
+
 static void bench_ext(int copy)
 {
     struct ibv_cq_ex *scq = create_cq_ex(K, NULL);
@@ -267,46 +336,9 @@ static void bench_ext(int copy)
     double v[MAX_REPS];
     for (int r = 0; r < WARMUP + REPS; r++) {
         fill(qp, rcq);
-        uint64_t sum = 0;
-        int got = 0;
         uint64_t t0 = now_ns();
-        while (got < K) {
-            /* up to 32 per "poll" call, like the Java buffer of 32; one completion per start..end (rxe < 59) */
-            for (int n = 0; n < 32 && got < K; n++) {
-                struct ibv_poll_cq_attr pa = {0};
-                int rc = ibv_start_poll(scq, &pa);
-                if (rc == ENOENT)
-                    break;
-                if (rc) {
-                    fprintf(stderr, "cq_bench: ibv_start_poll returned %d\n", rc);
-                    exit(1);
-                }
-                if (!copy) {
-                    sum += scq->wr_id + scq->status + ibv_wc_read_byte_len(scq);
-                } else {
-                    struct ibv_wc *w = &wcs[n];
-                    w->wr_id = scq->wr_id;
-                    w->status = scq->status;
-                    w->vendor_err = ibv_wc_read_vendor_err(scq);
-                    w->qp_num = ibv_wc_read_qp_num(scq);
-                    if (w->status == IBV_WC_SUCCESS) {
-                        w->opcode = ibv_wc_read_opcode(scq);
-                        w->wc_flags = ibv_wc_read_wc_flags(scq);
-                        w->byte_len = ibv_wc_read_byte_len(scq);
-                        w->imm_data = ibv_wc_read_imm_data(scq);
-                        w->src_qp = ibv_wc_read_src_qp(scq);
-                        w->slid = ibv_wc_read_slid(scq);
-                        w->sl = ibv_wc_read_sl(scq);
-                        w->dlid_path_bits = ibv_wc_read_dlid_path_bits(scq);
-                    }
-                    sum += w->wr_id + w->status;
-                }
-                ibv_end_poll(scq);
-                got++;
-            }
-        }
+        sink += drain_ext(scq, copy, wcs);
         uint64_t t1 = now_ns();
-        sink += sum;
         if (r >= WARMUP)
             v[r - WARMUP] = (double)(t1 - t0) / K;
     }
@@ -319,58 +351,127 @@ static void bench_ext(int copy)
 
 /* ------------------------------------------------------------------ (2) empty poll */
 
+/* One repetition of empty_poll: ns per ibv_poll_cq(16) on the empty cq. */
+static double time_empty_poll(struct ibv_cq *cq)
+{
+    struct ibv_wc wc[16];
+    int total = 0;
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < EMPTY_ITERS; i++)
+        total += ibv_poll_cq(cq, 16, wc);
+    uint64_t t1 = now_ns();
+    CHECK(total == 0, "empty CQ stayed empty");
+    return (double)(t1 - t0) / EMPTY_ITERS;
+}
+
+/* One repetition of empty_ext: ns per ibv_start_poll returning ENOENT on the empty cq. */
+static double time_empty_ext(struct ibv_cq_ex *cq)
+{
+    int total = 0;
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < EMPTY_ITERS; i++) {
+        struct ibv_poll_cq_attr pa = {0};
+        int rc = ibv_start_poll(cq, &pa);
+        if (rc != ENOENT) {
+            total++;
+            if (rc == 0)
+                ibv_end_poll(cq);
+        }
+    }
+    uint64_t t1 = now_ns();
+    CHECK(total == 0, "empty extended CQ stayed empty");
+    return (double)(t1 - t0) / EMPTY_ITERS;
+}
+
 static void bench_empty(void)
 {
     struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
     CHECK(cq, "ibv_create_cq");
-    struct ibv_wc wc[16];
     double v[MAX_REPS];
     for (int r = 0; r < WARMUP + REPS; r++) {
-        int total = 0;
-        uint64_t t0 = now_ns();
-        for (int i = 0; i < EMPTY_ITERS; i++)
-            total += ibv_poll_cq(cq, 16, wc);
-        uint64_t t1 = now_ns();
-        CHECK(total == 0, "empty CQ stayed empty");
+        double ns = time_empty_poll(cq);
         if (r >= WARMUP)
-            v[r - WARMUP] = (double)(t1 - t0) / EMPTY_ITERS;
+            v[r - WARMUP] = ns;
     }
     report("empty_poll", " batch=16", "ns", v, REPS);
     ibv_destroy_cq(cq);
 
     struct ibv_cq_ex *cqx = create_cq_ex(64, NULL);
     for (int r = 0; r < WARMUP + REPS; r++) {
-        int total = 0;
-        uint64_t t0 = now_ns();
-        for (int i = 0; i < EMPTY_ITERS; i++) {
-            struct ibv_poll_cq_attr pa = {0};
-            int rc = ibv_start_poll(cqx, &pa);
-            if (rc != ENOENT) {
-                total++;
-                if (rc == 0)
-                    ibv_end_poll(cqx);
-            }
-        }
-        uint64_t t1 = now_ns();
-        CHECK(total == 0, "empty extended CQ stayed empty");
+        double ns = time_empty_ext(cqx);
         if (r >= WARMUP)
-            v[r - WARMUP] = (double)(t1 - t0) / EMPTY_ITERS;
+            v[r - WARMUP] = ns;
     }
     report("empty_ext", " batch=32", "ns", v, REPS);
     ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+}
+
+/* ------------------------------------------------------------------ diagnosis: the same polls without a device */
+
+/*
+ * The ring_* rows: batch_poll, ext_iter, ext_copy, empty_poll and empty_ext with the same loops as above, on the
+ * device-less completion ring of libcqbench_ring.so ($CQ_BENCH_RING_LIB), whose poll functions do per call what a
+ * user-space provider does. No device needed: this runs on the host CPU too, without emulation.
+ */
+static void bench_ring(void)
+{
+    void *h = open_lib("CQ_BENCH_RING_LIB");
+    void *(*create)(int) = (void *(*)(int))dlsym(h, "ring_create");
+    void (*ring_fill)(void *, int) = (void (*)(void *, int))dlsym(h, "ring_fill");
+    void (*destroy)(void *) = (void (*)(void *))dlsym(h, "ring_destroy");
+    CHECK(create && ring_fill && destroy, "dlsym ring_create/ring_fill/ring_destroy");
+    struct ibv_cq_ex *x = create(K);
+    CHECK(x, "ring_create");
+    struct ibv_cq *cq = ibv_cq_ex_to_cq(x);
+    struct ibv_wc wcs[32];
+    double v[MAX_REPS];
+    static const int batches[] = {1, 16, 32};
+    for (int b = 0; b < 3; b++) {
+        for (int r = 0; r < WARMUP + REPS; r++) {
+            ring_fill(x, K);
+            long empties = 0;
+            uint64_t t0 = now_ns();
+            sink += drain_legacy(cq, batches[b], wcs, &empties);
+            uint64_t t1 = now_ns();
+            CHECK(empties == 0, "ring drain without empty polls");
+            if (r >= WARMUP)
+                v[r - WARMUP] = (double)(t1 - t0) / K;
+        }
+        char extra[32];
+        snprintf(extra, sizeof extra, " batch=%d", batches[b]);
+        report("ring_batch_poll", extra, "ns", v, REPS);
+    }
+    for (int copy = 0; copy < 2; copy++) {
+        for (int r = 0; r < WARMUP + REPS; r++) {
+            ring_fill(x, K);
+            uint64_t t0 = now_ns();
+            sink += drain_ext(x, copy, wcs);
+            uint64_t t1 = now_ns();
+            if (r >= WARMUP)
+                v[r - WARMUP] = (double)(t1 - t0) / K;
+        }
+        report(copy ? "ring_ext_copy" : "ring_ext_iter", " batch=32", "ns", v, REPS);
+    }
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        double ns = time_empty_poll(cq);
+        if (r >= WARMUP)
+            v[r - WARMUP] = ns;
+    }
+    report("ring_empty_poll", " batch=16", "ns", v, REPS);
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        double ns = time_empty_ext(x);
+        if (r >= WARMUP)
+            v[r - WARMUP] = ns;
+    }
+    report("ring_empty_ext", " batch=32", "ns", v, REPS);
+    destroy(x);
 }
 
 /* ------------------------------------------------------------------ diagnosis: the fixed cost of a call */
 
 static void bench_call(void)
 {
-    const char *lib = getenv("CQ_BENCH_NOP_LIB");
-    CHECK(lib && *lib, "CQ_BENCH_NOP_LIB (path of libcqbench_nop.so)");
-    void *h = dlopen(lib, RTLD_NOW);
-    if (!h) {
-        fprintf(stderr, "cq_bench: dlopen %s: %s\n", lib, dlerror());
-        exit(1);
-    }
+    void *h = open_lib("CQ_BENCH_NOP_LIB");
     /* volatile: the compiler must load and call the pointer every time, as the provider's ops.poll_cq is called */
     int (*volatile fn)(void *, int, void *) = (int (*)(void *, int, void *))dlsym(h, "bench_nop");
     CHECK(fn, "dlsym bench_nop");
@@ -558,12 +659,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *only = getenv("CQ_BENCH_CASES"); /* optional filter, e.g. "batch,empty" */
-    if (only && !strcmp(only, "call")) { /* the host-CPU run of scripts/bench: no device */
-        printf("# impl=c reps=%d warmup=%d iters=%d\n", REPS, WARMUP, EMPTY_ITERS);
-        bench_call();
-        return 0;
-    }
-    open_device();
+    int device = !only || strstr(only, "batch") || strstr(only, "ext") || strstr(only, "empty") || strstr(only, "e2e");
+    if (device)
+        open_device();
     printf("# impl=c K=%d reps=%d warmup=%d empty_iters=%d e2e_msgs=%d\n", K, REPS, WARMUP, EMPTY_ITERS, E2E_MSGS);
     if (!only || strstr(only, "batch")) {
         bench_batch(1);
@@ -582,6 +680,10 @@ int main(int argc, char **argv)
     }
     if (!only || strstr(only, "call"))
         bench_call();
+    if (!only || strstr(only, "ring"))
+        bench_ring();
+    if (!device)
+        return 0; /* the device-less cases only (call, ring): e.g. the host-CPU run of scripts/bench */
     fprintf(stderr, "cq_bench: done (sink %llu)\n", (unsigned long long)sink);
     ibv_dereg_mr(mr);
     ibv_dealloc_pd(pd);

@@ -3,8 +3,8 @@
 
 usage: bench_table.py RESULTS_FILE [HOST_RESULTS_FILE]   (exit status 0; the verdict per row is in the table)
 
-RESULTS_FILE: the run on the device (C and Java, same machine, same run); HOST_RESULTS_FILE: the diag_call case run
-on the host CPU without emulation (scripts/bench writes it when the device is in the VM).
+RESULTS_FILE: the run on the device (C and Java, same machine, same run); HOST_RESULTS_FILE: the device-less cases
+(diag_call, diag_read, ring_*) run on the host CPU without emulation (scripts/bench writes it).
 """
 import re
 import sys
@@ -32,6 +32,15 @@ DIAG = [
     ("diag_raw_empty", "empty_poll", "the binding's poll_cq downcall alone on an empty CQ (no binding bookkeeping)"),
     ("diag_raw_batch", "batch_poll", "the binding's poll_cq downcall + plain segment reads of wr_id/status"),
     ("diag_read", "diag_read", "reading wr_id+status of 32 ibv_wc in memory: C struct reads vs the binding's view"),
+    # the same polls without a device: libcqbench_ring.so, whose poll functions do what a user-space provider does
+    ("ring_batch_poll", "ring_batch_poll", "batch_poll on the device-less ring (target 1.10x on the device)"),
+    ("ring_batch_handler", "ring_batch_poll", "batch_handler on the ring"),
+    ("ring_raw_batch", "ring_batch_poll", "the bare poll_cq downcall + plain reads on the ring (the FFM floor)"),
+    ("ring_ext_iter", "ring_ext_iter", "ext_iter on the ring (target 1.15x on the device)"),
+    ("ring_ext_copy", "ring_ext_copy", "ext_copy on the ring (target 1.15x on the device)"),
+    ("ring_empty_poll", "ring_empty_poll", "empty_poll on the ring (target 1.30x on the device)"),
+    ("ring_raw_empty", "ring_empty_poll", "the bare poll_cq downcall on the empty ring (the FFM floor)"),
+    ("ring_empty_ext", "ring_empty_ext", "empty_ext on the ring (target 1.30x on the device)"),
 ]
 
 

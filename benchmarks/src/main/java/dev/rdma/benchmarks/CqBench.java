@@ -59,7 +59,7 @@ public final class CqBench {
     private CqBench() {
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) throws Throwable {
         if (args.length > 0) k = Integer.parseInt(args[0]);
         if (args.length > 1) reps = Integer.parseInt(args[1]);
         if (args.length > 2) warmup = Integer.parseInt(args[2]);
@@ -71,8 +71,15 @@ public final class CqBench {
         System.out.printf(Locale.ROOT, "# impl=java K=%d reps=%d warmup=%d empty_iters=%d e2e_msgs=%d jvm=%s %s%n",
                 k, reps, warmup, emptyIters, e2eMsgs, Runtime.version(),
                 ManagementFactory.getRuntimeMXBean().getInputArguments());
-        if ("call".equals(only)) { // the host-CPU run of scripts/bench: no device
-            benchCall();
+        boolean device = only == null || only.contains("batch") || only.contains("ext") || only.contains("empty")
+                || only.contains("e2e");
+        if (!device) { // the device-less cases only (call, ring): e.g. the host-CPU run of scripts/bench
+            if (only.contains("call")) {
+                benchCall();
+            }
+            if (only.contains("ring")) {
+                benchRing();
+            }
             return;
         }
         try (Context ctx = DeviceTestSupport.openContext()) {
@@ -95,6 +102,9 @@ public final class CqBench {
             }
             if (only == null || only.contains("call")) {
                 benchCall();
+            }
+            if (only == null || only.contains("ring")) {
+                benchRing();
             }
         }
         System.err.println("CqBench: done (sink " + sink + ")");
@@ -244,19 +254,31 @@ public final class CqBench {
         return n;
     }
 
-    static void runDrains(Context ctx, CompletionQueue scq, CompletionQueue rcq, int batch, Mode mode,
+    /** What refills the CQ with K completions before each timed drain (not timed). */
+    interface Filler {
+        void fill() throws InterruptedException;
+    }
+
+    /** The device's drains: K send completions of a self-connected RC QP per repetition. */
+    static void runDeviceDrains(Context ctx, CompletionQueue scq, CompletionQueue rcq, int batch, Mode mode,
             boolean byteLen, String name, String allocName) throws InterruptedException {
+        try (Loopback lb = new Loopback(ctx, scq, rcq, k, SLOT);
+                WorkCompletionBuffer rbuf = new WorkCompletionBuffer(32)) {
+            runDrains(scq, () -> fill(lb, rcq, rbuf), batch, mode, byteLen, name, allocName);
+        }
+    }
+
+    static void runDrains(CompletionQueue scq, Filler filler, int batch, Mode mode, boolean byteLen, String name,
+            String allocName) throws InterruptedException {
         double[] ns = new double[reps];
         double[] bytes = new double[reps];
         SumHandler handler = new SumHandler(byteLen);
-        try (Loopback lb = new Loopback(ctx, scq, rcq, k, SLOT);
-                WorkCompletionBuffer buf = new WorkCompletionBuffer(batch);
-                WorkCompletionBuffer rbuf = new WorkCompletionBuffer(32)) {
+        try (WorkCompletionBuffer buf = new WorkCompletionBuffer(batch)) {
             for (int r = 0; r < warmup + reps; r++) {
                 if (r == warmup) {
                     Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
                 }
-                fill(lb, rcq, rbuf);
+                filler.fill();
                 double[] m = drain(scq, buf, mode, handler);
                 if (r >= warmup) {
                     ns[r - warmup] = m[0];
@@ -277,7 +299,7 @@ public final class CqBench {
         for (Mode mode : Mode.values()) {
             try (CompletionQueue scq = ctx.createCompletionQueue(k, null, 0);
                     CompletionQueue rcq = ctx.createCompletionQueue(k, null, 0)) {
-                runDrains(ctx, scq, rcq, batch, mode, false, switch (mode) {
+                runDeviceDrains(ctx, scq, rcq, batch, mode, false, switch (mode) {
                     case BATCH -> "batch_poll";
                     case HANDLER -> "batch_handler";
                     case RAW -> "diag_raw_batch";
@@ -306,7 +328,7 @@ public final class CqBench {
             if (!scq.usesBatchIterator()) {
                 System.err.println("CqBench: extended CQ polls one completion per start_poll..end_poll (rxe < 59)");
             }
-            runDrains(ctx, scq, rcq, 32, copy ? Mode.BATCH : Mode.HANDLER, !copy, copy ? "ext_copy" : "ext_iter",
+            runDeviceDrains(ctx, scq, rcq, 32, copy ? Mode.BATCH : Mode.HANDLER, !copy, copy ? "ext_copy" : "ext_iter",
                     copy ? "ext_batch" : "ext_handler");
         }
     }
@@ -314,9 +336,16 @@ public final class CqBench {
     // ------------------------------------------------------------------ (2) empty poll
 
     static void benchEmpty(Context ctx) {
-        double[] v = new double[reps];
         try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
-                WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
+                ExtendedCompletionQueue x = ctx.createExtendedCompletionQueue(CqInitAttributes.of(64))) {
+            emptyRows(cq, x, "empty_poll", "diag_raw_empty", "empty_ext");
+        }
+    }
+
+    /** The empty-poll rows on {@code cq} (binding, then its raw downcall) and {@code x}. */
+    static void emptyRows(CompletionQueue cq, ExtendedCompletionQueue x, String name, String rawName, String extName) {
+        double[] v = new double[reps];
+        try (WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
             for (int r = 0; r < warmup + reps; r++) {
                 if (r == warmup) {
                     Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
@@ -334,16 +363,13 @@ public final class CqBench {
                     v[r - warmup] = (double) (t1 - t0) / emptyIters;
                 }
             }
-        }
-        report("empty_poll", " batch=16", "ns", v);
-        try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
-                WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
+            report(name, " batch=16", "ns", v);
             MemorySegment fn = BenchAccess.pollFn(cq);
             long cqAddress = BenchAccess.cqAddress(cq);
             long wcs = BenchAccess.wcs(buf);
             for (int r = 0; r < warmup + reps; r++) {
                 if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                    Jit.awaitQuiet();
                 }
                 int total = 0;
                 long t0 = System.nanoTime();
@@ -358,19 +384,18 @@ public final class CqBench {
                     v[r - warmup] = (double) (t1 - t0) / emptyIters;
                 }
             }
+            report(rawName, " batch=16", "ns", v);
         }
-        report("diag_raw_empty", " batch=16", "ns", v);
         SumHandler handler = new SumHandler(false);
-        try (ExtendedCompletionQueue cq = ctx.createExtendedCompletionQueue(CqInitAttributes.of(64));
-                WorkCompletionBuffer buf = new WorkCompletionBuffer(32)) {
+        try (WorkCompletionBuffer buf = new WorkCompletionBuffer(32)) {
             for (int r = 0; r < warmup + reps; r++) {
                 if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
+                    Jit.awaitQuiet();
                 }
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
-                    total += cq.poll(buf, handler);
+                    total += x.poll(buf, handler);
                 }
                 long t1 = System.nanoTime();
                 if (total != 0) {
@@ -381,7 +406,72 @@ public final class CqBench {
                 }
             }
         }
-        report("empty_ext", " batch=32", "ns", v);
+        report(extName, " batch=32", "ns", v);
+    }
+
+    // ------------------------------------------------------------------ diagnosis: the same polls without a device
+
+    static final MethodHandle RING_CREATE;
+    static final MethodHandle RING_FILL;
+    static final MethodHandle RING_DESTROY;
+
+    static {
+        String lib = System.getenv("CQ_BENCH_RING_LIB");
+        if (lib == null || lib.isEmpty()) {
+            RING_CREATE = RING_FILL = RING_DESTROY = null;
+        } else {
+            Linker linker = Linker.nativeLinker();
+            SymbolLookup ring = SymbolLookup.libraryLookup(Path.of(lib), Arena.global());
+            RING_CREATE = linker.downcallHandle(ring.findOrThrow("ring_create"),
+                    FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+            RING_FILL = linker.downcallHandle(ring.findOrThrow("ring_fill"),
+                    FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_INT));
+            RING_DESTROY = linker.downcallHandle(ring.findOrThrow("ring_destroy"), FunctionDescriptor.ofVoid(JAVA_LONG));
+        }
+    }
+
+    /**
+     * The ring_* rows: batch_poll (and the handler and raw variants), ext_iter, ext_copy and the empty polls with the
+     * same loops as the device rows, through the binding's own poll paths, on the device-less completion ring of
+     * libcqbench_ring.so ($CQ_BENCH_RING_LIB), which cq_bench polls with the same loops in C.
+     */
+    static void benchRing() throws Throwable {
+        if (RING_CREATE == null) {
+            throw new IllegalStateException("CQ_BENCH_RING_LIB (path of libcqbench_ring.so) is not set");
+        }
+        long address = (long) RING_CREATE.invokeExact(k);
+        if (address == 0) {
+            throw new IllegalStateException("ring_create failed");
+        }
+        MemorySegment ring = MemorySegment.ofAddress(address);
+        Filler refill = () -> ringFill(address, k);
+        try {
+            try (CompletionQueue cq = BenchAccess.ringQueue(ring)) {
+                for (int batch : new int[] {1, 16, 32}) {
+                    runDrains(cq, refill, batch, Mode.BATCH, false, "ring_batch_poll", null);
+                    runDrains(cq, refill, batch, Mode.HANDLER, false, "ring_batch_handler", null);
+                    runDrains(cq, refill, batch, Mode.RAW, false, "ring_raw_batch", null);
+                }
+            }
+            try (ExtendedCompletionQueue x = BenchAccess.ringExtendedQueue(ring, CqInitAttributes.of(k))) {
+                runDrains(x, refill, 32, Mode.HANDLER, true, "ring_ext_iter", null);
+                runDrains(x, refill, 32, Mode.BATCH, false, "ring_ext_copy", null);
+            }
+            try (CompletionQueue cq = BenchAccess.ringQueue(ring);
+                    ExtendedCompletionQueue x = BenchAccess.ringExtendedQueue(ring, CqInitAttributes.of(k))) {
+                emptyRows(cq, x, "ring_empty_poll", "ring_raw_empty", "ring_empty_ext");
+            }
+        } finally {
+            RING_DESTROY.invokeExact(address);
+        }
+    }
+
+    static void ringFill(long ring, int n) {
+        try {
+            RING_FILL.invokeExact(ring, n);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
     }
 
     /**

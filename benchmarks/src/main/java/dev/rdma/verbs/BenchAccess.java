@@ -8,7 +8,8 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 /**
  * Benchmarks only (the diagnosis cases of docs/benchmarks.md, "Where the time goes"): what the binding's poll path
  * calls, without the binding around it, so that a run can split the Java/C gap into the FFM downcall itself and the
- * binding's own work. Never used by the binding or the starter.
+ * binding's own work; and CQs over the device-less completion ring of libcqbench_ring.so. Never used by the binding
+ * or the starter.
  */
 public final class BenchAccess {
 
@@ -23,12 +24,31 @@ public final class BenchAccess {
 
     /** {@code cq->context->ops.poll_cq}, the provider function {@code ibv_poll_cq} calls. */
     public static MemorySegment pollFn(CompletionQueue cq) {
-        return cq.context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ);
+        return cq.pollFn();
     }
 
     /** The {@code struct ibv_cq *} of {@code cq}. */
     public static long cqAddress(CompletionQueue cq) {
         return cq.cq;
+    }
+
+    /**
+     * A legacy CQ over {@code ring} (a {@code struct ibv_cq_ex *} of libcqbench_ring.so), polled through its
+     * {@code context->ops.poll_cq} as the binding polls a device's CQ. Closing it leaves the ring alone.
+     */
+    public static CompletionQueue ringQueue(MemorySegment ring) {
+        MemorySegment cq = ring.reinterpret(Layouts.IBV_CQ_EX.byteSize());
+        MemorySegment context = cq.get(ADDRESS, Layouts.CQ_CONTEXT).reinterpret(Layouts.IBV_CONTEXT.byteSize());
+        return CompletionQueue.standIn(cq, context.get(ADDRESS, Layouts.CONTEXT_POLL_CQ));
+    }
+
+    /**
+     * An extended CQ over {@code ring}, driven one completion per start_poll..end_poll like the device rows on rxe of
+     * rdma-core 44. Closing it leaves the ring alone.
+     */
+    public static ExtendedCompletionQueue ringExtendedQueue(MemorySegment ring, CqInitAttributes attributes) {
+        return ExtendedCompletionQueue.nativeStandIn(ring.reinterpret(Layouts.IBV_CQ_EX.byteSize()), attributes,
+                false);
     }
 
     /** Makes {@code buffer} hold {@code n} completions as if polled from a legacy CQ, with wr_id = index. */

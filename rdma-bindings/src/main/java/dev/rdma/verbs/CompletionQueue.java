@@ -64,12 +64,18 @@ public class CompletionQueue extends NativeObject {
 
     /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
+        this(context, cq, channel, compVector,
+                context == null ? MemorySegment.NULL : context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ));
+    }
+
+    private CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector,
+            MemorySegment pollFn) {
         super(cq, context);
         this.cq = cq.address();
         this.context = context;
         this.channel = channel;
         this.compVector = compVector;
-        this.pollFn = context == null ? MemorySegment.NULL : context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ);
+        this.pollFn = pollFn;
         this.notifyFn = context == null ? MemorySegment.NULL
                 : context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ);
         if (Native.isNull(pollFn) && context != null) {
@@ -87,6 +93,22 @@ public class CompletionQueue extends NativeObject {
 
     final boolean isStandIn() {
         return context == null;
+    }
+
+    /**
+     * A native stand-in polled through {@code pollFn}, a C function with poll_cq's signature (benchmarks: a CQ
+     * without a device). Never destroyed natively.
+     */
+    static CompletionQueue standIn(MemorySegment fakeCq, MemorySegment pollFn) {
+        if (Native.isNull(pollFn)) {
+            throw new IllegalArgumentException("a stand-in needs a poll_cq function");
+        }
+        return new CompletionQueue(null, fakeCq, null, 0, pollFn);
+    }
+
+    /** {@code cq->context->ops.poll_cq} as read at creation (what {@link #poll(WorkCompletionBuffer)} calls). */
+    final MemorySegment pollFn() {
+        return pollFn;
     }
 
     static CompletionQueue create(Context context, int cqe, CompletionChannel channel, int compVector) {

@@ -73,6 +73,11 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private boolean inBatch;
 
     ExtendedCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes, boolean batchIterator) {
+        this(context, cq, attributes, batchIterator, context != null);
+    }
+
+    private ExtendedCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes,
+            boolean batchIterator, boolean critical) {
         super(context, cq, attributes.channel(), attributes.compVector());
         this.wcFlags = attributes.wcFlagsMask();
         this.createFlags = CqCreateFlag.mask(attributes.flags());
@@ -97,7 +102,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         this.readWallclock = fn(cq, l, "read_completion_wallclock_ns",
                 WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK.bit());
         this.batchIterator = batchIterator;
-        this.critical = context != null;
+        this.critical = critical;
         MemorySegment[] fns = {readVendorErr, readQpNum, readOpcode, readWcFlags, readByteLen, readImmData, readSrcQp};
         long[] offs = {Layouts.WC_VENDOR_ERR, Layouts.WC_QP_NUM, Layouts.WC_OPCODE, Layouts.WC_WC_FLAGS,
                 Layouts.WC_BYTE_LEN, Layouts.WC_IMM_DATA, Layouts.WC_SRC_QP};
@@ -127,6 +132,20 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     /** A native stand-in for tests: memory laid out as ibv_cq_ex, never destroyed natively. */
     static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes) {
         return new ExtendedCompletionQueue(null, fakeCq, attributes, true);
+    }
+
+    /**
+     * A native stand-in whose iterator and readers are C functions (benchmarks: a CQ without a device), called with
+     * the real CQ's critical linkage; never destroyed natively.
+     */
+    static ExtendedCompletionQueue nativeStandIn(MemorySegment fakeCq, CqInitAttributes attributes,
+            boolean batchIterator) {
+        for (String f : new String[] {"start_poll", "next_poll", "end_poll"}) {
+            if (Native.isNull(fakeCq.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, f)))) {
+                throw new IllegalArgumentException("the stand-in's " + f + " is NULL");
+            }
+        }
+        return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator, true);
     }
 
     /**
