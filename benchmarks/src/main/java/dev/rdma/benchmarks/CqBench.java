@@ -192,7 +192,7 @@ public final class CqBench {
         while (got < k) {
             // Every arm is a call site of its own, with its own JIT profile (one shared `cq.poll` call mixed the
             // CQ kinds), and each calls a small method per poll that C2 compiles as an application's poll path;
-            // this loop itself runs only warmup + reps times and may stay in C1's profiled code.
+            // this loop itself runs only once per repetition and may stay in C1's profiled code.
             int n;
             if (x == null) {
                 n = switch (mode) {
@@ -274,15 +274,13 @@ public final class CqBench {
         double[] bytes = new double[reps];
         SumHandler handler = new SumHandler(byteLen);
         try (WorkCompletionBuffer buf = new WorkCompletionBuffer(batch)) {
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
-                }
+            Repetitions rep = new Repetitions(name, warmup, reps);
+            while (rep.next()) {
                 filler.fill();
                 double[] m = drain(scq, buf, mode, handler);
-                if (r >= warmup) {
-                    ns[r - warmup] = m[0];
-                    bytes[r - warmup] = m[1];
+                if (rep.measured()) {
+                    ns[rep.index()] = m[0];
+                    bytes[rep.index()] = m[1];
                 }
             }
         }
@@ -346,10 +344,8 @@ public final class CqBench {
     static void emptyRows(CompletionQueue cq, ExtendedCompletionQueue x, String name, String rawName, String extName) {
         double[] v = new double[reps];
         try (WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
-                }
+            Repetitions rep = new Repetitions(name, warmup, reps);
+            while (rep.next()) {
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
@@ -359,18 +355,16 @@ public final class CqBench {
                 if (total != 0) {
                     throw new IllegalStateException("the empty CQ was not empty");
                 }
-                if (r >= warmup) {
-                    v[r - warmup] = (double) (t1 - t0) / emptyIters;
+                if (rep.measured()) {
+                    v[rep.index()] = (double) (t1 - t0) / emptyIters;
                 }
             }
             report(name, " batch=16", "ns", v);
             MemorySegment fn = BenchAccess.pollFn(cq);
             long cqAddress = BenchAccess.cqAddress(cq);
             long wcs = BenchAccess.wcs(buf);
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet();
-                }
+            rep = new Repetitions(rawName, warmup, reps);
+            while (rep.next()) {
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
@@ -380,18 +374,16 @@ public final class CqBench {
                 if (total != 0) {
                     throw new IllegalStateException("the empty CQ was not empty");
                 }
-                if (r >= warmup) {
-                    v[r - warmup] = (double) (t1 - t0) / emptyIters;
+                if (rep.measured()) {
+                    v[rep.index()] = (double) (t1 - t0) / emptyIters;
                 }
             }
             report(rawName, " batch=16", "ns", v);
         }
         SumHandler handler = new SumHandler(false);
         try (WorkCompletionBuffer buf = new WorkCompletionBuffer(32)) {
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet();
-                }
+            Repetitions rep = new Repetitions(extName, warmup, reps);
+            while (rep.next()) {
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
@@ -401,8 +393,8 @@ public final class CqBench {
                 if (total != 0) {
                     throw new IllegalStateException("the empty extended CQ was not empty");
                 }
-                if (r >= warmup) {
-                    v[r - warmup] = (double) (t1 - t0) / emptyIters;
+                if (rep.measured()) {
+                    v[rep.index()] = (double) (t1 - t0) / emptyIters;
                 }
             }
         }
@@ -482,6 +474,7 @@ public final class CqBench {
         double[] v = new double[reps];
         double[] bytes = new double[reps];
         long events = 0;
+        long runs = 0;
         try (CompletionChannel ch = ctx.createCompletionChannel();
                 CompletionQueue cq = ctx.createCompletionQueue(4 * E2E_DEPTH, ch, 0);
                 Loopback lb = new Loopback(ctx, cq, cq, E2E_DEPTH, SLOT);
@@ -491,10 +484,8 @@ public final class CqBench {
                 lb.postRecv(RECV_ID_BASE + i, i);
             }
             int recvOpcode = WcOpcode.RECV.code();
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
-                }
+            Repetitions rep = new Repetitions("e2e_events", warmup, reps);
+            while (rep.next()) {
                 int msgs = 0;
                 int sent = 0;
                 int sendsDone = 0;
@@ -537,13 +528,14 @@ public final class CqBench {
                 }
                 long t1 = System.nanoTime();
                 long a1 = allocated();
-                if (r >= warmup) {
-                    v[r - warmup] = e2eMsgs * 1e9 / (t1 - t0);
-                    bytes[r - warmup] = (double) (a1 - a0) / e2eMsgs;
+                if (rep.measured()) {
+                    v[rep.index()] = e2eMsgs * 1e9 / (t1 - t0);
+                    bytes[rep.index()] = (double) (a1 - a0) / e2eMsgs;
                 }
             }
+            runs = rep.total();
         }
-        System.err.println("CqBench: e2e_events: " + events + " events for " + (warmup + reps) * e2eMsgs
+        System.err.println("CqBench: e2e_events: " + events + " events for " + runs * e2eMsgs
                 + " messages");
         report("e2e_events", "", "msgs_per_s", v);
         report("alloc", " of=e2e_events_loop", "B_per_message", bytes);
@@ -561,10 +553,8 @@ public final class CqBench {
         double[] v = new double[reps];
         try (Arena arena = Arena.ofConfined()) {
             long wcs = arena.allocate(BenchAccess.WC_SIZE * 16, 8).address();
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
-                }
+            Repetitions rep = new Repetitions("diag_call", warmup, reps);
+            while (rep.next()) {
                 int total = 0;
                 long t0 = System.nanoTime();
                 for (int i = 0; i < emptyIters; i++) {
@@ -574,8 +564,8 @@ public final class CqBench {
                 if (total != 0) {
                     throw new IllegalStateException("bench_nop returned " + total);
                 }
-                if (r >= warmup) {
-                    v[r - warmup] = (double) (t1 - t0) / emptyIters;
+                if (rep.measured()) {
+                    v[rep.index()] = (double) (t1 - t0) / emptyIters;
                 }
             }
         }
@@ -585,10 +575,8 @@ public final class CqBench {
         int rounds = Math.max(1, emptyIters / 32);
         try (WorkCompletionBuffer buf = new WorkCompletionBuffer(32)) {
             BenchAccess.fill(buf, 32);
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet();
-                }
+            Repetitions rep = new Repetitions("diag_read", warmup, reps);
+            while (rep.next()) {
                 long sum = 0;
                 long t0 = System.nanoTime();
                 for (int j = 0; j < rounds; j++) {
@@ -597,8 +585,8 @@ public final class CqBench {
                 }
                 long t1 = System.nanoTime();
                 sink += sum;
-                if (r >= warmup) {
-                    v[r - warmup] = (double) (t1 - t0) / ((double) rounds * 32);
+                if (rep.measured()) {
+                    v[rep.index()] = (double) (t1 - t0) / ((double) rounds * 32);
                 }
             }
         }
@@ -629,6 +617,7 @@ public final class CqBench {
         double[] v = new double[reps];
         double[] bytes = new double[reps];
         long events = 0;
+        long runs = 0;
         try (CompletionChannel ch = ctx.createCompletionChannel();
                 CompletionQueue cq = ctx.createCompletionQueue(4 * E2E_DEPTH, ch, 0);
                 Loopback lb = new Loopback(ctx, cq, cq, E2E_DEPTH, SLOT);
@@ -638,10 +627,8 @@ public final class CqBench {
                 lb.postRecv(RECV_ID_BASE + i, i);
             }
             int recvOpcode = WcOpcode.RECV.code();
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
-                }
+            Repetitions rep = new Repetitions("e2e", warmup, reps);
+            while (rep.next()) {
                 int msgs = 0;
                 int sent = 0;
                 int sendsDone = 0;
@@ -685,13 +672,14 @@ public final class CqBench {
                 }
                 long t1 = System.nanoTime();
                 long a1 = allocated();
-                if (r >= warmup) {
-                    v[r - warmup] = e2eMsgs * 1e9 / (t1 - t0);
-                    bytes[r - warmup] = (double) (a1 - a0) / e2eMsgs;
+                if (rep.measured()) {
+                    v[rep.index()] = e2eMsgs * 1e9 / (t1 - t0);
+                    bytes[rep.index()] = (double) (a1 - a0) / e2eMsgs;
                 }
             }
+            runs = rep.total();
         }
-        System.err.println("CqBench: e2e: " + events + " events for " + (warmup + reps) * e2eMsgs + " messages");
+        System.err.println("CqBench: e2e: " + events + " events for " + runs * e2eMsgs + " messages");
         report("e2e", "", "msgs_per_s", v);
         report("alloc", " of=e2e_event_loop", "B_per_message", bytes);
     }

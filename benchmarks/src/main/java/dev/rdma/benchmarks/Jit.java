@@ -17,6 +17,12 @@ public final class Jit {
     private Jit() {
     }
 
+    /** The JIT's total compilation time so far, in milliseconds (-1 when the JVM does not monitor it). */
+    public static long compilationMillis() {
+        return COMPILER == null || !COMPILER.isCompilationTimeMonitoringSupported() ? -1
+                : COMPILER.getTotalCompilationTime();
+    }
+
     /** Waits until the JIT's total compilation time stopped growing for a second (at most 30 s). */
     public static void awaitQuiet() {
         if (COMPILER == null || !COMPILER.isCompilationTimeMonitoringSupported()) {

@@ -7,7 +7,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import dev.rdma.benchmarks.CqBench;
-import dev.rdma.benchmarks.Jit;
+import dev.rdma.benchmarks.Repetitions;
 import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -136,10 +136,8 @@ public class StarterPingPong {
             var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             double[] rate = new double[reps];
             double[] bytes = new double[reps];
-            for (int r = 0; r < warmup + reps; r++) {
-                if (r == warmup) {
-                    Jit.awaitQuiet(); // measure after the warm-up's compilations, not during them
-                }
+            Repetitions rep = new Repetitions(name, warmup, reps);
+            while (rep.next()) {
                 CountDownLatch latch = new CountDownLatch(1);
                 // handed to the poller thread through the volatile write of done (happens-before its next read)
                 messages = n;
@@ -156,17 +154,17 @@ public class StarterPingPong {
                 }
                 long t1 = System.nanoTime();
                 long a1 = p == null ? 0 : threads.getThreadAllocatedBytes(p.threadId());
-                if (r >= warmup) {
-                    rate[r - warmup] = n * 1e9 / (t1 - t0);
+                if (rep.measured()) {
+                    rate[rep.index()] = n * 1e9 / (t1 - t0);
                     if (Boolean.getBoolean("bench.verbose")) {
                         System.err.printf(Locale.ROOT, "StarterPingPong: rep %d: %.0f msgs/s, %.2f B/message, at %s%n",
-                                r - warmup, rate[r - warmup], (double) (a1 - a0) / n, java.time.LocalTime.now());
+                                rep.index(), rate[rep.index()], (double) (a1 - a0) / n, java.time.LocalTime.now());
                     }
-                    bytes[r - warmup] = p == null ? Double.NaN : (double) (a1 - a0) / n;
+                    bytes[rep.index()] = p == null ? Double.NaN : (double) (a1 - a0) / n;
                 }
             }
             System.err.println("StarterPingPong: " + name + ": " + queue.eventsGot() + " completion events for "
-                    + (long) (warmup + reps) * n + " messages");
+                    + (long) rep.total() * n + " messages (" + rep.total() + " repetitions)");
             CqBench.report(name, "", "msgs_per_s", rate);
             CqBench.report("alloc", " of=" + name + "_poller", "B_per_message", bytes);
         }
