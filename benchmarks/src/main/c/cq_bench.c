@@ -351,8 +351,8 @@ static void bench_ext(int copy)
 
 /* ------------------------------------------------------------------ (2) empty poll */
 
-/* One repetition of empty_poll: ns per ibv_poll_cq(16) on the empty cq. */
-static double time_empty_poll(struct ibv_cq *cq)
+/* One repetition of empty_poll: ns per ibv_poll_cq(16) on the empty cq (a struct ibv_cq *). */
+static double time_empty_poll(void *cq)
 {
     struct ibv_wc wc[16];
     int total = 0;
@@ -364,8 +364,8 @@ static double time_empty_poll(struct ibv_cq *cq)
     return (double)(t1 - t0) / EMPTY_ITERS;
 }
 
-/* One repetition of empty_ext: ns per ibv_start_poll returning ENOENT on the empty cq. */
-static double time_empty_ext(struct ibv_cq_ex *cq)
+/* One repetition of empty_ext: ns per ibv_start_poll returning ENOENT on the empty cq (a struct ibv_cq_ex *). */
+static double time_empty_ext(void *cq)
 {
     int total = 0;
     uint64_t t0 = now_ns();
@@ -383,26 +383,26 @@ static double time_empty_ext(struct ibv_cq_ex *cq)
     return (double)(t1 - t0) / EMPTY_ITERS;
 }
 
+/* Warm-up and measured repetitions of one empty-poll case (time_empty_poll or time_empty_ext), then its line. */
+static void report_empty(const char *name, const char *extra, double (*time_one)(void *), void *cq)
+{
+    double v[MAX_REPS];
+    for (int r = 0; r < WARMUP + REPS; r++) {
+        double ns = time_one(cq);
+        if (r >= WARMUP)
+            v[r - WARMUP] = ns;
+    }
+    report(name, extra, "ns", v, REPS);
+}
+
 static void bench_empty(void)
 {
     struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
     CHECK(cq, "ibv_create_cq");
-    double v[MAX_REPS];
-    for (int r = 0; r < WARMUP + REPS; r++) {
-        double ns = time_empty_poll(cq);
-        if (r >= WARMUP)
-            v[r - WARMUP] = ns;
-    }
-    report("empty_poll", " batch=16", "ns", v, REPS);
+    report_empty("empty_poll", " batch=16", time_empty_poll, cq);
     ibv_destroy_cq(cq);
-
     struct ibv_cq_ex *cqx = create_cq_ex(64, NULL);
-    for (int r = 0; r < WARMUP + REPS; r++) {
-        double ns = time_empty_ext(cqx);
-        if (r >= WARMUP)
-            v[r - WARMUP] = ns;
-    }
-    report("empty_ext", " batch=32", "ns", v, REPS);
+    report_empty("empty_ext", " batch=32", time_empty_ext, cqx);
     ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
 }
 
@@ -452,18 +452,8 @@ static void bench_ring(void)
         }
         report(copy ? "ring_ext_copy" : "ring_ext_iter", " batch=32", "ns", v, REPS);
     }
-    for (int r = 0; r < WARMUP + REPS; r++) {
-        double ns = time_empty_poll(cq);
-        if (r >= WARMUP)
-            v[r - WARMUP] = ns;
-    }
-    report("ring_empty_poll", " batch=16", "ns", v, REPS);
-    for (int r = 0; r < WARMUP + REPS; r++) {
-        double ns = time_empty_ext(x);
-        if (r >= WARMUP)
-            v[r - WARMUP] = ns;
-    }
-    report("ring_empty_ext", " batch=32", "ns", v, REPS);
+    report_empty("ring_empty_poll", " batch=16", time_empty_poll, cq);
+    report_empty("ring_empty_ext", " batch=32", time_empty_ext, x);
     destroy(x);
 }
 
