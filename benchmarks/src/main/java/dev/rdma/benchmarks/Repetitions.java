@@ -3,13 +3,12 @@ package dev.rdma.benchmarks;
 /**
  * The repetitions of one case: {@code warmup} warm-up repetitions, then more until the JIT has compiled nothing for
  * {@value #QUIET_REPS} repetitions in a row (at most {@value #MAX_EXTRA_SECONDS} s more), then, after
- * {@link Jit#awaitQuiet()}, {@code reps} measured ones.
+ * {@link Jit#awaitQuiet()} (nothing compiling or queued), {@code reps} measured ones.
  *
  * <p>A fixed number of warm-up repetitions does not say that the code measured is the final code: with two CPUs the
  * C2 queue is often busy, a method then first gets C1 code and is upgraded only when its counters next overflow,
  * which for a method called once per poll can fall after the warm-up. A long-running poller only ever runs the final
- * code, so the measured repetitions start once the JIT has stopped compiling ({@code Jit.awaitQuiet()} alone only
- * waited for compilations already queued).
+ * code, so the measured repetitions start once the repetitions themselves no longer make the JIT compile.
  *
  * <pre>Repetitions rep = new Repetitions("case", warmup, reps);
  * while (rep.next()) {
