@@ -23,6 +23,9 @@ ROWS = [
     ("e2e_events", "e2e_events", "rate", 0.90, "ping-pong msgs/s, one completion event per message"),
     ("e2e_starter", "e2e", "rate", 0.90, "ping-pong msgs/s, @RdmaCompletionListener poller"),
     ("e2e_starter_metrics", "e2e", "rate", 0.90, "the same with a Micrometer registry (meters per poll batch)"),
+    ("e2e_starter_batch", "e2e", "rate", 0.90, "the starter with a batch listener (CompletionBatch)"),
+    ("e2e_starter_ext", "e2e", "rate", 0.90, "the starter on an extended CQ, single listener"),
+    ("e2e_starter_ext_batch", "e2e", "rate", 0.90, "the starter on an extended CQ, batch listener"),
 ]
 
 

@@ -11,6 +11,7 @@ import dev.rdma.benchmarks.Repetitions;
 import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.LoopbackQueuePair;
@@ -33,8 +34,12 @@ import org.springframework.stereotype.Component;
  * wait, get events, ack, re-arm), and the listener posts the next message. Prints {@code case=e2e_starter} and the
  * allocation of the poller thread per message. With {@code --bench.metrics=true} the application has a Micrometer
  * registry, so the poller records its meters (per poll batch) and its listener timer: {@code case=e2e_starter_metrics}.
+ * {@code --bench.batch=true} uses a batch listener ({@code CompletionBatch}, one call per poll) and
+ * {@code --bench.type=extended} an extended CQ ({@code ibv_create_cq_ex}): {@code e2e_starter_batch},
+ * {@code e2e_starter_ext}, {@code e2e_starter_ext_batch}.
  *
- * <pre>java ... dev.rdma.benchmarks.starter.StarterPingPong MSGS REPS WARMUP [--bench.metrics=true]</pre>
+ * <pre>java ... dev.rdma.benchmarks.starter.StarterPingPong MSGS REPS WARMUP [--bench.metrics=true]
+ *     [--bench.batch=true] [--bench.type=extended]</pre>
  */
 @SpringBootApplication
 public class StarterPingPong {
@@ -63,6 +68,12 @@ public class StarterPingPong {
     public static void main(String[] args) {
         String[] all = Arrays.copyOf(PROPERTIES, PROPERTIES.length + args.length);
         System.arraycopy(args, 0, all, PROPERTIES.length, args.length);
+        for (String arg : args) { // --bench.type=legacy|extended: the kind of the ping-pong's CQ
+            if (arg.startsWith("--bench.type=")) {
+                all[Arrays.asList(all).indexOf("--rdma.completion-queues.pp.type=legacy")] =
+                        "--rdma.completion-queues.pp.type=" + arg.substring("--bench.type=".length());
+            }
+        }
         String device = System.getenv("RDMA_TEST_DEVICE");
         if (device != null && !device.isBlank()) {
             all = Arrays.copyOf(all, all.length + 1);
@@ -71,8 +82,43 @@ public class StarterPingPong {
         System.exit(SpringApplication.exit(SpringApplication.run(StarterPingPong.class, all)));
     }
 
+    /** A listener taking one completion per call (the default). */
     @Component
-    static class PingPong implements ApplicationRunner, DisposableBean {
+    @ConditionalOnProperty(name = "bench.batch", havingValue = "false", matchIfMissing = true)
+    static class SinglePingPong extends PingPong {
+
+        SinglePingPong(@Qualifier("bench") Context context, @Qualifier("pp") CompletionQueue queue,
+                org.springframework.core.env.Environment env) {
+            super(context, queue, env);
+        }
+
+        /** On the poller thread: one call per completion. */
+        @RdmaCompletionListener(queue = "pp")
+        public void onCompletion(WorkCompletion wc) {
+            handle(wc);
+        }
+    }
+
+    /** A batch listener ({@code --bench.batch=true}): one call per poll with every completion of the batch. */
+    @Component
+    @ConditionalOnProperty(name = "bench.batch", havingValue = "true")
+    static class BatchPingPong extends PingPong {
+
+        BatchPingPong(@Qualifier("bench") Context context, @Qualifier("pp") CompletionQueue queue,
+                org.springframework.core.env.Environment env) {
+            super(context, queue, env);
+        }
+
+        /** On the poller thread: one call per poll batch. */
+        @RdmaCompletionListener(queue = "pp", batch = true)
+        public void onBatch(CompletionBatch batch) {
+            for (int i = 0, n = batch.size(); i < n; i++) {
+                handle(batch.get(i));
+            }
+        }
+    }
+
+    abstract static class PingPong implements ApplicationRunner, DisposableBean {
 
         static final int DEPTH = 16;
         static final int SLOT = 64;
@@ -91,9 +137,11 @@ public class StarterPingPong {
 
         private final String name;
 
-        PingPong(@Qualifier("bench") Context context, @Qualifier("pp") CompletionQueue queue,
-                org.springframework.core.env.Environment env) {
-            this.name = env.getProperty("bench.metrics", Boolean.class, false) ? "e2e_starter_metrics" : "e2e_starter";
+        PingPong(Context context, CompletionQueue queue, org.springframework.core.env.Environment env) {
+            this.name = "e2e_starter"
+                    + ("extended".equals(env.getProperty("rdma.completion-queues.pp.type")) ? "_ext" : "")
+                    + (env.getProperty("bench.batch", Boolean.class, false) ? "_batch" : "")
+                    + (env.getProperty("bench.metrics", Boolean.class, false) ? "_metrics" : "");
             this.qp = new LoopbackQueuePair(context, queue, queue, DEPTH, SLOT);
             this.queue = queue;
             for (int i = 0; i < DEPTH; i++) {
@@ -101,9 +149,8 @@ public class StarterPingPong {
             }
         }
 
-        /** On the poller thread: one call per completion. */
-        @RdmaCompletionListener(queue = "pp")
-        public void onCompletion(WorkCompletion wc) {
+        /** On the poller thread: what the listener does with one completion. */
+        final void handle(WorkCompletion wc) {
             CountDownLatch latch = done; // volatile read: sees the counters the runner reset before writing it
             if (poller == null) {
                 poller = Thread.currentThread();
