@@ -178,15 +178,24 @@ class LinkDownReliabilityDeviceTest {
                 // rxe: a receive posted after the QP silently entered the error state (the poster cannot know before
                 // it sees the failed completion) is never flushed by itself: rxe's post_recv writes the queue in user
                 // space and never enters the kernel, so nothing runs the responder that flushes. What an application
-                // does with an RC QP that reported an error, ibv_modify_qp(ERR), flushes it.
+                // does with an RC QP that reported an error, ibv_modify_qp(ERR), flushes it. It does the same with a
+                // QP whose work is still outstanding long after the link came back: rxe (kernel 6.1) now and then
+                // leaves a QP's sends neither completed nor failed after a link flap (once in ~10 runs: 64 sends and
+                // 63 receives of one QP, no completion at all, after the 5 s below and 60 s more). Completions the
+                // provider did produce cannot be what is outstanding after 5 s: the poller drains at least every
+                // 500 ms (its wait timeout) even if an event were missed, so this does not hide a lost completion.
                 boolean drained = drained(posters, Duration.ofSeconds(5));
                 long naturalDrainMs = (System.nanoTime() - tStopped) / 1_000_000;
                 String pendingBeforeModify = pending(posters);
                 int movedToError = 0;
+                int movedWhileStuck = 0;
                 for (Poster p : posters) {
-                    if (p.send.failedStatus.get() + p.recv.failedStatus.get() > 0) {
+                    boolean reportedError = p.send.failedStatus.get() + p.recv.failedStatus.get() > 0;
+                    boolean outstanding = !drained(new Poster[] {p}, Duration.ZERO);
+                    if (reportedError || outstanding) {
                         p.qp.qp().moveToError();
                         movedToError++;
+                        movedWhileStuck += reportedError ? 0 : 1;
                     }
                 }
                 assertThat(drained(posters, TIMEOUT)).as("every posted work request delivered to its listener ("
@@ -251,6 +260,7 @@ class LinkDownReliabilityDeviceTest {
                         statuses(recorder.s1), "failed.r1", statuses(recorder.r1), "qpStates", qpStates, "drainMs",
                         drainMs, "drainedWithoutModify", drained, "naturalDrainMs", naturalDrainMs,
                         "pendingBeforeModify", pendingBeforeModify, "qpsMovedToError", movedToError,
+                        "qpsMovedWithoutAnError", movedWhileStuck,
                         "freshQpCompletions", 4 * AFTER, "freshFrom", after[0] + "/" + after[1], "closeMs",
                         closeMs[0]);
             });
