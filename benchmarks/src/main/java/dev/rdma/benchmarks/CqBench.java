@@ -41,6 +41,7 @@ public final class CqBench {
     static final int MSG_LEN = 16;
     static final int E2E_DEPTH = 16;
     static final long RECV_ID_BASE = 1_000_000;
+    static final int RECV_OPCODE = WcOpcode.RECV.code();
 
     static int k = 4096;
     static int reps = 7;
@@ -471,74 +472,51 @@ public final class CqBench {
      * drain until empty, then post the next message.
      */
     static void benchE2eEvents(Context ctx) {
-        double[] v = new double[reps];
-        double[] bytes = new double[reps];
+        pingPong(ctx, "e2e_events", "e2e_events_loop", CqBench::eventPerMessage);
+    }
+
+    /** One repetition of e2e_events; returns the events got. */
+    static long eventPerMessage(CompletionChannel ch, CompletionQueue cq, Loopback lb, Waker waker, WorkCompletionBuffer buf) {
         long events = 0;
-        long runs = 0;
-        try (CompletionChannel ch = ctx.createCompletionChannel();
-                CompletionQueue cq = ctx.createCompletionQueue(4 * E2E_DEPTH, ch, 0);
-                Loopback lb = new Loopback(ctx, cq, cq, E2E_DEPTH, SLOT);
-                Waker waker = new Waker();
-                WorkCompletionBuffer buf = new WorkCompletionBuffer(16)) {
-            for (int i = 0; i < E2E_DEPTH; i++) {
-                lb.postRecv(RECV_ID_BASE + i, i);
+        int msgs = 0;
+        int sent = 0;
+        int sendsDone = 0;
+        cq.requestNotify(false);
+        lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
+        sent++;
+        while (msgs < e2eMsgs || sendsDone < sent) {
+            // the blocking ibv_get_cq_event of the C loop: the binding's get-or-wait (with timeout and waker)
+            CompletionQueue fired = ch.getEvent(5_000_000_000L, waker);
+            if (fired == null) {
+                throw new IllegalStateException("e2e_events: no completion event within 5 s");
             }
-            int recvOpcode = WcOpcode.RECV.code();
-            Repetitions rep = new Repetitions("e2e_events", warmup, reps);
-            while (rep.next()) {
-                int msgs = 0;
-                int sent = 0;
-                int sendsDone = 0;
-                long a0 = allocated();
-                long t0 = System.nanoTime();
-                cq.requestNotify(false);
+            fired.ackEvents();
+            events++;
+            cq.requestNotify(false);
+            int toSend = 0;
+            int n;
+            while ((n = cq.poll(buf)) > 0) {
+                for (int i = 0; i < n; i++) {
+                    WorkCompletion c = buf.get(i);
+                    if (!c.isSuccess()) {
+                        throw new IllegalStateException("ping-pong completion " + c.status());
+                    }
+                    if (c.opcodeCode() == RECV_OPCODE) {
+                        msgs++;
+                        long id = c.wrId();
+                        lb.postRecv(id, (int) (id - RECV_ID_BASE));
+                        toSend++;
+                    } else {
+                        sendsDone++;
+                    }
+                }
+            }
+            for (; toSend > 0 && sent < e2eMsgs; toSend--) {
                 lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
                 sent++;
-                while (msgs < e2eMsgs || sendsDone < sent) {
-                    // the blocking ibv_get_cq_event of the C loop: the binding's get-or-wait (with timeout and waker)
-                    CompletionQueue fired = ch.getEvent(5_000_000_000L, waker);
-                    if (fired == null) {
-                        throw new IllegalStateException("e2e_events: no completion event within 5 s");
-                    }
-                    fired.ackEvents();
-                    events++;
-                    cq.requestNotify(false);
-                    int toSend = 0;
-                    int n;
-                    while ((n = cq.poll(buf)) > 0) {
-                        for (int i = 0; i < n; i++) {
-                            WorkCompletion c = buf.get(i);
-                            if (!c.isSuccess()) {
-                                throw new IllegalStateException("ping-pong completion " + c.status());
-                            }
-                            if (c.opcodeCode() == recvOpcode) {
-                                msgs++;
-                                long id = c.wrId();
-                                lb.postRecv(id, (int) (id - RECV_ID_BASE));
-                                toSend++;
-                            } else {
-                                sendsDone++;
-                            }
-                        }
-                    }
-                    for (; toSend > 0 && sent < e2eMsgs; toSend--) {
-                        lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
-                        sent++;
-                    }
-                }
-                long t1 = System.nanoTime();
-                long a1 = allocated();
-                if (rep.measured()) {
-                    v[rep.index()] = e2eMsgs * 1e9 / (t1 - t0);
-                    bytes[rep.index()] = (double) (a1 - a0) / e2eMsgs;
-                }
             }
-            runs = rep.total();
         }
-        System.err.println("CqBench: e2e_events: " + events + " events for " + runs * e2eMsgs
-                + " messages");
-        report("e2e_events", "", "msgs_per_s", v);
-        report("alloc", " of=e2e_events_loop", "B_per_message", bytes);
+        return events;
     }
 
     // ------------------------------------------------------------------ diagnosis: the fixed cost of a call
@@ -614,10 +592,68 @@ public final class CqBench {
 
     /** The binding's event loop: drain; arm; drain; wait (poll(2)); get event; ack; repeat. */
     static void benchE2e(Context ctx) {
+        pingPong(ctx, "e2e", "e2e_event_loop", CqBench::eventLoop);
+    }
+
+    /** One repetition of e2e; returns the events got. */
+    static long eventLoop(CompletionChannel ch, CompletionQueue cq, Loopback lb, Waker waker, WorkCompletionBuffer buf) {
+        long events = 0;
+        int msgs = 0;
+        int sent = 0;
+        int sendsDone = 0;
+        lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
+        sent++;
+        while (msgs < e2eMsgs || sendsDone < sent) {
+            int n = cq.poll(buf);
+            if (n == 0) {
+                cq.requestNotify(false);
+                n = cq.poll(buf);
+                if (n == 0) {
+                    if (ch.await(5_000_000_000L, waker) == CompletionChannel.WaitResult.READY) {
+                        CompletionQueue fired = ch.getEvent();
+                        if (fired != null) {
+                            fired.ackEvents();
+                            events++;
+                        }
+                    }
+                    continue;
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                WorkCompletion c = buf.get(i);
+                if (!c.isSuccess()) {
+                    throw new IllegalStateException("ping-pong completion " + c.status());
+                }
+                if (c.opcodeCode() == RECV_OPCODE) {
+                    msgs++;
+                    long id = c.wrId();
+                    lb.postRecv(id, (int) (id - RECV_ID_BASE));
+                    if (sent < e2eMsgs) {
+                        lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
+                        sent++;
+                    }
+                } else {
+                    sendsDone++;
+                }
+            }
+        }
+        return events;
+    }
+
+    /**
+     * One repetition of a ping-pong on one CQ with a channel for the sends and receives of a self-connected QP:
+     * e2eMsgs messages, one in flight; returns the completion events it got.
+     */
+    interface Exchange {
+        long run(CompletionChannel ch, CompletionQueue cq, Loopback lb, Waker waker, WorkCompletionBuffer buf);
+    }
+
+    /** The repetitions of a ping-pong case, their messages per second and the polling thread's bytes per message. */
+    static void pingPong(Context ctx, String name, String allocOf, Exchange exchange) {
         double[] v = new double[reps];
         double[] bytes = new double[reps];
         long events = 0;
-        long runs = 0;
+        long runs;
         try (CompletionChannel ch = ctx.createCompletionChannel();
                 CompletionQueue cq = ctx.createCompletionQueue(4 * E2E_DEPTH, ch, 0);
                 Loopback lb = new Loopback(ctx, cq, cq, E2E_DEPTH, SLOT);
@@ -626,50 +662,11 @@ public final class CqBench {
             for (int i = 0; i < E2E_DEPTH; i++) {
                 lb.postRecv(RECV_ID_BASE + i, i);
             }
-            int recvOpcode = WcOpcode.RECV.code();
-            Repetitions rep = new Repetitions("e2e", warmup, reps);
+            Repetitions rep = new Repetitions(name, warmup, reps);
             while (rep.next()) {
-                int msgs = 0;
-                int sent = 0;
-                int sendsDone = 0;
                 long a0 = allocated();
                 long t0 = System.nanoTime();
-                lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
-                sent++;
-                while (msgs < e2eMsgs || sendsDone < sent) {
-                    int n = cq.poll(buf);
-                    if (n == 0) {
-                        cq.requestNotify(false);
-                        n = cq.poll(buf);
-                        if (n == 0) {
-                            if (ch.await(5_000_000_000L, waker) == CompletionChannel.WaitResult.READY) {
-                                CompletionQueue fired = ch.getEvent();
-                                if (fired != null) {
-                                    fired.ackEvents();
-                                    events++;
-                                }
-                            }
-                            continue;
-                        }
-                    }
-                    for (int i = 0; i < n; i++) {
-                        WorkCompletion c = buf.get(i);
-                        if (!c.isSuccess()) {
-                            throw new IllegalStateException("ping-pong completion " + c.status());
-                        }
-                        if (c.opcodeCode() == recvOpcode) {
-                            msgs++;
-                            long id = c.wrId();
-                            lb.postRecv(id, (int) (id - RECV_ID_BASE));
-                            if (sent < e2eMsgs) {
-                                lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
-                                sent++;
-                            }
-                        } else {
-                            sendsDone++;
-                        }
-                    }
-                }
+                events += exchange.run(ch, cq, lb, waker, buf);
                 long t1 = System.nanoTime();
                 long a1 = allocated();
                 if (rep.measured()) {
@@ -679,8 +676,8 @@ public final class CqBench {
             }
             runs = rep.total();
         }
-        System.err.println("CqBench: e2e: " + events + " events for " + runs * e2eMsgs + " messages");
-        report("e2e", "", "msgs_per_s", v);
-        report("alloc", " of=e2e_event_loop", "B_per_message", bytes);
+        System.err.println("CqBench: " + name + ": " + events + " events for " + runs * e2eMsgs + " messages");
+        report(name, "", "msgs_per_s", v);
+        report("alloc", " of=" + allocOf, "B_per_message", bytes);
     }
 }
