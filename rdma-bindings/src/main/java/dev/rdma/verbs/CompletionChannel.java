@@ -247,9 +247,25 @@ public final class CompletionChannel extends NativeObject {
         }
     }
 
+    /** EBUSY foreseen: refused before anything changes (no waiter is woken, nothing is closed). */
+    @Override
+    void checkCloseAllowed() {
+        CompletionQueue[] q = queues;
+        if (q.length > 0) {
+            throw new VerbsException("ibv_destroy_comp_channel", Errno.EBUSY,
+                    "still used by " + q.length + " CQ(s): " + Arrays.toString(q));
+        }
+    }
+
     @Override
     void beforeClose() {
         closeWaker.wake();
+    }
+
+    /** A close refused after the waiters were woken (a CQ registered meanwhile, or the provider said EBUSY). */
+    @Override
+    void closeRefused() {
+        closeWaker.clear();
     }
 
     @Override

@@ -4,7 +4,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -18,7 +21,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * {@link #ackEvents()} acknowledges them in one {@code ibv_ack_cq_events} call. {@link #close()} acknowledges every
  * got-but-unacked event first, because {@code ibv_destroy_cq} waits for them forever; acks can never exceed gets.
  *
- * <p><b>Threads.</b> Polling is thread-safe as far as the provider's lock allows, but completions are only ordered
+ * <p><b>Threads.</b> Every call is thread-safe. Polls, resizes and (extended CQs) iterator batches of one CQ run one
+ * at a time: a second thread waits for the first in Java (up to 10 s), the same thread re-entering from a handler is
+ * refused with {@link IllegalStateException} (see {@link #poll(WorkCompletionBuffer)}). Completions are in CQ order
  * for a single polling thread. {@link #close()} from another thread waits for a poll in flight to return; later polls
  * throw {@link IllegalStateException}.
  */
@@ -35,32 +40,36 @@ public class CompletionQueue extends NativeObject {
     private final AtomicLong eventsAcked = new AtomicLong();
     private final AtomicLong asyncErrors = new AtomicLong();
     private final Object ackLock = new Object();
-    /** The thread inside a poll of this CQ, to refuse a close from inside its own callback. */
-    private Thread pollingThread;
 
     /*
-     * The poll path's in-flight accounting. The first thread that polls becomes the CQ's owner (a CQ normally has one
-     * polling thread). The owner marks "in poll" with an opaque store and then reads the closing flag: no atomic
-     * update, no fence. close() sets the closing flag, then calls membarrier(MEMBARRIER_CMD_GLOBAL), which makes every
-     * thread pass a full memory barrier: afterwards either the owner sees "closing" and backs off, or close() sees the
-     * owner's mark and waits for it to clear (the asymmetric Dekker pattern of userspace RCU). Other threads, and every
-     * thread when the kernel has no membarrier, use the atomic acquire()/release() of NativeObject.
+     * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the extended iterator from
+     * start_poll to end_poll, ibv_resize_cq - : it runs in this CQ's exclusive slot, `poller`.
+     *
+     * Why: providers guard a CQ with a spinlock (rxe: pthread_spin_lock), and the extended iterator holds it from
+     * start_poll to end_poll, across Java code (the handler, or the caller between startPoll() and endPoll()). The
+     * poll-path downcalls are critical (no thread-state transition), so a thread spinning for that lock inside one
+     * could never reach a safepoint while the holder, in Java, waits at the safepoint: the whole JVM would stop.
+     * Under the slot no downcall of this binding ever waits for a lock that Java code may hold: another thread waits
+     * for the slot in Java (where safepoints reach it, bounded), the same thread re-entering is refused before any
+     * native call, and close() waits for the slot to be free before ibv_destroy_cq.
+     *
+     * Cost: one compare-and-set and one release store per poll (docs/benchmarks.md). The slot and the closing flag
+     * form a Dekker pair: the poller's CAS (a full fence) precedes its read of the closing flag, close()'s CAS of the
+     * flag precedes its read of the slot (NativeObject.close -> idle()), so one of them always sees the other.
      */
-    private static final VarHandle OWNER;
-    private static final VarHandle OWNER_DEPTH;
+    private static final VarHandle POLLER;
+    private static final long EXCLUSIVE_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
 
     static {
         try {
-            MethodHandles.Lookup lookup = MethodHandles.lookup();
-            OWNER = lookup.findVarHandle(CompletionQueue.class, "owner", Thread.class);
-            OWNER_DEPTH = lookup.findVarHandle(CompletionQueue.class, "ownerDepth", int.class);
+            POLLER = MethodHandles.lookup().findVarHandle(CompletionQueue.class, "poller", Thread.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
-    private volatile Thread owner;
-    private int ownerDepth;
+    /** The thread inside a poll, resize or iterator batch of this CQ, or null. */
+    private volatile Thread poller;
 
     /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
@@ -176,65 +185,117 @@ public class CompletionQueue extends NativeObject {
 
     /**
      * Polls up to {@code buffer.capacity()} completions into {@code buffer} ({@code ibv_poll_cq}, through
-     * {@code cq->context->ops.poll_cq}). Allocation-free.
+     * {@code cq->context->ops.poll_cq}; an extended CQ overrides it with its iterator). Allocation-free.
+     *
+     * <p><b>Exclusive per CQ.</b> A poll, a {@link #resize(int) resize} or an extended CQ's iterator batch runs alone
+     * on a CQ: another thread waits for it (up to 10 s, in Java); the same thread calling in again from a handler is
+     * refused with {@link IllegalStateException} before anything is taken off the CQ. The buffer is claimed for the
+     * call: a closed buffer, or one another poll is filling, is refused the same way.
      *
      * @return the number of completions, 0 when the CQ is empty
      * @throws VerbsException when the provider fails (negative return, kept as is)
+     * @throws IllegalStateException when this CQ or the buffer is closed, or the call re-enters this CQ's poll
      */
     public int poll(WorkCompletionBuffer buffer) {
         // pollFn is never NULL here: the constructor refuses a provider without poll_cq, the stand-ins without one
-        // (extended and EFA) override both polls, and the linker refuses a NULL target anyway
-        boolean owned = enterPoll();
+        // (extended and EFA) override both polls
+        enterExclusive("ibv_poll_cq");
         try {
-            return pollLegacy(buffer);
+            buffer.claim();
+            try {
+                return pollCqInto(buffer);
+            } finally {
+                buffer.unclaim();
+            }
         } finally {
-            exitPoll(owned);
+            exitExclusive();
         }
     }
 
-    /** Enters a poll: the owner's fence-free path (returns true) or the atomic path (returns false). */
-    final boolean enterPoll() {
-        Thread current = Thread.currentThread();
-        Thread o = owner;
-        if (o == current || (o == null && Libc.MEMBARRIER_GLOBAL && OWNER.compareAndSet(this, null, current))) {
-            int depth = (int) OWNER_DEPTH.getOpaque(this);
-            OWNER_DEPTH.setOpaque(this, depth + 1);
+    /**
+     * {@code ibv_poll_cq} on any CQ, also an extended or EFA one (an {@code ibv_cq_ex} is an {@code ibv_cq}, and the
+     * man page allows both ways of polling it; never both at once, which the exclusive slot guarantees): every
+     * {@code ibv_wc} field the provider writes, the extended-only fields not at all. Otherwise as
+     * {@link #poll(WorkCompletionBuffer)}.
+     *
+     * @throws VerbsException EOPNOTSUPP when the provider has no {@code poll_cq}
+     */
+    public final int pollCq(WorkCompletionBuffer buffer) {
+        if (Native.isNull(pollFn)) {
+            throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP, "no poll_cq for " + describe());
+        }
+        enterExclusive("ibv_poll_cq");
+        try {
+            buffer.claim();
+            try {
+                return pollCqInto(buffer);
+            } finally {
+                buffer.unclaim();
+            }
+        } finally {
+            exitExclusive();
+        }
+    }
+
+    /**
+     * Takes this CQ's exclusive slot for {@code verb} (see the comment at {@link #POLLER}): at once when free, after
+     * waiting (in Java, at most 10 s) when another thread holds it; refused when this thread holds it.
+     *
+     * @throws IllegalStateException when closed or closing, on re-entry, or when the slot stays busy for 10 s
+     */
+    final void enterExclusive(String verb) {
+        if (!POLLER.compareAndSet(this, null, Thread.currentThread())) {
+            awaitExclusive(verb); // out of line: keeps this method small enough to inline into every poll
+        }
+        if (closing()) {
+            POLLER.setRelease(this, null);
+            throw closedException();
+        }
+    }
+
+    final void exitExclusive() {
+        POLLER.setRelease(this, null);
+    }
+
+    /** True when the current thread holds this CQ's exclusive slot (inside a poll, a handler or a batch). */
+    final boolean heldByCurrentThread() {
+        return poller == Thread.currentThread();
+    }
+
+    private void awaitExclusive(String verb) {
+        Thread me = Thread.currentThread();
+        if (poller == me) {
+            throw new IllegalStateException(verb + " on " + describe() + " from inside its own poll (a handler, or "
+                    + "between startPoll() and endPoll()) is refused: a completion queue runs one poll, resize or "
+                    + "iterator batch at a time, and the provider's CQ lock is held until it ends");
+        }
+        long deadline = System.nanoTime() + EXCLUSIVE_WAIT_NANOS;
+        int spins = 0;
+        while (!POLLER.compareAndSet(this, null, me)) {
             if (closing()) {
-                OWNER_DEPTH.setRelease(this, depth);
                 throw closedException();
             }
-            return true;
-        }
-        acquire();
-        return false;
-    }
-
-    final void exitPoll(boolean owned) {
-        if (owned) {
-            OWNER_DEPTH.setRelease(this, (int) OWNER_DEPTH.getOpaque(this) - 1);
-        } else {
-            release();
-        }
-    }
-
-    /** The thread that polls on the fence-free path, or null (tests). */
-    final Thread pollOwner() {
-        return owner;
-    }
-
-    @Override
-    void beforeClose() {
-        if (owner != null) {
-            Libc.membarrierGlobal();
+            if (System.nanoTime() - deadline > 0) {
+                Thread holder = poller;
+                throw new IllegalStateException(verb + " on " + describe() + " gave up after 10 s: the CQ is busy in "
+                        + "a poll, resize or iterator batch of thread '" + (holder == null ? "?" : holder.getName())
+                        + "' (a handler that never returns, or a startPoll() without endPoll())");
+            }
+            if (++spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(20_000);
+            }
         }
     }
 
     @Override
     final boolean idle() {
-        return (int) OWNER_DEPTH.getVolatile(this) == 0;
+        return poller == null;
     }
 
-    final int pollLegacy(WorkCompletionBuffer buffer) {
+    /** ibv_poll_cq into the claimed buffer, in the exclusive slot. */
+    final int pollCqInto(WorkCompletionBuffer buffer) {
         int n;
         try {
             n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, this.cq, buffer.capacity(), buffer.wcsAddress);
@@ -242,54 +303,93 @@ public class CompletionQueue extends NativeObject {
             throw new IllegalStateException(t);
         }
         if (n < 0) {
-            buffer.setSize(0);
+            buffer.filledByPollCq(0);
             throw new VerbsException("ibv_poll_cq", n, describe());
         }
-        buffer.legacy = true; // (available and efaAvailable only count for an extended CQ's contents)
-        buffer.setSize(n);
+        buffer.filledByPollCq(n);
         return n;
     }
 
     /**
      * Polls up to {@code buffer.capacity()} completions and hands each to {@code handler}, in CQ order, on this
-     * thread. The view is valid only during the call. Allocation-free.
+     * thread. The view is valid only during the call. Allocation-free. Exclusive per CQ as
+     * {@link #poll(WorkCompletionBuffer)}: the handler may not poll, resize or close this CQ, nor close the buffer
+     * ({@link IllegalStateException}); it may use any other CQ.
+     *
+     * <p>A handler that throws loses nothing: the completions already taken off the CQ into the buffer are still handed
+     * to the handler, then the first exception is rethrown (later ones added as suppressed). (An extended CQ stops at
+     * the throwing completion instead; the rest stay queued on the CQ.)
      *
      * @return the number of completions handled
      */
     public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
-        boolean owned = enterPoll();
-        Thread previous = enterCallbacks();
+        enterExclusive("ibv_poll_cq");
         try {
-            return pollEach(buffer, handler);
+            buffer.claim();
+            try {
+                int n = pollCqInto(buffer);
+                for (int i = 0; i < n; i++) {
+                    try {
+                        handler.onCompletion(buffer.get(i));
+                    } catch (RuntimeException | Error e) {
+                        deliverRest(buffer, handler, i + 1, n, e);
+                        throw e;
+                    }
+                }
+                return n;
+            } finally {
+                buffer.unclaim();
+            }
         } finally {
-            exitCallbacks(previous);
-            exitPoll(owned);
+            exitExclusive();
         }
     }
 
-    /** Marks this thread as inside this CQ's callbacks (closing the CQ from there is refused); returns the old mark. */
-    final Thread enterCallbacks() {
-        Thread previous = pollingThread;
-        pollingThread = Thread.currentThread();
-        return previous;
-    }
-
-    final void exitCallbacks(Thread previous) {
-        pollingThread = previous;
-    }
-
-    private int pollEach(WorkCompletionBuffer buffer, CompletionHandler handler) {
-        int n = pollLegacy(buffer);
-        for (int i = 0; i < n; i++) {
-            handler.onCompletion(buffer.get(i));
+    /** After the handler threw {@code first}: the completions after it, each exception suppressed into the first. */
+    private static void deliverRest(WorkCompletionBuffer buffer, CompletionHandler handler, int from, int n,
+            Throwable first) {
+        for (int i = from; i < n; i++) {
+            try {
+                handler.onCompletion(buffer.get(i));
+            } catch (RuntimeException | Error e) {
+                first.addSuppressed(e);
+            }
         }
-        return n;
     }
 
     @Override
     void checkCloseAllowed() {
-        if (pollingThread == Thread.currentThread()) {
-            throw new IllegalStateException("cannot close " + describe() + " from inside its own poll callback");
+        if (poller == Thread.currentThread()) {
+            throw new IllegalStateException("cannot close " + describe() + " from inside its own poll callback (or "
+                    + "between startPoll() and endPoll())");
+        }
+        // What ibv_destroy_cq would refuse with EBUSY, refused before anything changes (no event acked, no waiter
+        // woken): a QP of this binding still uses the CQ.
+        List<QueuePair> users = queuePairsUsingThis();
+        if (!users.isEmpty()) {
+            throw new VerbsException("ibv_destroy_cq", Errno.EBUSY, describe() + " is still used by " + users
+                    + ": close the QP(s) first");
+        }
+    }
+
+    private List<QueuePair> queuePairsUsingThis() {
+        List<QueuePair> users = new ArrayList<>();
+        if (context != null) {
+            for (ProtectionDomain pd : context.dependants(ProtectionDomain.class)) {
+                collectUsers(pd, users);
+            }
+        }
+        return users;
+    }
+
+    private void collectUsers(ProtectionDomain pd, List<QueuePair> users) {
+        for (QueuePair qp : pd.queuePairs()) {
+            if (qp.attributes().sendCq() == this || qp.attributes().recvCq() == this) {
+                users.add(qp);
+            }
+        }
+        for (ProtectionDomain child : pd.dependants(ProtectionDomain.class)) {
+            collectUsers(child, users);
         }
     }
 
@@ -318,11 +418,12 @@ public class CompletionQueue extends NativeObject {
     }
 
     /**
-     * {@code ibv_resize_cq}: at least {@code cqe} entries; {@link #cqe()} tells the new size. Must not run
-     * concurrently with a poll of this CQ from another thread (the provider swaps the queue buffer).
+     * {@code ibv_resize_cq}: at least {@code cqe} entries; {@link #cqe()} tells the new size. Runs in this CQ's
+     * exclusive slot (the provider swaps the queue buffer under its CQ lock): it waits for a poll on another thread,
+     * and is refused with {@link IllegalStateException} from inside a poll of this CQ on this thread.
      */
     public void resize(int cqe) {
-        acquire();
+        enterExclusive("ibv_resize_cq");
         try {
             int rc = (int) Ibverbs.RESIZE_CQ.invokeExact(handle, cqe);
             if (rc != 0) {
@@ -331,7 +432,7 @@ public class CompletionQueue extends NativeObject {
         } catch (Throwable t) {
             throw Native.unchecked(t);
         } finally {
-            release();
+            exitExclusive();
         }
     }
 

@@ -17,12 +17,16 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  *
  * <p><b>Iterator rules</b> (enforced): no {@code end_poll} after a failed {@code start_poll}; exactly one
  * {@code end_poll} after a started batch, also when {@code next_poll} fails or the callback throws; the provider's
- * lock is held in between, so the callback must not poll, resize or close this CQ.
+ * lock is held in between, so nothing else may touch the CQ: a batch runs in the CQ's exclusive slot (see
+ * {@link CompletionQueue#poll(WorkCompletionBuffer)}), another thread waits for it in Java, and the same thread polling,
+ * resizing, closing or starting another batch of this CQ before {@code end_poll} is refused with
+ * {@link IllegalStateException} before any native call.
  *
  * <p><b>Soft-RoCE before rdma-core 55</b> corrupts its consumer index when {@code next_poll} runs into ENOENT and
  * {@code end_poll} follows (the documented drain sequence), handing out phantom completions afterwards. On rxe with an
- * rdma-core older than 59 (detected from libefa's symbols) this class therefore polls one completion per
- * {@code start_poll ... end_poll} batch, the one pattern that is correct on every provider and version.
+ * rdma-core older than 59 (detected from libefa's symbols) this class therefore never calls {@code next_poll}: a
+ * batch holds one completion ({@link #usesBatchIterator()} is false, {@link #nextPoll()} returns false without a
+ * native call), the one pattern that is correct on every provider and version, for the raw iterator too.
  *
  * <p><b>Fields.</b> Only the fields whose {@link WcExFlag} was requested at creation can be read; any other read
  * throws {@link IllegalStateException} without calling the provider (its reader pointer may be NULL).
@@ -61,8 +65,10 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final MemorySegment readTmInfo;
     private final MemorySegment readWallclock;
     private final Current current = new Current();
-    /** True between a successful start_poll and its end_poll. */
-    private boolean inBatch;
+    /** The thread between a successful start_poll and its end_poll (it holds the exclusive slot then), or null. */
+    private Thread batchThread;
+    /** True while that batch was opened by {@link #startPoll()} (the raw iterator), not by a poll method. */
+    private boolean rawBatch;
 
     ExtendedCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes, boolean batchIterator) {
         this(context, cq, attributes, batchIterator, context != null);
@@ -235,22 +241,27 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     /**
      * {@code ibv_start_poll}: starts a batch. Returns false (ENOENT) when the CQ is empty; then no
      * {@link #endPoll()} may follow. After true, {@link #current()} is the first completion and {@link #endPoll()}
-     * must be called exactly once, on this thread.
+     * must be called exactly once, on this thread; until then the CQ is this thread's alone (its exclusive slot):
+     * another thread's poll waits, this thread's poll, resize, close or second startPoll() is refused.
      *
      * @throws VerbsException on a provider error (no {@code end_poll} then)
+     * @throws IllegalStateException when closed, or when this thread is already inside a poll or batch of this CQ
      */
     public boolean startPoll() {
-        if (inBatch) {
-            throw new IllegalStateException("start_poll while a batch is open on " + describe()
-                    + ": call endPoll() first (the provider lock is held)");
+        enterExclusive("ibv_start_poll");
+        int rc;
+        try {
+            rc = start();
+        } catch (RuntimeException | Error e) {
+            exitExclusive();
+            throw e;
         }
-        acquire();
-        int rc = start();
         if (rc == 0) {
-            inBatch = true;
+            batchThread = Thread.currentThread();
+            rawBatch = true;
             return true;
         }
-        release();
+        exitExclusive();
         if (rc == ENOENT) {
             return false;
         }
@@ -258,14 +269,19 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     /**
-     * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when there is none. On
-     * Soft-RoCE before rdma-core 55 the false case corrupts the CQ (see the class comment): prefer
-     * {@link #poll(WorkCompletionBuffer, CompletionHandler)}, which avoids it.
+     * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when there is none in this batch;
+     * call {@link #endPoll()}, a later {@link #startPoll()} finds what arrived since. Where the provider corrupts the CQ
+     * on that ENOENT (Soft-RoCE before rdma-core 55, see the class comment) a batch holds one completion: this returns
+     * false without calling the provider.
      *
      * @throws VerbsException on a provider error; {@link #endPoll()} must still be called
+     * @throws IllegalStateException without a batch started by {@link #startPoll()} on this thread
      */
     public boolean nextPoll() {
-        requireBatch("next_poll");
+        requireRawBatch("ibv_next_poll");
+        if (!batchIterator) {
+            return false;
+        }
         int rc = next();
         if (rc == 0) {
             return true;
@@ -276,26 +292,33 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         throw new VerbsException("ibv_next_poll", rc, describe());
     }
 
-    /** {@code ibv_end_poll}: ends the batch opened by a successful {@link #startPoll()}. */
+    /**
+     * {@code ibv_end_poll}: ends the batch opened by a successful {@link #startPoll()} on this thread and frees the CQ
+     * for other threads.
+     *
+     * @throws IllegalStateException without a batch started by {@link #startPoll()} on this thread
+     */
     public void endPoll() {
-        requireBatch("end_poll");
-        inBatch = false;
+        requireRawBatch("ibv_end_poll");
+        batchThread = null;
+        rawBatch = false;
         try {
             end();
         } finally {
-            release();
+            exitExclusive();
         }
     }
 
-    private void requireBatch(String verb) {
-        if (!inBatch) {
-            throw new IllegalStateException(verb + " without a started batch on " + describe());
+    private void requireRawBatch(String verb) {
+        if (batchThread != Thread.currentThread() || !rawBatch) {
+            throw new IllegalStateException(verb + " without a batch started by startPoll() on this thread on "
+                    + describe());
         }
     }
 
     /** The current completion of the open batch: a lazy view, valid until the next {@code next_poll}/{@code end_poll}. */
     public WorkCompletion current() {
-        requireBatch("reading a completion");
+        requireRawBatch("reading a completion");
         return current;
     }
 
@@ -363,13 +386,16 @@ public class ExtendedCompletionQueue extends CompletionQueue {
      */
     @Override
     public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
-        boolean owned = enterPoll();
-        Thread previous = enterCallbacks();
+        enterExclusive("ibv_start_poll");
         try {
-            return iterate(buffer.capacity(), handler, null);
+            buffer.claim();
+            try {
+                return iterate(buffer.capacity(), handler, null);
+            } finally {
+                buffer.unclaim();
+            }
         } finally {
-            exitCallbacks(previous);
-            exitPoll(owned);
+            exitExclusive();
         }
     }
 
@@ -379,16 +405,18 @@ public class ExtendedCompletionQueue extends CompletionQueue {
      */
     @Override
     public int poll(WorkCompletionBuffer buffer) {
-        boolean owned = enterPoll();
+        enterExclusive("ibv_start_poll");
         try {
-            int n = iterate(buffer.capacity(), null, buffer);
-            buffer.legacy = false;
-            buffer.available = wcFlags;
-            buffer.efaAvailable = efaFlags();
-            buffer.setSize(n);
-            return n;
+            buffer.claim();
+            try {
+                int n = iterate(buffer.capacity(), null, buffer);
+                buffer.filledByIterator(n, wcFlags, efaFlags());
+                return n;
+            } finally {
+                buffer.unclaim();
+            }
         } finally {
-            exitPoll(owned);
+            exitExclusive();
         }
     }
 
@@ -411,7 +439,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             if (rc != 0) {
                 throw new VerbsException("ibv_start_poll", rc, describe());
             }
-            inBatch = true;
+            batchThread = Thread.currentThread();
             try {
                 deliver(n++, handler, copyTo);
                 if (batchIterator) {
@@ -428,7 +456,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
                     return n;
                 }
             } finally {
-                inBatch = false;
+                batchThread = null;
                 end();
             }
             if (n >= max) {
@@ -450,9 +478,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     private void copyCurrent(WorkCompletionBuffer b, int i) {
-        if (b.closed) {
-            throw new IllegalStateException("the work completion buffer is closed");
-        }
+        // the buffer is claimed by this poll: close() waits for it, so its unscoped aliases stay valid
         MemorySegment wc = b.wcsView;
         MemorySegment ext = b.extView;
         long base = i * Layouts.WC_SIZE;
@@ -586,14 +612,14 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final class Current implements WorkCompletion {
 
         private MemorySegment reader(MemorySegment fn, WcExFlag flag) {
-            if (!inBatch || fn.address() == 0) {
+            if (batchThread != Thread.currentThread() || fn.address() == 0) {
                 throw unreadable(fn, flag); // out of line: keeps this method small enough to inline everywhere
             }
             return fn;
         }
 
         private RuntimeException unreadable(MemorySegment fn, WcExFlag flag) {
-            if (!inBatch) {
+            if (batchThread != Thread.currentThread()) {
                 return new IllegalStateException("an extended-CQ completion was read outside its poll callback");
             }
             return flag == null ? new IllegalStateException("the provider has no reader for this field")
@@ -601,7 +627,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         }
 
         private void requireCallback() {
-            if (!inBatch) {
+            if (batchThread != Thread.currentThread()) {
                 throw new IllegalStateException("an extended-CQ completion was read outside its poll callback");
             }
         }

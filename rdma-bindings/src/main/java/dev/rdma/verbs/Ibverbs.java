@@ -78,15 +78,24 @@ final class Ibverbs {
     static final MethodHandle DESTROY_QP = fn("ibv_destroy_qp", Native.INT_PTR);
 
     // function pointers behind static inline verbs (target address first)
+    //
+    // Linker.Option.critical (no thread-state transition: the calling thread stays "in Java", so a safepoint waits for
+    // the call to return) is used only for provider functions that never block, sleep, make a system call or wait for
+    // a lock that Java code may hold. The CQ functions below take the provider's CQ spinlock, which the extended
+    // iterator holds across Java code; every one of them runs in the CQ's exclusive slot (CompletionQueue.poller), so
+    // none of them ever finds that lock taken by this binding.
     // On the poll path, pointer arguments are passed as JAVA_LONG (the same INTEGER class and register in the
     // x86_64 SysV ABI, the only one this binding supports): no MemorySegment to check and unbox per call.
 
     /** {@code int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *)} */
     static final MethodHandle FP_POLL_CQ = Native.pointer(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), CRITICAL);
-    /** {@code int (*req_notify_cq)(struct ibv_cq *, int)} */
+    /**
+     * {@code int (*req_notify_cq)(struct ibv_cq *, int)}; not critical: some providers make a system call (rxe:
+     * ibv_cmd_req_notify_cq, a write(2) to the uverbs fd).
+     */
     static final MethodHandle FP_REQ_NOTIFY_CQ = Native.pointer(
-            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT), CRITICAL);
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
     /** {@code struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *)} */
     static final MethodHandle FP_CREATE_CQ_EX = Native.pointer(
             FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS), CAPTURE_ERRNO);

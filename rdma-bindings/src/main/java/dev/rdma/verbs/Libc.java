@@ -60,35 +60,6 @@ final class Libc {
     private static final MethodHandle CLOSE = Native.symbol(LIBC, "close",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
-    private static final long SYS_MEMBARRIER = 324; // x86_64
-    private static final int MEMBARRIER_CMD_QUERY = 0;
-    private static final int MEMBARRIER_CMD_GLOBAL = 1;
-    private static final MethodHandle SYSCALL = Native.symbol(LIBC, "syscall",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
-            Linker.Option.firstVariadicArg(1));
-
-    /** True when membarrier(MEMBARRIER_CMD_GLOBAL) is available (Linux 4.3+, not filtered by seccomp). */
-    static final boolean MEMBARRIER_GLOBAL = membarrier(MEMBARRIER_CMD_QUERY) > 0
-            && (membarrier(MEMBARRIER_CMD_QUERY) & MEMBARRIER_CMD_GLOBAL) != 0;
-
-    private static long membarrier(int cmd) {
-        try (Arena arena = Arena.ofConfined()) {
-            return (long) SYSCALL.invokeExact(Native.allocateCapture(arena), SYS_MEMBARRIER, cmd, 0);
-        } catch (Throwable t) {
-            return -1;
-        }
-    }
-
-    /**
-     * membarrier(MEMBARRIER_CMD_GLOBAL): when it returns, every thread of the system has passed a full memory barrier,
-     * so the caller sees their earlier stores and they see the caller's. Slow (an RCU grace period): close paths only.
-     */
-    static void membarrierGlobal() {
-        if (membarrier(MEMBARRIER_CMD_GLOBAL) != 0) {
-            throw new IllegalStateException("membarrier(MEMBARRIER_CMD_GLOBAL) failed although the kernel offers it");
-        }
-    }
-
     static String strerror(int errno) {
         try {
             MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);

@@ -163,6 +163,7 @@ public abstract class NativeObject implements AutoCloseable {
                 destroy();
             } catch (RuntimeException | Error e) {
                 uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
+                closeRefused();
                 throw e;
             }
             closed = true;
@@ -173,8 +174,18 @@ public abstract class NativeObject implements AutoCloseable {
         NativeObjects.closed(getClass());
     }
 
-    /** Throws when closing now is a programming error (e.g. from inside this object's own poll callback). */
+    /**
+     * Throws when closing now is refused, before anything changes: a programming error (e.g. from inside this
+     * object's own poll callback) or a refusal the binding can foresee (EBUSY: the object is still in use).
+     */
     void checkCloseAllowed() {
+    }
+
+    /**
+     * Called after a close that failed half way (a destroy verb refused, a wait timed out) has reopened the object:
+     * undoes what {@link #beforeClose()} did, so the object is exactly as usable as before, waits included.
+     */
+    void closeRefused() {
     }
 
     private void awaitIdle() {

@@ -13,8 +13,14 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * {@code ibv_poll_cq} writes straight into it; an extended CQ copies the fields it was created with.
  *
  * <p>{@link #get(int)} positions and returns the buffer's single {@link WorkCompletion} view (no allocation): a view
- * obtained earlier now shows the new index. Views are valid until the next poll into this buffer. Not thread-safe:
- * one buffer per polling thread. Close it to free its native memory.
+ * obtained earlier now shows the new index. Views are valid until the next poll into this buffer.
+ *
+ * <p><b>Threads and lifetime.</b> One buffer per polling thread. A poll claims the buffer for its duration: a poll
+ * into a buffer that another poll is filling (a handler polling into its own poll's buffer, or a second thread) is
+ * refused with {@link IllegalStateException} before anything is taken off the CQ, and so is a poll into a closed
+ * buffer. {@link #close()} frees the native memory; from another thread it first waits (up to 10 s) for a poll that
+ * is filling the buffer; from inside that poll's handler it is refused. Reading a view of a closed buffer throws
+ * {@link IllegalStateException}, never reads freed memory.
  */
 public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatch {
 
@@ -30,17 +36,32 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     static final long EXT_SGID = 40;
     static final long EXT_SIZE = 64;
 
+    private static final Object CLOSED = new Object();
+    private static final long CLOSE_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    private static final java.lang.invoke.VarHandle USER;
+
+    static {
+        try {
+            USER = java.lang.invoke.MethodHandles.lookup().findVarHandle(WorkCompletionBuffer.class, "user",
+                    Object.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final Arena arena;
     private final int capacity;
-    final MemorySegment wcs;
-    final MemorySegment ext;
-    /** The address of {@link #wcs}, as ibv_poll_cq takes it. */
+    /** The arena's own segments: the views read through them, so a close() on another thread can never free memory
+     * under a read (the shared arena's close waits out, or fails, accesses in flight). */
+    private final MemorySegment wcs;
+    private final MemorySegment ext;
+    /** The address of {@link #wcs}, as ibv_poll_cq takes it: valid while a poll has the buffer claimed. */
     final long wcsAddress;
-    /** Global-scope aliases the views read through (no shared-session liveness check per field); see {@link #closed}. */
+    /** Global-scope aliases an extended CQ's batch copy writes through while the buffer is claimed. */
     final MemorySegment wcsView;
     final MemorySegment extView;
-    /** Set by close(): the views then throw instead of reading freed memory. */
-    boolean closed;
+    /** null: free; a Thread: claimed by that thread's poll; {@link #CLOSED}. */
+    private volatile Object user;
     private final Entry view = new Entry();
     private int size;
     /** {@link WcExFlag} bits valid in the current contents (of an extended CQ; unused while {@link #legacy}). */
@@ -74,27 +95,101 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         return size;
     }
 
-    void setSize(int size) {
-        this.size = size;
+    /** After ibv_poll_cq wrote {@code n} entries: every ibv_wc field is valid, no extended field is. */
+    void filledByPollCq(int n) {
+        legacy = true; // (available and efaAvailable only count for an extended CQ's contents)
+        size = n;
+    }
+
+    /** After an extended CQ copied {@code n} completions with the fields of {@code wcFlags} and {@code efaFlags}. */
+    void filledByIterator(int n, long wcFlags, long efaFlags) {
+        legacy = false;
+        available = wcFlags;
+        efaAvailable = efaFlags;
+        size = n;
+    }
+
+    /**
+     * Claims the buffer for a poll on this thread: refused, before the poll touches the CQ, when it is closed or
+     * another poll is filling it.
+     */
+    void claim() {
+        if (!USER.compareAndSet(this, null, Thread.currentThread())) {
+            throw refusal();
+        }
+    }
+
+    void unclaim() {
+        USER.setRelease(this, null);
+    }
+
+    private IllegalStateException refusal() {
+        Object u = user;
+        if (u == CLOSED) {
+            return new IllegalStateException("the work completion buffer is closed");
+        }
+        if (u == Thread.currentThread()) {
+            return new IllegalStateException("the work completion buffer is being filled by a poll on this thread: a "
+                    + "handler cannot poll into the buffer its own poll is filling (use another buffer)");
+        }
+        return new IllegalStateException("the work completion buffer is being filled by a poll on thread '"
+                + (u instanceof Thread t ? t.getName() : "?") + "': use one buffer per polling thread");
     }
 
     /** The view positioned on completion {@code index} of the last poll (the same object every call). */
     @Override
     public WorkCompletion get(int index) {
-        if (closed) {
+        if (user == CLOSED) {
             throw new IllegalStateException("the work completion buffer is closed");
         }
         view.at(java.util.Objects.checkIndex(index, size)); // an intrinsic the JIT can drop in a counted loop
         return view;
     }
 
+    /** True once {@link #close()} has freed the native memory. */
+    public boolean isClosed() {
+        return user == CLOSED;
+    }
+
+    /**
+     * Frees the native memory. Idempotent and thread-safe: waits (up to 10 s) for a poll on another thread that is
+     * filling the buffer.
+     *
+     * @throws IllegalStateException from inside the handler of a poll into this buffer, or when a poll on another
+     *         thread keeps it for 10 s
+     */
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
-            size = 0;
-            arena.close();
+        Thread me = Thread.currentThread();
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        int spins = 0;
+        while (true) {
+            Object u = user;
+            if (u == CLOSED) {
+                return;
+            }
+            if (u == null) {
+                if (USER.compareAndSet(this, null, CLOSED)) {
+                    break;
+                }
+                continue;
+            }
+            if (u == me) {
+                throw new IllegalStateException("cannot close the work completion buffer from inside a poll that is "
+                        + "filling it");
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("cannot close the work completion buffer: a poll on thread '"
+                        + ((Thread) u).getName() + "' has been filling it for 10 s");
+            }
+            if (++spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+            }
         }
+        size = 0;
+        arena.close();
     }
 
     private final class Entry implements WorkCompletion {
@@ -102,17 +197,11 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         private int index;
 
         private MemorySegment w() {
-            if (closed) {
-                throw new IllegalStateException("the work completion buffer is closed");
-            }
-            return wcsView;
+            return wcs;
         }
 
         private MemorySegment x() {
-            if (closed) {
-                throw new IllegalStateException("the work completion buffer is closed");
-            }
-            return extView;
+            return ext;
         }
 
         void at(int index) {

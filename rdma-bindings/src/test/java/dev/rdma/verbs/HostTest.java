@@ -109,7 +109,7 @@ class HostTest {
             assertThat(b.capacity()).isEqualTo(4);
             assertThat(b.size()).isZero();
             assertThatThrownBy(() -> b.get(0)).isInstanceOf(IndexOutOfBoundsException.class);
-            b.setSize(1);
+            b.filledByPollCq(1);
             WorkCompletion view = b.get(0);
             b.close();
             b.close();
@@ -132,12 +132,6 @@ class HostTest {
         assertThat(g).hasToString("::ffff:192.168.77.1");
         assertThat(new Gid(new byte[16]).isZero()).isTrue();
         assertThatThrownBy(() -> new Gid(new byte[4])).isInstanceOf(IllegalArgumentException.class);
-    }
-
-    @Test
-    void membarrierIsAvailableOnThisKernel() {
-        // Linux 4.3+: the CQ poll path of the owner thread then needs no atomic update per poll
-        assertThat(Libc.MEMBARRIER_GLOBAL).isTrue();
     }
 
     @Test

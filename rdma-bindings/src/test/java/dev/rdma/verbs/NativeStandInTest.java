@@ -346,7 +346,8 @@ class NativeStandInTest {
         assertThatThrownBy(q::current).isInstanceOf(IllegalStateException.class);
         remaining = 1;
         assertThat(q.startPoll()).isTrue();
-        assertThatThrownBy(q::startPoll).hasMessageContaining("batch is open");
+        assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("between startPoll() and endPoll()");
         assertThat(q.current().wrId()).isEqualTo(0xDEAD_BEEF_0000_0042L);
         assertThat(q.nextPoll()).isFalse();
         q.endPoll();
@@ -399,9 +400,8 @@ class NativeStandInTest {
         try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(2)) {
             assertThat(q.poll(buffer)).isEqualTo(1);
             assertThat(buffer.get(0).isUnsolicited()).isTrue();
-            // what CompletionQueue.pollLegacy does to the buffer after ibv_poll_cq returned 1 (no legacy CQ here)
-            buffer.legacy = true;
-            buffer.setSize(1);
+            // what CompletionQueue.pollCqInto does to the buffer after ibv_poll_cq returned 1 (no legacy CQ here)
+            buffer.filledByPollCq(1);
             WorkCompletion wc = buffer.get(0);
             assertThatThrownBy(wc::isUnsolicited).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("IS_UNSOLICITED");
@@ -445,44 +445,89 @@ class NativeStandInTest {
         assertThat(inHandler.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
         java.util.concurrent.CompletableFuture<Void> closing = java.util.concurrent.CompletableFuture.runAsync(q::close);
         Thread.sleep(300);
-        assertThat(closing).as("close must wait for the poll in flight (the owner's fence-free path)").isNotDone();
+        assertThat(closing).as("close must wait for the poll in flight").isNotDone();
         assertThat(q.isClosed()).isFalse();
         letGo.countDown();
         closing.get(10, java.util.concurrent.TimeUnit.SECONDS);
         poller.join(10_000);
         assertThat(q.isClosed()).isTrue();
-        assertThat(q.pollOwner()).as("membarrier available: %s", Libc.MEMBARRIER_GLOBAL)
-                .isEqualTo(Libc.MEMBARRIER_GLOBAL ? poller : null);
         assertThat(pollerEnd.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
         // end_poll ran before the CQ was destroyed: the batch was complete when close() went on
         assertThat(CALLS).containsSubsequence("start_poll", "end_poll");
     }
 
     @Test
-    void aSecondPollingThreadTakesTheAtomicPathAndIsWaitedForToo() throws Exception {
+    void aSecondPollingThreadWaitsInJavaForTheFirstsBatchAndThenPolls() throws Exception {
         ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
-        remaining = 0;
-        try (WorkCompletionBuffer b = new WorkCompletionBuffer(1)) {
-            assertThat(q.poll(b, wc -> { })).isZero(); // this thread becomes the owner
-        }
         java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
         remaining = 1;
-        Thread other = new Thread(() -> {
+        Thread first = new Thread(() -> {
             try (WorkCompletionBuffer b = new WorkCompletionBuffer(1)) {
                 q.poll(b, parkedHandler(inHandler, letGo));
             }
-        });
-        other.start();
+        }, "first-poller");
+        first.start();
         assertThat(inHandler.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-        java.util.concurrent.CompletableFuture<Void> closing = java.util.concurrent.CompletableFuture.runAsync(q::close);
+        CALLS.clear();
+        java.util.concurrent.CompletableFuture<Integer> second = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                    try (WorkCompletionBuffer b = new WorkCompletionBuffer(1)) {
+                        return q.poll(b, wc -> { });
+                    }
+                });
         Thread.sleep(300);
-        assertThat(closing).isNotDone();
+        assertThat(second).as("the second poll waits while the first holds the batch").isNotDone();
+        assertThat(CALLS).as("and it waits in Java: no start_poll while the first batch is open").isEmpty();
         letGo.countDown();
-        closing.get(10, java.util.concurrent.TimeUnit.SECONDS);
-        other.join(10_000);
+        assertThat(second.get(10, java.util.concurrent.TimeUnit.SECONDS)).isZero();
+        first.join(10_000);
+        assertThat(CALLS).containsSubsequence("end_poll", "start_poll");
+        q.close();
         assertThat(q.isClosed()).isTrue();
-        assertThat(q.pollOwner()).isNotEqualTo(other);
+    }
+
+    @Test
+    void reEnteringTheCqFromItsOwnHandlerIsRefusedBeforeAnyNativeCall() {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        List<Throwable> errors = refusalsOfOneCompletion(q, wc -> {
+            CALLS.clear();
+            try (WorkCompletionBuffer other = new WorkCompletionBuffer(1)) {
+                q.poll(other);
+            }
+        });
+        assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("from inside its own poll"));
+        assertThat(CALLS).as("no start_poll while the batch is open").doesNotContain("start_poll");
+        errors = refusalsOfOneCompletion(q, wc -> q.resize(64));
+        assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("ibv_resize_cq"));
+        errors = refusalsOfOneCompletion(q, wc -> q.startPoll());
+        assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("ibv_start_poll"));
+        errors = refusalsOfOneCompletion(q, wc -> q.endPoll());
+        assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("startPoll()"));
+        q.close();
+    }
+
+    @Test
+    void theRawIteratorOwnsTheCqUntilEndPoll() throws Exception {
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all());
+        remaining = 1;
+        assertThat(q.startPoll()).isTrue();
+        assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("from inside its own poll");
+        assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(1))).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(q::close).isInstanceOf(IllegalStateException.class).hasMessageContaining("startPoll()");
+        java.util.concurrent.CompletableFuture<WorkCompletion> elsewhere = java.util.concurrent.CompletableFuture
+                .supplyAsync(q::current);
+        assertThat(elsewhere).failsWithin(java.time.Duration.ofSeconds(10))
+                .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                .withCauseInstanceOf(IllegalStateException.class);
+        assertThat(q.current().wrId()).isEqualTo(0xDEAD_BEEF_0000_0042L);
+        assertThat(q.nextPoll()).isFalse();
+        q.endPoll();
+        assertThatThrownBy(q::endPoll).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(q::current).isInstanceOf(IllegalStateException.class);
+        q.close();
+        assertThat(q.isClosed()).isTrue();
     }
 
     @Test
