@@ -115,7 +115,12 @@ public final class CompletionChannel extends NativeObject {
                     return poll(timeoutNanos, scratch, false);
                 }
             }
-            return poll(timeoutNanos, waker, true);
+            waker.claim();
+            try {
+                return poll(timeoutNanos, waker, true);
+            } finally {
+                waker.unclaim();
+            }
         } finally {
             release();
         }

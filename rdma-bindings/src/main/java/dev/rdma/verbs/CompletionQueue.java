@@ -40,6 +40,8 @@ public class CompletionQueue extends NativeObject {
     private final AtomicLong eventsAcked = new AtomicLong();
     private final AtomicLong asyncErrors = new AtomicLong();
     private final Object ackLock = new Object();
+    /** Set under ackLock once ibv_destroy_cq succeeded. */
+    private boolean destroyedNatively;
 
     /*
      * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the extended iterator from
@@ -501,8 +503,9 @@ public class CompletionQueue extends NativeObject {
         }
     }
 
+    /** Under ackLock: an ack never reaches a destroyed CQ (close() destroys it under the same lock). */
     private void acquireForAck() {
-        if (isClosed()) {
+        if (destroyedNatively) {
             throw closedException();
         }
     }
@@ -531,12 +534,15 @@ public class CompletionQueue extends NativeObject {
     }
 
     private void ackAndDestroy() {
-        ackEvents();
-        if (isStandIn()) {
-            destroyed();
-            return;
+        // ackLock across both: a user's ackEvents() on another thread runs before (and counts) or after (and is
+        // refused), never on the freed CQ in between
+        synchronized (ackLock) {
+            ackEvents();
+            if (!isStandIn()) {
+                Native.destroyVerb(Ibverbs.DESTROY_CQ, handle, "ibv_destroy_cq", describe());
+            }
+            destroyedNatively = true;
         }
-        Native.destroyVerb(Ibverbs.DESTROY_CQ, handle, "ibv_destroy_cq", describe());
         destroyed();
     }
 

@@ -388,6 +388,12 @@ public final class Context extends NativeObject {
         asyncWaker.wake();
     }
 
+    /** A refused close (ibv_close_device failed) leaves no wake-up pending for the next getAsyncEvent. */
+    @Override
+    void closeRefused() {
+        asyncWaker.clear();
+    }
+
     @Override
     void destroy() {
         try (Arena arena = Arena.ofConfined()) {

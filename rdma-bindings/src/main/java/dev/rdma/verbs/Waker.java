@@ -7,10 +7,26 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * An eventfd that another thread writes to wake a thread blocked in {@link CompletionChannel#await} or
- * {@link Context#getAsyncEvent}. {@link #wake()} is thread-safe; one thread at a time waits with a given waker (it
- * carries that thread's scratch memory). {@link #close()} is idempotent.
+ * {@link CompletionChannel#getEvent(java.time.Duration, Waker)}. {@link #wake()} is thread-safe. One thread at a time
+ * waits with a given waker (it carries that thread's scratch memory): a second thread waiting with it at the same time
+ * gets {@link IllegalStateException}. {@link #close()} is idempotent and thread-safe: it wakes the thread waiting with
+ * this waker and waits (up to 10 s) for its wait to return before it closes the eventfd and frees the memory.
  */
 public final class Waker implements AutoCloseable {
+
+    private static final java.lang.invoke.VarHandle WAITER;
+
+    static {
+        try {
+            WAITER = java.lang.invoke.MethodHandles.lookup().findVarHandle(Waker.class, "waiter", Thread.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** The thread waiting with this waker, or null. */
+    private volatile Thread waiter;
+    private volatile boolean closing;
 
     private final Arena arena = Arena.ofShared();
     private final MemorySegment one = Native.unscoped(arena.allocate(JAVA_LONG));
@@ -41,6 +57,23 @@ public final class Waker implements AutoCloseable {
         }
     }
 
+    /** Claims the waker for a wait of the current thread (its poll(2) uses {@link #pollFds}); see the class comment. */
+    void claim() {
+        if (!WAITER.compareAndSet(this, null, Thread.currentThread())) {
+            Thread other = waiter;
+            throw new IllegalStateException(closing ? "waker is closed" : "waker is already used by a wait of thread '"
+                    + (other == null ? "?" : other.getName()) + "': one waiting thread per waker");
+        }
+        if (closing) {
+            WAITER.setRelease(this, null);
+            throw new IllegalStateException("waker is closed");
+        }
+    }
+
+    void unclaim() {
+        WAITER.setRelease(this, null);
+    }
+
     /** Consumes pending wake-ups. */
     synchronized void clear() {
         if (fd >= 0) {
@@ -49,12 +82,31 @@ public final class Waker implements AutoCloseable {
     }
 
     @Override
-    public synchronized void close() {
-        int f = fd;
-        if (f >= 0) {
-            fd = -1;
-            Libc.close(f);
-            arena.close();
+    public void close() {
+        synchronized (this) {
+            if (fd < 0) {
+                return;
+            }
+            closing = true; // volatile write, then volatile reads of waiter: one of claim() and close() sees the other
+        }
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (waiter != null) { // not under the lock: the waiting thread takes it in clear()
+            wake();
+            if (System.nanoTime() - deadline > 0) {
+                Thread w = waiter;
+                closing = false;
+                throw new IllegalStateException("cannot close the waker: a wait of thread '"
+                        + (w == null ? "?" : w.getName()) + "' did not return within 10 s");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+        }
+        synchronized (this) {
+            int f = fd;
+            if (f >= 0) {
+                fd = -1;
+                Libc.close(f);
+                arena.close();
+            }
         }
     }
 }

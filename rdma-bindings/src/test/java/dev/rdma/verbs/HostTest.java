@@ -135,6 +135,48 @@ class HostTest {
     }
 
     @Test
+    void aWakerServesOneWaitAtATimeAndItsCloseWaitsForTheWaitInProgress() throws Exception {
+        Waker w = new Waker();
+        java.util.concurrent.CountDownLatch claimed = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+        Thread waiter = Thread.ofPlatform().start(() -> {
+            w.claim();
+            claimed.countDown();
+            try {
+                Thread.sleep(300); // "inside poll(2)"
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            w.unclaim();
+            done.countDown();
+        });
+        assertThat(claimed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        assertThatThrownBy(w::claim).isInstanceOf(IllegalStateException.class).hasMessageContaining("one waiting thread");
+        long t0 = System.nanoTime();
+        w.close(); // must not free the pollfd memory under the wait
+        assertThat(done.getCount()).as("close returned only after the wait did").isZero();
+        assertThat(System.nanoTime() - t0).isGreaterThan(100_000_000L);
+        assertThatThrownBy(w::claim).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+        waiter.join();
+    }
+
+    @Test
+    void aBufferIsClaimedByOnePollAndItsCloseWaitsForIt() throws Exception {
+        WorkCompletionBuffer b = new WorkCompletionBuffer(4);
+        b.claim();
+        assertThatThrownBy(b::claim).isInstanceOf(IllegalStateException.class).hasMessageContaining("on this thread");
+        assertThatThrownBy(b::close).isInstanceOf(IllegalStateException.class).hasMessageContaining("inside a poll");
+        java.util.concurrent.CompletableFuture<Void> closing = java.util.concurrent.CompletableFuture.runAsync(b::close);
+        Thread.sleep(200);
+        assertThat(closing).as("close waits for the poll that fills the buffer").isNotDone();
+        assertThat(b.isClosed()).isFalse();
+        b.unclaim();
+        closing.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(b.isClosed()).isTrue();
+        assertThatThrownBy(b::claim).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    @Test
     void wakerWakesAndCloses() {
         Waker w = new Waker();
         w.wake();
