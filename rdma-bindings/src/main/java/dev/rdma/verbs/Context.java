@@ -2,6 +2,7 @@ package dev.rdma.verbs;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -93,45 +94,90 @@ public final class Context extends NativeObject {
         return "Context[" + deviceName + "]";
     }
 
-    /** {@code ibv_query_device}. Queried once and cached. */
+    /**
+     * {@code ibv_query_device_ex} (a static inline of verbs.h): the device's limits, identity, capability flags,
+     * completion timestamp mask and core clock. Through {@code verbs_context.query_device_ex} when the provider has
+     * it; when it has none, or it answers {@code EOPNOTSUPP} or {@code ENOSYS}, through {@code ibv_query_device},
+     * and then every extended member is 0. Queried once per context and cached (device attributes do not change
+     * while it is open). Thread-safe.
+     *
+     * @throws VerbsException naming {@code ibv_query_device_ex} (or {@code ibv_query_device} when the fallback
+     *         failed), the errno the verb returned and the device
+     * @throws IllegalStateException when this context is closed
+     */
     public DeviceAttributes queryDevice() {
         DeviceAttributes a = attributes;
         if (a != null) {
+            ensureOpen();
             return a;
         }
         acquire();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment attr = arena.allocate(Layouts.IBV_DEVICE_ATTR);
-            int rc = (int) Ibverbs.QUERY_DEVICE.invokeExact(handle, attr);
-            if (rc != 0) {
-                throw new VerbsException("ibv_query_device", rc, deviceName);
-            }
-            var l = Layouts.IBV_DEVICE_ATTR;
-            a = new DeviceAttributes(
-                    attr.asSlice(0, 64).getString(0),
-                    Long.reverseBytes(attr.get(JAVA_LONG, Layouts.off(l, "node_guid"))),
-                    Long.reverseBytes(attr.get(JAVA_LONG, Layouts.off(l, "sys_image_guid"))),
-                    attr.get(JAVA_LONG, Layouts.off(l, "max_mr_size")),
-                    attr.get(JAVA_INT, Layouts.off(l, "vendor_id")),
-                    attr.get(JAVA_INT, Layouts.off(l, "vendor_part_id")),
-                    attr.get(JAVA_INT, Layouts.off(l, "hw_ver")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_qp")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_qp_wr")),
-                    attr.get(JAVA_INT, Layouts.off(l, "device_cap_flags")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_sge")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_cq")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_cqe")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_mr")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_pd")),
-                    attr.get(JAVA_INT, Layouts.off(l, "max_srq")),
-                    attr.get(JAVA_BYTE, Layouts.off(l, "phys_port_cnt")) & 0xff);
+        try {
+            a = queryDeviceEx(handle, deviceName, Ibverbs.QUERY_DEVICE);
             attributes = a;
             return a;
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
         } finally {
             release();
         }
+    }
+
+    /**
+     * The logic of the {@code ibv_query_device_ex} inline on {@code ctx}, with an input of comp_mask 0 and
+     * {@code attr_size} = the size of {@link Layouts#IBV_DEVICE_ATTR_EX}. {@code legacyQueryDevice} is
+     * {@code int ibv_query_device(struct ibv_context *, struct ibv_device_attr *)} (a parameter so that the tests can
+     * stand in for it).
+     */
+    static DeviceAttributes queryDeviceEx(MemorySegment ctx, String deviceName, MethodHandle legacyQueryDevice) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment input = arena.allocate(Layouts.IBV_QUERY_DEVICE_EX_INPUT); // comp_mask 0
+            MemorySegment attr = arena.allocate(Layouts.IBV_DEVICE_ATTR_EX);
+            MemorySegment fn = verbsOp(ctx, Layouts.VCTX_QUERY_DEVICE_EX);
+            String verb = "ibv_query_device_ex";
+            int rc = Native.isNull(fn) ? Errno.EOPNOTSUPP
+                    : (int) Ibverbs.FP_QUERY_DEVICE_EX.invokeExact(fn, ctx, input, attr,
+                            Layouts.IBV_DEVICE_ATTR_EX.byteSize());
+            if (rc == Errno.EOPNOTSUPP || rc == Errno.ENOSYS) {
+                verb = "ibv_query_device";
+                attr.fill((byte) 0);
+                MemorySegment orig = attr.asSlice(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "orig_attr"),
+                        Layouts.IBV_DEVICE_ATTR);
+                rc = (int) legacyQueryDevice.invokeExact(ctx, orig);
+            }
+            if (rc != 0) {
+                throw new VerbsException(verb, rc, deviceName);
+            }
+            return decodeDeviceAttributes(attr);
+        } catch (Throwable t) {
+            throw Native.unchecked(t);
+        }
+    }
+
+    /** The record of a {@code struct ibv_device_attr_ex} ({@link Layouts#IBV_DEVICE_ATTR_EX}) filled by the verb. */
+    static DeviceAttributes decodeDeviceAttributes(MemorySegment attr) {
+        var ex = Layouts.IBV_DEVICE_ATTR_EX;
+        var l = Layouts.IBV_DEVICE_ATTR;
+        MemorySegment orig = attr.asSlice(Layouts.off(ex, "orig_attr"), l);
+        return new DeviceAttributes(
+                orig.asSlice(Layouts.off(l, "fw_ver"), 64).getString(0),
+                Long.reverseBytes(orig.get(JAVA_LONG, Layouts.off(l, "node_guid"))),
+                Long.reverseBytes(orig.get(JAVA_LONG, Layouts.off(l, "sys_image_guid"))),
+                orig.get(JAVA_LONG, Layouts.off(l, "max_mr_size")),
+                orig.get(JAVA_INT, Layouts.off(l, "vendor_id")),
+                orig.get(JAVA_INT, Layouts.off(l, "vendor_part_id")),
+                orig.get(JAVA_INT, Layouts.off(l, "hw_ver")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_qp")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_qp_wr")),
+                orig.get(JAVA_INT, Layouts.off(l, "device_cap_flags")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_sge")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_cq")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_cqe")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_mr")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_pd")),
+                orig.get(JAVA_INT, Layouts.off(l, "max_srq")),
+                orig.get(JAVA_BYTE, Layouts.off(l, "phys_port_cnt")) & 0xff,
+                attr.get(JAVA_LONG, Layouts.off(ex, "completion_timestamp_mask")),
+                attr.get(JAVA_LONG, Layouts.off(ex, "hca_core_clock")),
+                attr.get(JAVA_LONG, Layouts.off(ex, "device_cap_flags_ex")));
     }
 
     /**
@@ -221,10 +267,15 @@ public final class Context extends NativeObject {
      * the member is unset.
      */
     MemorySegment verbsOp(long relativeOffset) {
-        if (handle.get(JAVA_LONG, Layouts.CONTEXT_ABI_COMPAT) != Layouts.VERBS_ABI_IS_EXTENDED) {
+        return verbsOp(handle, relativeOffset);
+    }
+
+    /** {@link #verbsOp(long)} of the {@code struct ibv_context} at {@code ctx}. */
+    static MemorySegment verbsOp(MemorySegment ctx, long relativeOffset) {
+        if (ctx.get(JAVA_LONG, Layouts.CONTEXT_ABI_COMPAT) != Layouts.VERBS_ABI_IS_EXTENDED) {
             return MemorySegment.NULL;
         }
-        MemorySegment before = MemorySegment.ofAddress(handle.address() + relativeOffset).reinterpret(-relativeOffset);
+        MemorySegment before = MemorySegment.ofAddress(ctx.address() + relativeOffset).reinterpret(-relativeOffset);
         long sz = before.get(JAVA_LONG, before.byteSize() + Layouts.VCTX_SZ);
         if (sz < -relativeOffset + Layouts.IBV_CONTEXT.byteSize()) {
             return MemorySegment.NULL;

@@ -105,6 +105,14 @@ final class Ibverbs {
     /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)} */
     static final MethodHandle FP_QUERY_PORT = Native.pointer(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG));
+    // device attributes ex
+    /**
+     * {@code int (*query_device_ex)(struct ibv_context *, const struct ibv_query_device_ex_input *,
+     * struct ibv_device_attr_ex *, size_t attr_size)}: 0 or a positive errno value (no errno capture). Not critical:
+     * it makes a system call.
+     */
+    static final MethodHandle FP_QUERY_DEVICE_EX = Native.pointer(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG));
     /** {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **)}, same for post_recv */
     static final MethodHandle FP_POST = Native.pointer(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), CRITICAL);

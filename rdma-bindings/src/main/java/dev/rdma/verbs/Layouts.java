@@ -134,12 +134,15 @@ final class Layouts {
             "modify_cq", -184L,
             "alloc_parent_domain", -208L,
             "create_cq_ex", -120L,
+            "query_device_ex", -104L, // device attributes ex (ibv_query_device_ex)
             "priv", -112L,
             "sz", -8L);
     static final long VCTX_QUERY_PORT = VERBS_CONTEXT_RELATIVE.get("query_port");
     static final long VCTX_CREATE_CQ_EX = VERBS_CONTEXT_RELATIVE.get("create_cq_ex");
     static final long VCTX_ALLOC_PARENT_DOMAIN = VERBS_CONTEXT_RELATIVE.get("alloc_parent_domain");
     static final long VCTX_SZ = VERBS_CONTEXT_RELATIVE.get("sz");
+    /** {@code verbs_context.query_device_ex}: device attributes ex. */
+    static final long VCTX_QUERY_DEVICE_EX = VERBS_CONTEXT_RELATIVE.get("query_device_ex");
     /** {@code (void *)-1}: {@code ibv_context.abi_compat} of a context that is a {@code verbs_context}. */
     static final long VERBS_ABI_IS_EXTENDED = -1L;
 
@@ -179,6 +182,41 @@ final class Layouts {
     static final StructLayout IBV_ASYNC_EVENT = struct("ibv_async_event",
             union("element", ptr("cq"), ptr("qp"), ptr("srq"), ptr("wq"), u32("port_num")),
             u32("event_type"));
+
+    // ---------------------------------------------------------------- device attributes ex (ibv_query_device_ex)
+
+    static final StructLayout IBV_QUERY_DEVICE_EX_INPUT = struct("ibv_query_device_ex_input", u32("comp_mask"));
+
+    /**
+     * {@code struct ibv_device_attr_ex}, whole (400 bytes in rdma-core 44 and current): its size is the
+     * {@code attr_size} the binding passes to {@code query_device_ex}, as the inline does with {@code sizeof(*attr)};
+     * libibverbs fills only the members that fit in {@code attr_size}.
+     */
+    static final StructLayout IBV_DEVICE_ATTR_EX = struct("ibv_device_attr_ex",
+            IBV_DEVICE_ATTR.withName("orig_attr"),
+            u32("comp_mask"),
+            struct("ibv_odp_caps", u64("general_caps"),
+                    struct("per_transport_caps", u32("rc_odp_caps"), u32("uc_odp_caps"), u32("ud_odp_caps"))
+                            .withName("per_transport_caps")).withName("odp_caps"),
+            u64("completion_timestamp_mask"),
+            u64("hca_core_clock"),
+            u64("device_cap_flags_ex"),
+            struct("ibv_tso_caps", u32("max_tso"), u32("supported_qpts")).withName("tso_caps"),
+            struct("ibv_rss_caps", u32("supported_qpts"), u32("max_rwq_indirection_tables"),
+                    u32("max_rwq_indirection_table_size"), u64("rx_hash_fields_mask"), u8("rx_hash_function"))
+                    .withName("rss_caps"),
+            u32("max_wq_type_rq"),
+            struct("ibv_packet_pacing_caps", u32("qp_rate_limit_min"), u32("qp_rate_limit_max"),
+                    u32("supported_qpts")).withName("packet_pacing_caps"),
+            u32("raw_packet_caps"),
+            struct("ibv_tm_caps", u32("max_rndv_hdr_size"), u32("max_num_tags"), u32("flags"), u32("max_ops"),
+                    u32("max_sge")).withName("tm_caps"),
+            struct("ibv_cq_moderation_caps", u16("max_cq_count"), u16("max_cq_period")).withName("cq_mod_caps"),
+            u64("max_dm_size"),
+            struct("ibv_pci_atomic_caps", u16("fetch_add"), u16("swap"), u16("compare_swap"))
+                    .withName("pci_atomic_caps"),
+            u32("xrc_odp_caps"),
+            u32("phys_port_cnt_ex"));
 
     // ---------------------------------------------------------------- completion channel and CQs
 
@@ -311,7 +349,9 @@ final class Layouts {
     static final List<GroupLayout> ALL = List.of(IBV_CONTEXT, IBV_DEVICE, IBV_DEVICE_ATTR, IBV_PORT_ATTR, IBV_GID,
             IBV_ASYNC_EVENT, IBV_COMP_CHANNEL, IBV_CQ, IBV_CQ_EX, IBV_WC, IBV_CQ_INIT_ATTR_EX, IBV_POLL_CQ_ATTR,
             IBV_WC_TM_INFO, EFADV_CQ_INIT_ATTR, EFADV_CQ, IBV_MR, IBV_QP, IBV_QP_CAP, IBV_QP_INIT_ATTR,
-            IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_PARENT_DOMAIN_INIT_ATTR, IBV_SGE, IBV_SEND_WR, IBV_RECV_WR, POLLFD);
+            IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_PARENT_DOMAIN_INIT_ATTR, IBV_SGE, IBV_SEND_WR, IBV_RECV_WR, POLLFD,
+            // device attributes ex
+            IBV_QUERY_DEVICE_EX_INPUT, IBV_DEVICE_ATTR_EX);
 
     /** C tag of each layout ({@code union} for ibv_gid, else {@code struct}). */
     static String cType(GroupLayout layout) {

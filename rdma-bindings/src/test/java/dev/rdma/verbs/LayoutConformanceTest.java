@@ -128,6 +128,12 @@ class LayoutConformanceTest {
             }
         }
 
+        // device attributes ex: enum ibv_device_cap_flags (the structs and query_device_ex are in Layouts.ALL and
+        // VERBS_CONTEXT_RELATIVE)
+        for (DeviceCapability d : DeviceCapability.values()) {
+            expect("IBV_DEVICE_" + d.name(), d.bit(), "IBV_DEVICE_" + d.name());
+        }
+
         Path header = Path.of("/usr/include/infiniband/verbs.h");
         assertThat(header).as("the rdma-core headers (apt-get install libibverbs-dev) are needed for this test")
                 .exists();
@@ -190,5 +196,14 @@ class LayoutConformanceTest {
         assertThat(Layouts.WC_SIZE).isEqualTo(48);
         assertThat(Layouts.IBV_CQ_INIT_ATTR_EX.byteSize()).isEqualTo(56);
         assertThat(Layouts.VCTX_CREATE_CQ_EX).isEqualTo(-120);
+    }
+
+    @Test
+    void deviceAttributesExOffsets() { // device attributes ex: what ibv_query_device_ex reads, as gcc printed them
+        assertThat(Layouts.IBV_DEVICE_ATTR_EX.byteSize()).isEqualTo(400);
+        assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "completion_timestamp_mask")).isEqualTo(264);
+        assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "hca_core_clock")).isEqualTo(272);
+        assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "device_cap_flags_ex")).isEqualTo(280);
+        assertThat(Layouts.VCTX_QUERY_DEVICE_EX).isEqualTo(-104);
     }
 }
