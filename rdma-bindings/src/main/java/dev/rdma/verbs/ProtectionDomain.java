@@ -6,8 +6,9 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A protection domain ({@code struct ibv_pd *}, {@code ibv_alloc_pd} / {@code ibv_dealloc_pd}). Registers memory and
- * creates queue pairs; {@link #close()} closes its QPs, then its MRs. Thread-safe.
+ * A protection domain ({@code struct ibv_pd *}, {@code ibv_alloc_pd} / {@code ibv_dealloc_pd}). Registers memory,
+ * creates queue pairs and address handles; {@link #close()} closes its QPs, then its address handles, then its MRs.
+ * Thread-safe.
  */
 public final class ProtectionDomain extends NativeObject {
 
@@ -87,9 +88,14 @@ public final class ProtectionDomain extends NativeObject {
         return MemoryRegion.register(this, size, access);
     }
 
-    /** {@code ibv_create_qp} of a reliable-connected QP. */
+    /** {@code ibv_create_qp} of an RC or UD QP ({@link QueuePair.Attributes#type()}). */
     public QueuePair createQueuePair(QueuePair.Attributes attributes) {
         return QueuePair.create(this, attributes);
+    }
+
+    /** {@code ibv_create_ah}: an address handle for the UD sends of this PD's QPs. */
+    public AddressHandle createAddressHandle(AddressHandle.Attributes attributes) {
+        return AddressHandle.create(this, attributes);
     }
 
     /** The open QPs of this PD, oldest first. */
@@ -97,10 +103,18 @@ public final class ProtectionDomain extends NativeObject {
         return dependants(QueuePair.class);
     }
 
+    /** The open address handles of this PD, oldest first. */
+    public List<AddressHandle> addressHandles() {
+        return dependants(AddressHandle.class);
+    }
+
     @Override
     void closeDependants() {
         for (QueuePair qp : queuePairs().reversed()) {
             qp.close();
+        }
+        for (AddressHandle ah : addressHandles().reversed()) {
+            ah.close();
         }
         super.closeDependants();
     }

@@ -98,7 +98,11 @@ class LayoutConformanceTest {
         for (MemoryRegion.Access a : MemoryRegion.Access.values()) {
             expect("IBV_ACCESS_" + a.name(), a.bit, "IBV_ACCESS_" + a.name());
         }
-        expect("IBV_QPT_RC", QueuePair.IBV_QPT_RC, "IBV_QPT_RC");
+        for (QueuePair.Type t : QueuePair.Type.values()) {
+            expect("IBV_QPT_" + t.name(), t.code, "IBV_QPT_" + t.name());
+        }
+        expect("sizeof(struct ibv_grh)", QueuePair.GRH_BYTES, "sizeof(struct ibv_grh)");
+        expect("IBV_QP_QKEY", QueuePair.QP_QKEY, "IBV_QP_QKEY");
         expect("IBV_QP_STATE", QueuePair.QP_STATE, "IBV_QP_STATE");
         expect("IBV_QP_ACCESS_FLAGS", QueuePair.QP_ACCESS_FLAGS, "IBV_QP_ACCESS_FLAGS");
         expect("IBV_QP_PKEY_INDEX", QueuePair.QP_PKEY_INDEX, "IBV_QP_PKEY_INDEX");
