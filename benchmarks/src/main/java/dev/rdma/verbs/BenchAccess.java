@@ -1,5 +1,8 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Ibverbs;
+import dev.rdma.verbs.ffm.Layouts;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 

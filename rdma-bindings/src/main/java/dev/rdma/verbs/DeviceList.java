@@ -1,5 +1,8 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Native;
+import dev.rdma.verbs.ffm.Ibverbs;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Libc;
+
 import java.util.Map;
 
 /** Names and texts of the error numbers verbs report (Linux x86_64 values). */

@@ -1,5 +1,10 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Native;
+import dev.rdma.verbs.ffm.Ibverbs;
+import dev.rdma.verbs.ffm.Libc;
+import dev.rdma.verbs.ffm.Layouts;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;

@@ -1,5 +1,9 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Native;
+import dev.rdma.verbs.ffm.Ibverbs;
+import dev.rdma.verbs.ffm.Efa;
+
 /**
  * Entry point: is libibverbs here, is libefa here, which rdma-core generation is installed.
  *

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Layouts;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Efa;
+
 import java.util.EnumSet;
 
 import org.junit.jupiter.api.Test;

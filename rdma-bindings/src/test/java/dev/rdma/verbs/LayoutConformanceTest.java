@@ -1,5 +1,8 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.ffm.Libc;
+import dev.rdma.verbs.ffm.Layouts;
+
 import java.io.IOException;
 import java.lang.foreign.GroupLayout;
 import java.nio.file.Files;

@@ -1,5 +1,6 @@
-package dev.rdma.verbs;
+package dev.rdma.verbs.ffm;
 
+import dev.rdma.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -13,17 +14,17 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /** The few libc calls the binding needs: poll(2), eventfd(2), fcntl(2), read/write/close, strerror. */
-final class Libc {
+public final class Libc {
 
     private Libc() {
     }
 
-    static final int F_GETFL = 3;
-    static final int F_SETFL = 4;
-    static final int O_NONBLOCK = 0x800;
-    static final int EFD_CLOEXEC = 0x80000;
-    static final int EFD_NONBLOCK = 0x800;
-    static final short POLLIN = 0x1;
+    public static final int F_GETFL = 3;
+    public static final int F_SETFL = 4;
+    public static final int O_NONBLOCK = 0x800;
+    public static final int EFD_CLOEXEC = 0x80000;
+    public static final int EFD_NONBLOCK = 0x800;
+    public static final short POLLIN = 0x1;
 
     private static final Optional<java.lang.foreign.SymbolLookup> LIBC =
             Optional.of(Native.LINKER.defaultLookup());
@@ -60,7 +61,7 @@ final class Libc {
     private static final MethodHandle CLOSE = Native.symbol(LIBC, "close",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
-    static String strerror(int errno) {
+    public static String strerror(int errno) {
         try {
             MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
             String s = Native.string(text);
@@ -71,7 +72,7 @@ final class Libc {
     }
 
     /** Sets this thread's errno to 0, so that a verb that fails without setting it is not blamed on a stale one. */
-    static void clearErrno() {
+    public static void clearErrno() {
         try {
             MemorySegment location = (MemorySegment) ERRNO_LOCATION.invokeExact();
             location.reinterpret(4).set(JAVA_INT, 0, 0);
@@ -81,7 +82,7 @@ final class Libc {
     }
 
     /** Puts {@code fd} into non-blocking mode. */
-    static void setNonBlocking(int fd, String what) {
+    public static void setNonBlocking(int fd, String what) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = Native.allocateCapture(arena);
             int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
@@ -97,7 +98,7 @@ final class Libc {
         }
     }
 
-    static boolean isNonBlocking(int fd) {
+    public static boolean isNonBlocking(int fd) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = Native.allocateCapture(arena);
             int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
@@ -107,7 +108,7 @@ final class Libc {
         }
     }
 
-    static int eventfd() {
+    public static int eventfd() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = Native.allocateCapture(arena);
             int fd = (int) EVENTFD.invokeExact(capture, 0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -125,7 +126,7 @@ final class Libc {
      * call is repeated once with a zero timeout and errno captured, which either reports the fds ready by then or the
      * errno of a persistent failure.
      */
-    static int poll(MemorySegment fds, int nfds, int timeoutMillis, MemorySegment capture) {
+    public static int poll(MemorySegment fds, int nfds, int timeoutMillis, MemorySegment capture) {
         try {
             int rc = (int) POLL_NO_ERRNO.invokeExact(fds, (long) nfds, timeoutMillis);
             if (rc >= 0) {
@@ -142,7 +143,7 @@ final class Libc {
      * read(2) of 8 bytes (an eventfd); returns bytes read or -errno. A failed read (nothing to read: EAGAIN) is
      * repeated once with errno captured: nothing is lost, the repeat reads what arrived in between or fails the same.
      */
-    static long read8(int fd, MemorySegment buf8, MemorySegment capture) {
+    public static long read8(int fd, MemorySegment buf8, MemorySegment capture) {
         try {
             long rc = (long) READ_NO_ERRNO.invokeExact(fd, buf8, 8L);
             if (rc >= 0) {
@@ -156,7 +157,7 @@ final class Libc {
     }
 
     /** write(2) of 8 bytes (an eventfd); returns bytes written or -errno. A failed write wrote nothing: repeated once. */
-    static long write8(int fd, MemorySegment buf8, MemorySegment capture) {
+    public static long write8(int fd, MemorySegment buf8, MemorySegment capture) {
         try {
             long rc = (long) WRITE_NO_ERRNO.invokeExact(fd, buf8, 8L);
             if (rc >= 0) {
@@ -169,7 +170,7 @@ final class Libc {
         }
     }
 
-    static void close(int fd) {
+    public static void close(int fd) {
         try {
             int ignored = (int) CLOSE.invokeExact(fd);
         } catch (Throwable t) {
@@ -178,14 +179,14 @@ final class Libc {
     }
 
     /** Sets the {@code pollfd} at {@code index}. */
-    static void pollfd(MemorySegment fds, int index, int fd) {
+    public static void pollfd(MemorySegment fds, int index, int fd) {
         long base = index * POLLFD_SIZE;
         fds.set(JAVA_INT, base + POLLFD_FD, fd);
         fds.set(JAVA_SHORT, base + POLLFD_EVENTS, POLLIN);
         fds.set(JAVA_SHORT, base + POLLFD_REVENTS, (short) 0);
     }
 
-    static boolean readable(MemorySegment fds, int index) {
+    public static boolean readable(MemorySegment fds, int index) {
         return fds.get(JAVA_SHORT, index * POLLFD_SIZE + POLLFD_REVENTS) != 0;
     }
 

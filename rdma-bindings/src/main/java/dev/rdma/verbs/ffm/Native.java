@@ -1,5 +1,6 @@
-package dev.rdma.verbs;
+package dev.rdma.verbs.ffm;
 
+import dev.rdma.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -16,22 +17,22 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /** Shared FFM plumbing: the linker, errno capture, library lookup. */
-final class Native {
+public final class Native {
 
     private Native() {
     }
 
-    static final Linker LINKER = Linker.nativeLinker();
+    public static final Linker LINKER = Linker.nativeLinker();
 
     /** Captures errno in the same downcall: reading it later is unreliable, the JVM makes libc calls in between. */
-    static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
-    static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    public static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    public static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
     /** For short, non-blocking calls on the poll path (poll_cq, req_notify_cq, the cq_ex iterator and readers). */
-    static final Linker.Option CRITICAL = Linker.Option.critical(false);
+    public static final Linker.Option CRITICAL = Linker.Option.critical(false);
 
-    static final String UNSUPPORTED_ARCH;
+    public static final String UNSUPPORTED_ARCH;
 
     static {
         String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
@@ -41,26 +42,26 @@ final class Native {
                         + "this JVM runs on " + System.getProperty("os.name") + "/" + arch;
     }
 
-    static int errno(MemorySegment capture) {
+    public static int errno(MemorySegment capture) {
         return (int) ERRNO.get(capture, 0L);
     }
 
-    static MemorySegment allocateCapture(Arena arena) {
+    public static MemorySegment allocateCapture(Arena arena) {
         return arena.allocate(CAPTURE_LAYOUT);
     }
 
     /** A downcall to a symbol of {@code lookup}, or null when the library or the symbol is absent. */
-    static MethodHandle symbol(Optional<SymbolLookup> lookup, String name, FunctionDescriptor fd,
+    public static MethodHandle symbol(Optional<SymbolLookup> lookup, String name, FunctionDescriptor fd,
             Linker.Option... options) {
         return lookup.flatMap(l -> l.find(name)).map(addr -> LINKER.downcallHandle(addr, fd, options)).orElse(null);
     }
 
     /** A downcall through a function pointer: the handle's first parameter is the target address. */
-    static MethodHandle pointer(FunctionDescriptor fd, Linker.Option... options) {
+    public static MethodHandle pointer(FunctionDescriptor fd, Linker.Option... options) {
         return LINKER.downcallHandle(fd, options);
     }
 
-    static Optional<SymbolLookup> library(String soname, Throwable[] failure) {
+    public static Optional<SymbolLookup> library(String soname, Throwable[] failure) {
         if (UNSUPPORTED_ARCH != null) {
             failure[0] = new UnsupportedOperationException(UNSUPPORTED_ARCH);
             return Optional.empty();
@@ -78,7 +79,7 @@ final class Native {
      * arena passed to a downcall makes the linker acquire and release its session (two atomic updates) on every call.
      * The owner of the alias guarantees the memory outlives its use (the binding frees it only in close()).
      */
-    static MemorySegment unscoped(MemorySegment segment) {
+    public static MemorySegment unscoped(MemorySegment segment) {
         return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
     }
 
@@ -86,7 +87,7 @@ final class Native {
      * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a positive errno value, and throws
      * {@link VerbsException} naming {@code verb} and {@code what} when it fails.
      */
-    static void destroyVerb(MethodHandle handle, MemorySegment object, String verb, String what) {
+    public static void destroyVerb(MethodHandle handle, MemorySegment object, String verb, String what) {
         int rc;
         try {
             rc = (int) handle.invokeExact(object);
@@ -102,7 +103,7 @@ final class Native {
      * What a {@code catch (Throwable t)} around {@code invokeExact} rethrows: unchecked exceptions and errors as they
      * are, anything else wrapped (a downcall handle declares Throwable but throws nothing checked).
      */
-    static RuntimeException unchecked(Throwable t) {
+    public static RuntimeException unchecked(Throwable t) {
         if (t instanceof RuntimeException r) {
             return r;
         }
@@ -112,19 +113,19 @@ final class Native {
         return new IllegalStateException(t);
     }
 
-    static boolean isNull(MemorySegment pointer) {
+    public static boolean isNull(MemorySegment pointer) {
         return pointer.address() == 0L;
     }
 
     /** Reads a NUL-terminated C string at {@code pointer}, or null for NULL. */
-    static String string(MemorySegment pointer) {
+    public static String string(MemorySegment pointer) {
         if (isNull(pointer)) {
             return null;
         }
         return pointer.reinterpret(Long.MAX_VALUE).getString(0);
     }
 
-    static final FunctionDescriptor PTR_PTR = FunctionDescriptor.of(ADDRESS, ADDRESS);
-    static final FunctionDescriptor INT_PTR = FunctionDescriptor.of(JAVA_INT, ADDRESS);
-    static final FunctionDescriptor VOID_PTR = FunctionDescriptor.ofVoid(ADDRESS);
+    public static final FunctionDescriptor PTR_PTR = FunctionDescriptor.of(ADDRESS, ADDRESS);
+    public static final FunctionDescriptor INT_PTR = FunctionDescriptor.of(JAVA_INT, ADDRESS);
+    public static final FunctionDescriptor VOID_PTR = FunctionDescriptor.ofVoid(ADDRESS);
 }
