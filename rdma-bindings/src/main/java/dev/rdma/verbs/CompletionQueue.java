@@ -11,7 +11,6 @@ import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -49,7 +48,7 @@ public class CompletionQueue extends NativeObject {
 
     /*
      * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the extended iterator from
-     * start_poll to end_poll, ibv_resize_cq - : it runs in this CQ's exclusive slot, `poller`.
+     * start_poll to end_poll, ibv_resize_cq - : it runs in this CQ's exclusive slot.
      *
      * Why: providers guard a CQ with a spinlock (rxe: pthread_spin_lock), and the extended iterator holds it from
      * start_poll to end_poll, across Java code (the handler, or the caller between startPoll() and endPoll()). The
@@ -59,23 +58,12 @@ public class CompletionQueue extends NativeObject {
      * for the slot in Java (where safepoints reach it, bounded), the same thread re-entering is refused before any
      * native call, and close() waits for the slot to be free before ibv_destroy_cq.
      *
-     * Cost: one compare-and-set and one release store per poll (docs/benchmarks.md). The slot and the closing flag
-     * form a Dekker pair: the poller's CAS (a full fence) precedes its read of the closing flag, close()'s CAS of the
-     * flag precedes its read of the slot (NativeObject.close -> idle()), so one of them always sees the other.
+     * The slot is biased to the thread that polls (ExclusiveSlot): entering costs an opaque store and two plain reads
+     * on that thread. Its pairing with close(): close() sets the closing flag, then revokes the bias (membarrier),
+     * then waits for the slot (NativeObject.close -> beforeClose, idle()); a poller takes the slot, then reads the
+     * closing flag. Either the poller sees "closing" and backs off, or close() sees the poller in the slot and waits.
      */
-    private static final VarHandle POLLER;
-    private static final long EXCLUSIVE_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
-
-    static {
-        try {
-            POLLER = MethodHandles.lookup().findVarHandle(CompletionQueue.class, "poller", Thread.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    /** The thread inside a poll, resize or iterator batch of this CQ, or null. */
-    private volatile Thread poller;
+    private final ExclusiveSlot slot = new ExclusiveSlot();
 
     /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
@@ -244,60 +232,36 @@ public class CompletionQueue extends NativeObject {
     }
 
     /**
-     * Takes this CQ's exclusive slot for {@code verb} (see the comment at {@link #POLLER}): at once when free, after
+     * Takes this CQ's exclusive slot for {@code verb} (see the comment at {@link #slot}): at once when free, after
      * waiting (in Java, at most 10 s) when another thread holds it; refused when this thread holds it.
      *
      * @throws IllegalStateException when closed or closing, on re-entry, or when the slot stays busy for 10 s
      */
     final void enterExclusive(String verb) {
-        if (!POLLER.compareAndSet(this, null, Thread.currentThread())) {
-            awaitExclusive(verb); // out of line: keeps this method small enough to inline into every poll
-        }
+        slot.enter(verb, this, true);
         if (closing()) {
-            POLLER.setRelease(this, null);
+            slot.exit();
             throw closedException();
         }
     }
 
     final void exitExclusive() {
-        POLLER.setRelease(this, null);
+        slot.exit();
     }
 
     /** True when the current thread holds this CQ's exclusive slot (inside a poll, a handler or a batch). */
     final boolean heldByCurrentThread() {
-        return poller == Thread.currentThread();
+        return slot.heldByCurrentThread();
     }
 
-    private void awaitExclusive(String verb) {
-        Thread me = Thread.currentThread();
-        if (poller == me) {
-            throw new IllegalStateException(verb + " on " + describe() + " from inside its own poll (a handler, or "
-                    + "between startPoll() and endPoll()) is refused: a completion queue runs one poll, resize or "
-                    + "iterator batch at a time, and the provider's CQ lock is held until it ends");
-        }
-        long deadline = System.nanoTime() + EXCLUSIVE_WAIT_NANOS;
-        int spins = 0;
-        while (!POLLER.compareAndSet(this, null, me)) {
-            if (closing()) {
-                throw closedException();
-            }
-            if (System.nanoTime() - deadline > 0) {
-                Thread holder = poller;
-                throw new IllegalStateException(verb + " on " + describe() + " gave up after 10 s: the CQ is busy in "
-                        + "a poll, resize or iterator batch of thread '" + (holder == null ? "?" : holder.getName())
-                        + "' (a handler that never returns, or a startPoll() without endPoll())");
-            }
-            if (++spins < 100) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(20_000);
-            }
-        }
+    @Override
+    void beforeClose() {
+        slot.revoke();
     }
 
     @Override
     final boolean idle() {
-        return poller == null;
+        return slot.isFree();
     }
 
     /** ibv_poll_cq into the claimed buffer, in the exclusive slot. */
@@ -365,7 +329,7 @@ public class CompletionQueue extends NativeObject {
 
     @Override
     void checkCloseAllowed() {
-        if (poller == Thread.currentThread()) {
+        if (slot.heldByCurrentThread()) {
             throw new IllegalStateException("cannot close " + describe() + " from inside its own poll callback (or "
                     + "between startPoll() and endPoll())");
         }

@@ -113,7 +113,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         return switch (mode) {
             case BATCH -> true;
             case ONE_PER_BATCH -> false;
-            case AUTO -> !(context.queryDevice().isSoftRoce() && !Rdma.isRdmaCore59OrNewer());
+            case AUTO -> !(context.queryDevice().isSoftRoce() && !Rdma.softRoceDrainIsSafe());
         };
     }
 

@@ -59,11 +59,13 @@ public final class Rdma {
     }
 
     /**
-     * True when the installed rdma-core is 59 or newer (detected from libefa's symbol set). Older rxe providers
-     * (before 55) corrupt their consumer index when {@code next_poll} runs into ENOENT; see
-     * {@link ExtendedCompletionQueue}.
+     * True when an extended CQ of the installed Soft-RoCE (rxe) provider may be drained the documented way,
+     * {@code next_poll} until ENOENT and then {@code end_poll}. rxe before rdma-core 55 corrupts its consumer index
+     * on that ENOENT and hands out phantom completions; the binding then polls one completion per
+     * {@code start_poll ... end_poll} on rxe (see {@link ExtendedCompletionQueue}). Detected conservatively from
+     * libefa's symbol set: true from rdma-core 59 on ({@code efadv_query_cq}), false for 55-58 as well.
      */
-    public static boolean isRdmaCore59OrNewer() {
+    public static boolean softRoceDrainIsSafe() {
         return Efa.RDMA_CORE_59_OR_NEWER;
     }
 }

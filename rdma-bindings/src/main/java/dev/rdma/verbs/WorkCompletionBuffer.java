@@ -21,9 +21,10 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * <p><b>Threads and lifetime.</b> One buffer per polling thread. A poll claims the buffer for its duration: a poll
  * into a buffer that another poll is filling (a handler polling into its own poll's buffer, or a second thread) is
  * refused with {@link IllegalStateException} before anything is taken off the CQ, and so is a poll into a closed
- * buffer. {@link #close()} frees the native memory; from another thread it first waits (up to 10 s) for a poll that
- * is filling the buffer; from inside that poll's handler it is refused. Reading a view of a closed buffer throws
- * {@link IllegalStateException}, never reads freed memory.
+ * buffer. {@link #close()} ends the buffer's use: from another thread it first waits (up to 10 s) for a poll that is
+ * filling the buffer; from inside that poll's handler it is refused. Reading a view of a closed buffer throws
+ * {@link IllegalStateException}. The native memory (about 112 bytes per entry) is returned once the buffer is
+ * unreachable, so that no read on another thread can ever touch freed memory.
  */
 public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatch {
 
@@ -39,23 +40,15 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     static final long EXT_SGID = 40;
     static final long EXT_SIZE = 64;
 
-    private static final Object CLOSED = new Object();
-    private static final long CLOSE_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
-    private static final java.lang.invoke.VarHandle USER;
-
-    static {
-        try {
-            USER = java.lang.invoke.MethodHandles.lookup().findVarHandle(WorkCompletionBuffer.class, "user",
-                    Object.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private final Arena arena;
+    /*
+     * The memory is allocated by an automatic arena: close() makes the buffer refuse every use, and the memory is freed
+     * once the buffer is unreachable. No read of a view can therefore ever touch freed memory, even when another thread
+     * closes the buffer during the read; and the views read through the arena's segments, whose implicit session costs
+     * nothing to check (a shared arena's explicit close would cost a session check per field and measurably more: see
+     * docs/benchmarks.md).
+     */
     private final int capacity;
-    /** The arena's own segments: the views read through them, so a close() on another thread can never free memory
-     * under a read (the shared arena's close waits out, or fails, accesses in flight). */
+    /** The arena's segments, which the views read through (their session keeps the memory alive during a read). */
     private final MemorySegment wcs;
     private final MemorySegment ext;
     /** The address of {@link #wcs}, as ibv_poll_cq takes it: valid while a poll has the buffer claimed. */
@@ -63,8 +56,10 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     /** Global-scope aliases an extended CQ's batch copy writes through while the buffer is claimed. */
     final MemorySegment wcsView;
     final MemorySegment extView;
-    /** null: free; a Thread: claimed by that thread's poll; {@link #CLOSED}. */
-    private volatile Object user;
+    /** Held by the poll that fills the buffer (biased to the polling thread: no atomic per poll, see the class). */
+    private final ExclusiveSlot slot = new ExclusiveSlot();
+    /** Set by close(): the views then throw (the memory itself stays valid until the buffer is unreachable). */
+    private boolean closed;
     private final Entry view = new Entry();
     private int size;
     /** {@link WcExFlag} bits valid in the current contents (of an extended CQ; unused while {@link #legacy}). */
@@ -80,7 +75,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
             throw new IllegalArgumentException("capacity must be 1..65536, got " + capacity);
         }
         this.capacity = capacity;
-        this.arena = Arena.ofShared();
+        Arena arena = Arena.ofAuto();
         this.wcs = arena.allocate(Layouts.IBV_WC, capacity);
         this.ext = arena.allocate(EXT_SIZE * capacity, 8);
         this.wcsAddress = wcs.address();
@@ -117,82 +112,53 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
      * another poll is filling it.
      */
     void claim() {
-        if (!USER.compareAndSet(this, null, Thread.currentThread())) {
-            throw refusal();
+        if (!slot.enter("a poll", this, false)) {
+            throw new IllegalStateException("the work completion buffer is closed");
         }
     }
 
     void unclaim() {
-        USER.setRelease(this, null);
+        slot.exit();
     }
 
-    private IllegalStateException refusal() {
-        Object u = user;
-        if (u == CLOSED) {
-            return new IllegalStateException("the work completion buffer is closed");
-        }
-        if (u == Thread.currentThread()) {
-            return new IllegalStateException("the work completion buffer is being filled by a poll on this thread: a "
-                    + "handler cannot poll into the buffer its own poll is filling (use another buffer)");
-        }
-        return new IllegalStateException("the work completion buffer is being filled by a poll on thread '"
-                + (u instanceof Thread t ? t.getName() : "?") + "': use one buffer per polling thread");
+    private static IllegalStateException closedException() {
+        return new IllegalStateException("the work completion buffer is closed");
     }
 
     /** The view positioned on completion {@code index} of the last poll (the same object every call). */
     @Override
     public WorkCompletion get(int index) {
-        if (user == CLOSED) {
-            throw new IllegalStateException("the work completion buffer is closed");
+        if (closed) {
+            throw closedException();
         }
         view.at(java.util.Objects.checkIndex(index, size)); // an intrinsic the JIT can drop in a counted loop
         return view;
     }
 
+    @Override
+    public String toString() {
+        return "WorkCompletionBuffer[capacity=" + capacity + (isClosed() ? ", closed]" : "]");
+    }
+
     /** True once {@link #close()} has freed the native memory. */
     public boolean isClosed() {
-        return user == CLOSED;
+        return slot.isClosed();
     }
 
     /**
-     * Frees the native memory. Idempotent and thread-safe: waits (up to 10 s) for a poll on another thread that is
-     * filling the buffer.
+     * Ends the use of the buffer (its memory is returned once it is unreachable). Idempotent and thread-safe: waits
+     * (up to 10 s) for a poll on another thread that is filling the buffer.
      *
      * @throws IllegalStateException from inside the handler of a poll into this buffer, or when a poll on another
      *         thread keeps it for 10 s
      */
     @Override
-    public void close() {
-        Thread me = Thread.currentThread();
-        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
-        int spins = 0;
-        while (true) {
-            Object u = user;
-            if (u == CLOSED) {
-                return;
-            }
-            if (u == null) {
-                if (USER.compareAndSet(this, null, CLOSED)) {
-                    break;
-                }
-                continue;
-            }
-            if (u == me) {
-                throw new IllegalStateException("cannot close the work completion buffer from inside a poll that is "
-                        + "filling it");
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException("cannot close the work completion buffer: a poll on thread '"
-                        + ((Thread) u).getName() + "' has been filling it for 10 s");
-            }
-            if (++spins < 100) {
-                Thread.onSpinWait();
-            } else {
-                java.util.concurrent.locks.LockSupport.parkNanos(20_000);
-            }
+    public synchronized void close() {
+        if (!slot.isClosed()) {
+            slot.close("close", this);
+            size = 0;
+            closed = true;
         }
-        size = 0;
-        arena.close();
     }
 
     private final class Entry implements WorkCompletion {
@@ -200,10 +166,16 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         private int index;
 
         private MemorySegment w() {
+            if (closed) {
+                throw closedException();
+            }
             return wcs;
         }
 
         private MemorySegment x() {
+            if (closed) {
+                throw closedException();
+            }
             return ext;
         }
 

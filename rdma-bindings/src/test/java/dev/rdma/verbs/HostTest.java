@@ -2,7 +2,9 @@ package dev.rdma.verbs;
 
 import dev.rdma.verbs.ffm.Efa;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -166,7 +168,13 @@ class HostTest {
     void aBufferIsClaimedByOnePollAndItsCloseWaitsForIt() throws Exception {
         WorkCompletionBuffer b = new WorkCompletionBuffer(4);
         b.claim();
-        assertThatThrownBy(b::claim).isInstanceOf(IllegalStateException.class).hasMessageContaining("on this thread");
+        assertThatThrownBy(b::claim).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("from inside its own poll");
+        java.util.concurrent.CompletableFuture<Void> other = java.util.concurrent.CompletableFuture.runAsync(b::claim);
+        assertThat(other).failsWithin(java.time.Duration.ofSeconds(10))
+                .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                .withCauseInstanceOf(IllegalStateException.class)
+                .withMessageContaining("one per polling thread");
         assertThatThrownBy(b::close).isInstanceOf(IllegalStateException.class).hasMessageContaining("inside a poll");
         java.util.concurrent.CompletableFuture<Void> closing = java.util.concurrent.CompletableFuture.runAsync(b::close);
         Thread.sleep(200);
@@ -176,6 +184,46 @@ class HostTest {
         closing.get(10, java.util.concurrent.TimeUnit.SECONDS);
         assertThat(b.isClosed()).isTrue();
         assertThatThrownBy(b::claim).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    @Test
+    void theExclusiveSlotExcludesAcrossTheRevocationOfItsBias() throws Exception {
+        ExclusiveSlot slot = new ExclusiveSlot();
+        int[] counter = {0}; // plain, incremented only inside the slot
+        int perThread = 200_000;
+        // the first thread is the owner (biased, plain stores) for a while before the others arrive and revoke
+        Thread first = Thread.ofPlatform().start(() -> {
+            for (int i = 0; i < perThread; i++) {
+                slot.enter("inc", "slot", true);
+                counter[0]++;
+                slot.exit();
+            }
+        });
+        Thread.sleep(5);
+        List<Thread> others = new ArrayList<>();
+        for (int t = 0; t < 3; t++) {
+            others.add(Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < perThread; i++) {
+                    slot.enter("inc", "slot", true);
+                    int v = counter[0];
+                    Thread.onSpinWait();
+                    counter[0] = v + 1;
+                    slot.exit();
+                }
+            }));
+        }
+        first.join();
+        for (Thread t : others) {
+            t.join();
+        }
+        assertThat(counter[0]).as("no increment lost: the slot excluded every pair of threads").isEqualTo(4 * perThread);
+        assertThat(slot.isFree()).isTrue();
+        slot.enter("inc", "slot", true);
+        assertThatThrownBy(() -> slot.enter("inc", "slot", true)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("from inside its own poll");
+        slot.exit();
+        slot.close("close", "slot");
+        assertThat(slot.enter("inc", "slot", true)).as("a closed slot admits nobody").isFalse();
     }
 
     @Test

@@ -61,6 +61,55 @@ public final class Libc {
     private static final MethodHandle CLOSE = Native.symbol(LIBC, "close",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
+    private static final long SYS_MEMBARRIER = 324; // x86_64
+    private static final int MEMBARRIER_CMD_QUERY = 0;
+    private static final int MEMBARRIER_CMD_GLOBAL = 1;
+    private static final int MEMBARRIER_CMD_PRIVATE_EXPEDITED = 8;
+    private static final int MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED = 16;
+    private static final MethodHandle SYSCALL = Native.symbol(LIBC, "syscall",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
+            Linker.Option.firstVariadicArg(1));
+    /** The membarrier(2) command {@link #membarrier()} uses, or -1 when the kernel offers none. */
+    private static final int MEMBARRIER_CMD = membarrierCommand();
+
+    /**
+     * True when {@link #membarrier()} is available (Linux 4.14+ for the process-private expedited command, 4.3+ for
+     * the global one, unless filtered by seccomp).
+     */
+    public static final boolean MEMBARRIER = MEMBARRIER_CMD != -1;
+
+    private static int membarrierCommand() {
+        long commands = membarrier(MEMBARRIER_CMD_QUERY);
+        if (commands <= 0) {
+            return -1;
+        }
+        if ((commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+                && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
+            return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+        }
+        return (commands & MEMBARRIER_CMD_GLOBAL) != 0 ? MEMBARRIER_CMD_GLOBAL : -1;
+    }
+
+    private static long membarrier(int cmd) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (long) SYSCALL.invokeExact(Native.allocateCapture(arena), SYS_MEMBARRIER, cmd, 0);
+        } catch (Throwable t) {
+            return -1;
+        }
+    }
+
+    /**
+     * membarrier(2): when it returns, every running thread of this process has passed a full memory barrier, so the
+     * caller sees their earlier stores and they see the caller's (the slow side of an asymmetric Dekker pair whose
+     * fast side uses plain stores). Microseconds (expedited: an IPI per CPU running a thread of the process) to
+     * milliseconds (global: an RCU grace period): rare paths only. Requires {@link #MEMBARRIER}.
+     */
+    public static void membarrier() {
+        if (membarrier(MEMBARRIER_CMD) != 0) {
+            throw new IllegalStateException("membarrier(" + MEMBARRIER_CMD + ") failed although the kernel offers it");
+        }
+    }
+
     public static String strerror(int errno) {
         try {
             MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
