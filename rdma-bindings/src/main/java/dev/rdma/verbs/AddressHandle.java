@@ -147,6 +147,6 @@ public final class AddressHandle extends NativeObject {
 
     @Override
     void destroy() {
-        Native.destroyVerb(Ibverbs.DESTROY_AH, handle, "ibv_destroy_ah", describe());
+        destroyVerb(Ibverbs.DESTROY_AH, handle, "ibv_destroy_ah", describe());
     }
 }

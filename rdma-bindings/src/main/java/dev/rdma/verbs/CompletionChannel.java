@@ -74,7 +74,7 @@ public final class CompletionChannel extends NativeObject {
         CompletionChannel c = new CompletionChannel(context,
                 channel.reinterpret(Layouts.IBV_COMP_CHANNEL.byteSize()));
         try {
-            Libc.setNonBlocking(c.fd, "completion channel of " + context.deviceName());
+            setNonBlocking(c.fd, "completion channel of " + context.deviceName());
         } catch (RuntimeException e) {
             c.close();
             throw e;
@@ -284,7 +284,7 @@ public final class CompletionChannel extends NativeObject {
             throw new VerbsException("ibv_destroy_comp_channel", Errno.EBUSY,
                     "still used by " + queues.length + " CQ(s): " + Arrays.toString(queues));
         }
-        Native.destroyVerb(Ibverbs.DESTROY_COMP_CHANNEL, handle, "ibv_destroy_comp_channel", describe());
+        destroyVerb(Ibverbs.DESTROY_COMP_CHANNEL, handle, "ibv_destroy_comp_channel", describe());
         closeWaker.close();
         arena.close();
     }

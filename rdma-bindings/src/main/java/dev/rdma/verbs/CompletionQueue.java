@@ -507,7 +507,7 @@ public class CompletionQueue extends NativeObject {
         synchronized (ackLock) {
             ackEvents();
             if (!isStandIn()) {
-                Native.destroyVerb(Ibverbs.DESTROY_CQ, handle, "ibv_destroy_cq", describe());
+                destroyVerb(Ibverbs.DESTROY_CQ, handle, "ibv_destroy_cq", describe());
             }
             destroyedNatively = true;
         }

@@ -55,7 +55,7 @@ public final class Context extends NativeObject {
         }
         Context context = new Context(ctx.reinterpret(Layouts.IBV_CONTEXT.byteSize()), device.name(), device.guid());
         try {
-            Libc.setNonBlocking(context.asyncFd, "async_fd of " + device.name());
+            setNonBlocking(context.asyncFd, "async_fd of " + device.name());
         } catch (RuntimeException e) {
             context.close();
             throw e;

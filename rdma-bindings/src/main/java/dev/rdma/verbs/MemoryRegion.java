@@ -91,7 +91,7 @@ public final class MemoryRegion extends NativeObject {
 
     @Override
     void destroy() {
-        Native.destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
+        destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
         arena.close();
     }
 }

@@ -121,6 +121,25 @@ public abstract class NativeObject implements AutoCloseable {
         }
     }
 
+    /**
+     * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a positive errno value, and throws
+     * {@link VerbsException} naming {@code verb} and {@code what} when it fails.
+     */
+    static void destroyVerb(java.lang.invoke.MethodHandle handle, MemorySegment object, String verb, String what) {
+        int rc = dev.rdma.verbs.ffm.Native.callIntVerb(handle, object);
+        if (rc != 0) {
+            throw new VerbsException(verb, rc, what);
+        }
+    }
+
+    /** Puts {@code fd} into non-blocking mode, or throws {@link VerbsException} naming {@code what}. */
+    static void setNonBlocking(int fd, String what) {
+        int errno = dev.rdma.verbs.ffm.Libc.setNonBlocking(fd);
+        if (errno != 0) {
+            throw new VerbsException("fcntl(F_SETFL, O_NONBLOCK)", errno, what);
+        }
+    }
+
     /** Destroys the native object; throws {@link VerbsException} (object stays usable) when the verb refuses. */
     abstract void destroy();
 

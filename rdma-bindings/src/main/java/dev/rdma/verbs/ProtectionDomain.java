@@ -131,6 +131,6 @@ public final class ProtectionDomain extends NativeObject {
 
     @Override
     void destroy() {
-        Native.destroyVerb(Ibverbs.DEALLOC_PD, handle, "ibv_dealloc_pd", describe());
+        destroyVerb(Ibverbs.DEALLOC_PD, handle, "ibv_dealloc_pd", describe());
     }
 }

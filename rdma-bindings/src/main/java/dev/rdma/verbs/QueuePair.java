@@ -652,7 +652,7 @@ public final class QueuePair extends NativeObject {
 
     @Override
     void destroy() {
-        Native.destroyVerb(Ibverbs.DESTROY_QP, handle, "ibv_destroy_qp", describe());
+        destroyVerb(Ibverbs.DESTROY_QP, handle, "ibv_destroy_qp", describe());
         arena.close();
     }
 }

@@ -42,7 +42,12 @@ public final class Waker implements AutoCloseable {
     private volatile int fd;
 
     public Waker() {
-        this.fd = Libc.eventfd();
+        int f = Libc.eventfd();
+        if (f < 0) {
+            arena.close();
+            throw new VerbsException("eventfd", -f, "a waker");
+        }
+        this.fd = f;
         one.set(JAVA_LONG, 0, 1L);
     }
 

@@ -1,6 +1,5 @@
 package dev.rdma.verbs.ffm;
 
-import dev.rdma.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -130,18 +129,16 @@ public final class Libc {
         }
     }
 
-    /** Puts {@code fd} into non-blocking mode. */
-    public static void setNonBlocking(int fd, String what) {
+    /** Puts {@code fd} into non-blocking mode ({@code fcntl(F_GETFL)}, {@code fcntl(F_SETFL)}): 0, or the errno. */
+    public static int setNonBlocking(int fd) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = Native.allocateCapture(arena);
             int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
             if (flags < 0) {
-                throw new VerbsException("fcntl(F_GETFL)", Native.errno(capture), what);
+                return Native.errno(capture);
             }
             int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags | O_NONBLOCK);
-            if (rc < 0) {
-                throw new VerbsException("fcntl(F_SETFL, O_NONBLOCK)", Native.errno(capture), what);
-            }
+            return rc < 0 ? Native.errno(capture) : 0;
         } catch (Throwable t) {
             throw Native.unchecked(t);
         }
@@ -157,14 +154,12 @@ public final class Libc {
         }
     }
 
+    /** {@code eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)}: the fd, or minus the errno. */
     public static int eventfd() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment capture = Native.allocateCapture(arena);
             int fd = (int) EVENTFD.invokeExact(capture, 0, EFD_CLOEXEC | EFD_NONBLOCK);
-            if (fd < 0) {
-                throw new VerbsException("eventfd", Native.errno(capture), null);
-            }
-            return fd;
+            return fd < 0 ? -Native.errno(capture) : fd;
         } catch (Throwable t) {
             throw Native.unchecked(t);
         }

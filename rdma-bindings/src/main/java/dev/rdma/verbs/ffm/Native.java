@@ -1,6 +1,5 @@
 package dev.rdma.verbs.ffm;
 
-import dev.rdma.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -83,19 +82,12 @@ public final class Native {
         return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
     }
 
-    /**
-     * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a positive errno value, and throws
-     * {@link VerbsException} naming {@code verb} and {@code what} when it fails.
-     */
-    public static void destroyVerb(MethodHandle handle, MemorySegment object, String verb, String what) {
-        int rc;
+    /** Calls a destroy-style verb {@code int verb(void *object)}: 0 or a positive errno value. */
+    public static int callIntVerb(MethodHandle handle, MemorySegment object) {
         try {
-            rc = (int) handle.invokeExact(object);
+            return (int) handle.invokeExact(object);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
-        }
-        if (rc != 0) {
-            throw new VerbsException(verb, rc, what);
         }
     }
 

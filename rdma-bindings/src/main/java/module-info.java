@@ -1,0 +1,16 @@
+/**
+ * The Spring-free binding of libibverbs and libefa through {@code java.lang.foreign}.
+ *
+ * <p>{@code dev.rdma.verbs} is the public API: devices, contexts, completion channels and queues, work completions,
+ * protection domains, memory regions and queue pairs. {@code dev.rdma.verbs.ffm} holds the FFM plumbing - one class
+ * per native library ({@code Ibverbs}, {@code Efa}, {@code Libc}), the hand-written struct layouts
+ * ({@code Layouts}) and the shared linker helpers ({@code Native}) - and is not exported: nothing outside this module
+ * calls a native function or reads a native struct directly.
+ *
+ * <p>Applications usually run this module on the class path (Spring Boot does); the module name then only matters
+ * for {@code --enable-native-access}: {@code ALL-UNNAMED} on the class path, {@code dev.rdma.verbs} on the module
+ * path.
+ */
+module dev.rdma.verbs {
+    exports dev.rdma.verbs;
+}
