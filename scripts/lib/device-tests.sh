@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The device tier, run by scripts/test inside the Soft-RoCE VM (or on a host with its own RDMA device): every test
+# tagged "device" of the tested modules in one JVM, then the sample application, then (where the device is
+# throw-away) the tests tagged "device-last" in a JVM of their own. Its inputs come from scripts/test through the
+# environment (the VM passes the caller's environment on):
+#   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc)
+#   DT_LAUNCHER        junit-platform-console-standalone.jar
+#   DT_CLASSPATH       the tests' class path (test classes, classes, dependencies)
+#   DT_HS_ERR          the -XX:ErrorFile pattern for JVM crash logs
+#   DT_SAMPLE_JAR      the sample's executable jar (skipped when missing or RDMA_TEST_SKIP_SAMPLE=1)
+#   DT_SAMPLE_MESSAGES how many messages the sample exchanges
+#   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
+# Exit status: the device tests' (a failed device-last run counts when the device tests passed).
+set -u
+: "${DT_OUT:?}" "${DT_LAUNCHER:?}" "${DT_CLASSPATH:?}" "${JAVA_HOME:?}"
+export RDMA_TEST_DEVICE=${RDMA_TEST_DEVICE:-${RXE_VM_DEVICE:-}}
+JOPTS="${RXE_VM_JAVA_OPTS:--XX:ErrorFile=${DT_HS_ERR:-hs_err_pid%p.log}}"
+echo "device tests on: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+
+run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
+    local tag=$1 reports=$2
+    shift 2
+    # shellcheck disable=SC2086  # JOPTS holds several JVM flags
+    "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED \
+        -jar "$DT_LAUNCHER" execute \
+        --class-path "$DT_CLASSPATH" --scan-class-path --include-tag "$tag" "$@" --fail-if-no-tests \
+        --reports-dir "$reports" --details tree --disable-banner --disable-ansi-colors
+}
+
+# tests tagged device-admin take the link down: only on a throw-away device (the VM, or RDMA_TEST_ALLOW_DEVICE_ADMIN=1)
+admin=()
+if [[ "${RXE_VM:-0}" != 1 && "${RDMA_TEST_ALLOW_DEVICE_ADMIN:-0}" != 1 ]]; then
+    admin=(--exclude-tag device-admin)
+    echo "NOTE: tests tagged device-admin (link down/up) are not run on this host's own device;"
+    echo "      they run in the Soft-RoCE VM, or here with RDMA_TEST_ALLOW_DEVICE_ADMIN=1"
+fi
+run_tests device "$DT_OUT/reports" "${admin[@]}"
+tests=$?
+
+if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
+    echo "== sample application (scripts/sample), ${DT_SAMPLE_MESSAGES:-5000} messages"
+    # shellcheck disable=SC2086
+    "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
+        --sample.messages="${DT_SAMPLE_MESSAGES:-5000}" > "$DT_OUT/sample.log" 2>&1
+    echo $? > "$DT_OUT/sample.rc"
+    sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
+fi
+
+# tests tagged device-last delete the device (rdma link delete): own JVM, after every other test and the sample,
+# only where the device is throw-away (the Soft-RoCE VM, or RDMA_TEST_ALLOW_DEVICE_ADMIN=1)
+if [[ "${DT_DEVICE_LAST:-0}" == 1 && ( "${RXE_VM:-0}" == 1 || "${RDMA_TEST_ALLOW_DEVICE_ADMIN:-0}" == 1 ) ]]; then
+    echo "== device-last tests (remove the device)"
+    mkdir -p "$DT_OUT/reports-last"
+    run_tests device-last "$DT_OUT/reports-last"
+    last=$?
+    (( tests == 0 )) && tests=$last
+fi
+exit $tests
