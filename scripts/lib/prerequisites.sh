@@ -1,4 +1,5 @@
-# Shared by the project's scripts: find JDK 25 and install missing Debian packages.
+# Shared by the project's scripts (test, sample, bench, softroce-vm): find JDK 25 and install missing Debian packages.
+# The one place that runs apt-get install.
 
 # Exports JAVA_HOME pointing at a JDK 25+ (the current JAVA_HOME, Temurin 25 under /usr/lib/jvm, or any JDK 25+ there).
 ensure_jdk25() {
@@ -16,20 +17,47 @@ ensure_jdk25() {
     exit 1
 }
 
-# Installs the given Debian packages when any is missing (apt-get, as root).
+prerequisites_die() {
+    echo "$*" >&2
+    exit 1
+}
+
+# Runs a command as root (directly, or through sudo -n).
+as_root() {
+    if (( EUID == 0 )); then
+        "$@"
+    elif command -v sudo > /dev/null 2>&1; then
+        sudo -n "$@"
+    else
+        prerequisites_die "need root to run: $* (no sudo)"
+    fi
+}
+
+APT_UPDATED=0
+# apt-get update, once per script run.
+apt_update_once() {
+    (( APT_UPDATED )) && return 0
+    echo "apt-get update" >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || prerequisites_die "apt-get update failed"
+    APT_UPDATED=1
+}
+
+# Installs the given Debian packages when any is missing: without an update first when package lists exist (fast,
+# and works offline for a cached package), with one when that fails.
 ensure_debian_packages() {
     local missing=() p
     for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     (( ${#missing[@]} == 0 )) && return 0
-    if ! command -v apt-get > /dev/null; then
-        echo "missing packages: ${missing[*]}; this script installs them with apt-get (Debian/Ubuntu) only" >&2
-        exit 1
+    if ! [[ -f /etc/debian_version ]] || ! command -v apt-get > /dev/null; then
+        prerequisites_die "missing packages: ${missing[*]}; the project's scripts install them with apt-get (Debian/Ubuntu) only"
     fi
-    local sudo=()
-    (( EUID == 0 )) || sudo=(sudo)
-    echo "installing: ${missing[*]}"
-    "${sudo[@]}" apt-get update -qq || true
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" > /dev/null
+    compgen -G '/var/lib/apt/lists/*_Packages*' > /dev/null || apt_update_once
+    echo "installing: ${missing[*]}" >&2
+    if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null; then
+        apt_update_once
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null ||
+            prerequisites_die "apt-get install ${missing[*]} failed"
+    fi
 }
