@@ -12,5 +12,7 @@
  * path.
  */
 module dev.rdma.verbs {
+    requires static org.jspecify;
+
     exports dev.rdma.verbs;
 }

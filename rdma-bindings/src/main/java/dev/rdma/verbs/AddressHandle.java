@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
@@ -35,7 +37,7 @@ public final class AddressHandle extends NativeObject {
      * @param dlid {@code dlid}: the destination LID (InfiniBand; 0 on RoCE), 16 bits
      * @param serviceLevel {@code sl}, 0..15
      */
-    public record Attributes(int port, boolean global, Gid destGid, int sgidIndex, int hopLimit, int flowLabel,
+    public record Attributes(int port, boolean global, @Nullable Gid destGid, int sgidIndex, int hopLimit, int flowLabel,
             int trafficClass, int dlid, int serviceLevel) {
 
         public Attributes {

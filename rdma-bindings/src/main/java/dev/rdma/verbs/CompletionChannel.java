@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Libc;
@@ -107,12 +109,12 @@ public final class CompletionChannel extends NativeObject {
      *
      * @param waker a waker that other threads signal to interrupt the wait, or null
      */
-    public WaitResult await(Duration timeout, Waker waker) {
+    public WaitResult await(Duration timeout, @Nullable Waker waker) {
         return await(timeout.toNanos(), waker);
     }
 
     /** {@link #await(Duration, Waker)} with the timeout in nanoseconds (0 = just look; rounded up to 1 ms). */
-    public WaitResult await(long timeoutNanos, Waker waker) {
+    public WaitResult await(long timeoutNanos, @Nullable Waker waker) {
         acquire();
         try {
             if (waker == null) {
@@ -162,7 +164,7 @@ public final class CompletionChannel extends NativeObject {
      * {@code ibv_get_cq_event} without blocking: the CQ whose event was read, its got-count incremented (ack it with
      * {@link CompletionQueue#ackEvents()}), or null when no event is pending.
      */
-    public CompletionQueue getEvent() {
+    public @Nullable CompletionQueue getEvent() {
         return getEvent(true);
     }
 
@@ -170,7 +172,7 @@ public final class CompletionChannel extends NativeObject {
      * @param learnWhy on a failed read, find out whether it was "no event" (null) or an error (thrown); false: null on
      *                 any failure (for a caller that waits next, whose wait reports a broken fd)
      */
-    private CompletionQueue getEvent(boolean learnWhy) {
+    private @Nullable CompletionQueue getEvent(boolean learnWhy) {
         acquire();
         try {
             synchronized (eventLock) {
@@ -220,12 +222,12 @@ public final class CompletionChannel extends NativeObject {
      * by {@link #await} and {@link #getEvent()}, repeated while the fd was readable but the event went to another
      * thread. Returns null on timeout or wake-up. Allocation-free.
      */
-    public CompletionQueue getEvent(Duration timeout, Waker waker) {
+    public @Nullable CompletionQueue getEvent(Duration timeout, @Nullable Waker waker) {
         return getEvent(timeout.toNanos(), waker);
     }
 
     /** {@link #getEvent(Duration, Waker)} with the timeout in nanoseconds. */
-    public CompletionQueue getEvent(long timeoutNanos, Waker waker) {
+    public @Nullable CompletionQueue getEvent(long timeoutNanos, @Nullable Waker waker) {
         CompletionQueue q = getEvent(false);
         if (q != null) {
             return q;

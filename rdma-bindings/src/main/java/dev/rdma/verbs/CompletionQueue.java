@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
@@ -32,8 +34,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  */
 public class CompletionQueue extends NativeObject {
 
-    final Context context;
-    final CompletionChannel channel;
+    /** Null only for a stand-in of the tests and benchmarks (memory laid out as a CQ, no device). */
+    final @Nullable Context context;
+    final @Nullable CompletionChannel channel;
     /** {@link #handle}'s address, as the poll-path downcalls take it. */
     final long cq;
     private final int compVector;
@@ -151,7 +154,7 @@ public class CompletionQueue extends NativeObject {
     }
 
     /** The completion channel of this CQ, or null. */
-    public CompletionChannel channel() {
+    public @Nullable CompletionChannel channel() {
         return channel;
     }
 

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Libc;
@@ -303,7 +305,7 @@ public final class Context extends NativeObject {
      * @param channel completion channel for events, or null for a CQ that is only busy-polled
      * @param compVector completion vector, 0 .. {@link #numCompVectors()} - 1
      */
-    public CompletionQueue createCompletionQueue(int cqe, CompletionChannel channel, int compVector) {
+    public CompletionQueue createCompletionQueue(int cqe, @Nullable CompletionChannel channel, int compVector) {
         return CompletionQueue.create(this, cqe, channel, compVector);
     }
 
@@ -345,7 +347,7 @@ public final class Context extends NativeObject {
      *
      * @return the event, or null on timeout or wake-up
      */
-    public AsyncEvent getAsyncEvent(Duration timeout) {
+    public @Nullable AsyncEvent getAsyncEvent(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         synchronized (asyncLock) {
             acquire();

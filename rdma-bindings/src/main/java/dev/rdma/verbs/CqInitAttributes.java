@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import java.util.EnumSet;
 import java.util.Set;
 
@@ -16,8 +18,8 @@ import java.util.Set;
  * @param flags {@code flags}
  * @param parentDomain a parent domain ({@link ProtectionDomain#isParentDomain()}), or null
  */
-public record CqInitAttributes(int cqe, CompletionChannel channel, int compVector, Set<WcExFlag> wcFlags,
-        Set<CqCreateFlag> flags, ProtectionDomain parentDomain) {
+public record CqInitAttributes(int cqe, @Nullable CompletionChannel channel, int compVector, Set<WcExFlag> wcFlags,
+        Set<CqCreateFlag> flags, @Nullable ProtectionDomain parentDomain) {
 
     public static final int IBV_CQ_INIT_ATTR_MASK_FLAGS = 1;
     public static final int IBV_CQ_INIT_ATTR_MASK_PD = 1 << 1;

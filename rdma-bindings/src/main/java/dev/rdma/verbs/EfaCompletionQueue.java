@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Libc;
@@ -111,7 +113,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
     }
 
     @Override
-    Gid sgidOfCurrent() {
+    @Nullable Gid sgidOfCurrent() {
         if (readSgid.address() == 0) {
             throw notGranted(EfaWcFlag.SGID);
         }

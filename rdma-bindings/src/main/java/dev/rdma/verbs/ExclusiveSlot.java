@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.TimeUnit;
@@ -45,13 +47,13 @@ final class ExclusiveSlot {
     }
 
     /** The thread the slot is biased to, or null (not yet used, or never biased). Set once. */
-    private volatile Thread owner;
+    private volatile @Nullable Thread owner;
     /** True while the owner holds the slot through the bias; written by the owner only. */
     private boolean ownerMark;
     /** Set once by the first thread other than the owner (or a close); after it, {@link #holder} rules. */
     private volatile boolean revoked = !Libc.MEMBARRIER;
     /** The holder in the plain (revoked) mode, {@link #CLOSED}, or null. */
-    private volatile Thread holder;
+    private volatile @Nullable Thread holder;
 
     /**
      * Takes the slot for the current thread: at once when free, after waiting (at most {@link #WAIT_NANOS}) when
@@ -97,7 +99,7 @@ final class ExclusiveSlot {
     }
 
     /** The thread holding the slot, or null; for messages. */
-    Thread holder() {
+    @Nullable Thread holder() {
         Thread h = holder;
         if (h != null && h != CLOSED) {
             return h;

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Libc;
@@ -71,7 +73,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final MemorySegment readWallclock;
     private final Current current = new Current();
     /** The thread between a successful start_poll and its end_poll (it holds the exclusive slot then), or null. */
-    private Thread batchThread;
+    private @Nullable Thread batchThread;
     /** True while that batch was opened by {@link #startPoll()} (the raw iterator), not by a poll method. */
     private boolean rawBatch;
 
@@ -600,7 +602,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     /** EFA hooks of the lazy view. */
-    Gid sgidOfCurrent() {
+    @Nullable Gid sgidOfCurrent() {
         throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
     }
 
@@ -738,7 +740,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         }
 
         @Override
-        public Gid sgid() {
+        public @Nullable Gid sgid() {
             reader(startPoll, null);
             return sgidOfCurrent();
         }

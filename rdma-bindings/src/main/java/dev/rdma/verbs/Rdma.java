@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Efa;
@@ -30,7 +32,7 @@ public final class Rdma {
     }
 
     /** Why libibverbs could not be loaded, or null when it was. */
-    public static String unavailableReason() {
+    public static @Nullable String unavailableReason() {
         if (isAvailable()) {
             return null;
         }

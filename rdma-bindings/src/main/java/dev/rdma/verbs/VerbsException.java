@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A verb failed. Carries the verb's name, the error number the verb reported (through {@code errno}, captured in the
  * same downcall, or as its return value, whichever convention the verb uses) and its text.
@@ -14,13 +16,13 @@ public class VerbsException extends RdmaException {
     private final String verb;
     private final int errno;
 
-    public VerbsException(String verb, int errno, String detail) {
+    public VerbsException(String verb, int errno, @Nullable String detail) {
         super(format(verb, errno, detail));
         this.verb = verb;
         this.errno = errno;
     }
 
-    private static String format(String verb, int errno, String detail) {
+    private static String format(String verb, int errno, @Nullable String detail) {
         String what = verb + " failed: " + Errno.describe(errno);
         return detail == null || detail.isEmpty() ? what : what + " (" + detail + ")";
     }

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Libc;
 import dev.rdma.verbs.ffm.Layouts;
@@ -29,7 +31,7 @@ public final class Waker implements AutoCloseable {
     }
 
     /** The thread waiting with this waker, or null. */
-    private volatile Thread waiter;
+    private volatile @Nullable Thread waiter;
     private volatile boolean closing;
 
     private final Arena arena = Arena.ofShared();

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One work completion: a view over a native {@code struct ibv_wc} (legacy CQs, {@link WorkCompletionBuffer}) or over
  * the current completion of an extended CQ's iterator ({@code ibv_start_poll}/{@code ibv_next_poll}).
@@ -98,7 +100,7 @@ public interface WorkCompletion {
      * {@code efadv_wc_read_sgid}: the source GID when the source AH is unknown, null when the provider reports it
      * known (negative return). EFA CQs created with {@link EfaWcFlag#SGID} only. Allocates the result.
      */
-    Gid sgid();
+    @Nullable Gid sgid();
 
     /** {@code efadv_wc_is_unsolicited}. EFA CQs created with {@link EfaWcFlag#IS_UNSOLICITED} only. */
     boolean isUnsolicited();

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Layouts;
 
@@ -309,7 +311,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         }
 
         @Override
-        public Gid sgid() {
+        public @Nullable Gid sgid() {
             if (legacy || (efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
                 throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
             }

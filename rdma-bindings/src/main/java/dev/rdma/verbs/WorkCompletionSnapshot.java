@@ -1,12 +1,14 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * An immutable copy of a {@link WorkCompletion}. Fields the source could not provide (not requested on an extended
  * CQ, not an EFA CQ) are 0/null; {@link #availableWcExFlags()} says which were provided.
  */
 public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, int vendorErr, int byteLen,
         int immData, int qpNum, int srcQp, int wcFlags, int pkeyIndex, int slid, int sl, int dlidPathBits,
-        long completionTimestamp, long completionWallclockNanos, int cvlan, int flowTag, TmInfo tmInfo, Gid sgid,
+        long completionTimestamp, long completionWallclockNanos, int cvlan, int flowTag, @Nullable TmInfo tmInfo, @Nullable Gid sgid,
         boolean isUnsolicited, long availableWcExFlags) implements WorkCompletion {
 
     @Override

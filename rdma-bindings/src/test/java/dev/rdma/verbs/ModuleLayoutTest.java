@@ -29,6 +29,9 @@ class ModuleLayoutTest {
         assertThat(unqualified).containsExactly("dev.rdma.verbs");
         assertThat(descriptor.packages()).contains("dev.rdma.verbs.ffm");
         assertThat(descriptor.opens()).isEmpty();
-        assertThat(descriptor.requires()).extracting(ModuleDescriptor.Requires::name).containsExactly("java.base");
+        assertThat(descriptor.requires()).extracting(ModuleDescriptor.Requires::name)
+                .containsExactlyInAnyOrder("java.base", "org.jspecify");
+        assertThat(descriptor.requires()).filteredOn(r -> r.name().equals("org.jspecify"))
+                .allSatisfy(r -> assertThat(r.modifiers()).contains(ModuleDescriptor.Requires.Modifier.STATIC));
     }
 }

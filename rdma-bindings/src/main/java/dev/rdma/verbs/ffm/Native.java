@@ -1,5 +1,7 @@
 package dev.rdma.verbs.ffm;
 
+import org.jspecify.annotations.Nullable;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -50,7 +52,7 @@ public final class Native {
     }
 
     /** A downcall to a symbol of {@code lookup}, or null when the library or the symbol is absent. */
-    public static MethodHandle symbol(Optional<SymbolLookup> lookup, String name, FunctionDescriptor fd,
+    public static @Nullable MethodHandle symbol(Optional<SymbolLookup> lookup, String name, FunctionDescriptor fd,
             Linker.Option... options) {
         return lookup.flatMap(l -> l.find(name)).map(addr -> LINKER.downcallHandle(addr, fd, options)).orElse(null);
     }
@@ -110,7 +112,7 @@ public final class Native {
     }
 
     /** Reads a NUL-terminated C string at {@code pointer}, or null for NULL. */
-    public static String string(MemorySegment pointer) {
+    public static @Nullable String string(MemorySegment pointer) {
         if (isNull(pointer)) {
             return null;
         }
