@@ -12,7 +12,7 @@
  * path.
  */
 module dev.rdma.verbs {
-    requires static org.jspecify;
+    requires static transitive org.jspecify;
 
     exports dev.rdma.verbs;
 }
