@@ -15,8 +15,8 @@ import dev.rdma.verbs.ffm.Libc;
  * or iterator batch at a time) and {@link WorkCompletionBuffer} (one poll filling it at a time).
  *
  * <p><b>Biased to its usual thread.</b> A CQ and its buffer are normally used by one thread for their whole life, and a
- * compare-and-set per poll costs as much as the poll of an empty CQ (~20 ns measured on the host CPU: two per poll, the
- * CQ's and the buffer's). So the first thread to enter becomes the slot's <em>owner</em> (one CAS, once) and from then
+ * compare-and-set per poll (two: the CQ's and the buffer's) costs about as much as the poll of an empty CQ
+ * (docs/benchmarks.md). So the first thread to enter becomes the slot's <em>owner</em> (one CAS, once) and from then
  * on enters and leaves with an opaque store of its mark and a plain read of {@link #revoked}: no atomic update, no
  * fence. Anyone else - another thread that wants the slot, or a close - first <em>revokes</em> the bias: it sets
  * {@link #revoked}, calls {@code membarrier(2)} (every running thread of the process passes a full barrier), and waits
