@@ -50,7 +50,7 @@ public final class BenchAccess {
      * rdma-core 44. Closing it leaves the ring alone.
      */
     public static ExtendedCompletionQueue ringExtendedQueue(MemorySegment ring, CqInitAttributes attributes) {
-        return ExtendedCompletionQueue.nativeStandIn(ring.reinterpret(Layouts.IBV_CQ_EX.byteSize()), attributes,
+        return ExtendedCompletionQueue.standIn(ring.reinterpret(Layouts.IBV_CQ_EX.byteSize()), attributes,
                 false);
     }
 

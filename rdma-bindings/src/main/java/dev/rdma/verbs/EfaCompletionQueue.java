@@ -122,8 +122,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 
     private boolean readSgid(MemorySegment out) {
         try {
-            return (critical ? (int) Efa.FP_WC_READ_SGID.invokeExact(readSgid, efadvCq, out)
-                    : (int) Efa.FP_WC_READ_SGID_U.invokeExact(readSgid, efadvCq, out)) == 0;
+            return (int) Efa.FP_WC_READ_SGID.invokeExact(readSgid, efadvCq, out) == 0;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -135,8 +134,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
             throw notGranted(EfaWcFlag.IS_UNSOLICITED);
         }
         try {
-            return critical ? (boolean) Efa.FP_WC_IS_UNSOLICITED.invokeExact(readUnsolicited, efadvCq)
-                    : (boolean) Efa.FP_WC_IS_UNSOLICITED_U.invokeExact(readUnsolicited, efadvCq);
+            return (boolean) Efa.FP_WC_IS_UNSOLICITED.invokeExact(readUnsolicited, efadvCq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }

@@ -48,8 +48,6 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private final long wcFlags;
     private final int createFlags;
     final boolean batchIterator;
-    /** Provider calls use Linker.Option.critical; false only for the upcall-stub stand-ins of the tests. */
-    final boolean critical;
     private final Arena arena = Arena.ofShared();
     private final long pollAttrAddress = arena.allocate(Layouts.IBV_POLL_CQ_ATTR).address();
     final MemorySegment scratch16 = Native.unscoped(arena.allocate(16, 8));
@@ -77,12 +75,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     /** True while that batch was opened by {@link #startPoll()} (the raw iterator), not by a poll method. */
     private boolean rawBatch;
 
-    ExtendedCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes, boolean batchIterator) {
-        this(context, cq, attributes, batchIterator, context != null);
-    }
-
-    private ExtendedCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes,
-            boolean batchIterator, boolean critical) {
+    ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
+            boolean batchIterator) {
         super(context, cq, attributes.channel(), attributes.compVector());
         this.wcFlags = attributes.wcFlagsMask();
         this.createFlags = CqCreateFlag.mask(attributes.flags());
@@ -107,7 +101,6 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         this.readWallclock = fn(cq, l, "read_completion_wallclock_ns",
                 WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK.bit());
         this.batchIterator = batchIterator;
-        this.critical = critical;
     }
 
     /** Whether to drain with next_poll (see the class comment). */
@@ -119,23 +112,18 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         };
     }
 
-    /** A native stand-in for tests: memory laid out as ibv_cq_ex, never destroyed natively. */
-    static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes) {
-        return new ExtendedCompletionQueue(null, fakeCq, attributes, true);
-    }
-
     /**
-     * A native stand-in whose iterator and readers are C functions (benchmarks: a CQ without a device), called with
-     * the real CQ's critical linkage; never destroyed natively.
+     * A stand-in of the tests and benchmarks: memory laid out as {@code struct ibv_cq_ex} whose iterator and readers
+     * are native functions of theirs (a CQ without a device), polled exactly like a provider's CQ; never destroyed
+     * natively.
      */
-    static ExtendedCompletionQueue nativeStandIn(MemorySegment fakeCq, CqInitAttributes attributes,
-            boolean batchIterator) {
+    static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes, boolean batchIterator) {
         for (String f : new String[] {"start_poll", "next_poll", "end_poll"}) {
             if (Native.isNull(fakeCq.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, f)))) {
                 throw new IllegalArgumentException("the stand-in's " + f + " is NULL");
             }
         }
-        return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator, true);
+        return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator);
     }
 
     /**
@@ -330,26 +318,13 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     /*
-     * Each downcall sits in its own method of a few bytecodes, one for the real CQ (critical) and one for a stand-in
-     * (whose upcall stubs need a non-critical call): the JIT inlines methods that small at every call site, where the
-     * former two-branch versions (43-57 bytes) were left as calls at the sites it judged not hot enough
-     * (-XX:+PrintInlining: "callee is too large"), on a path that makes three downcalls per completion on rxe.
+     * Each downcall sits in its own method of a few bytecodes: the JIT inlines methods that small at every call site,
+     * where larger ones were left as calls at the sites it judged not hot enough (-XX:+PrintInlining: "callee is too
+     * large"), on a path that makes three downcalls per completion on rxe.
      */
     private int start() {
-        return critical ? startCritical() : startUpcallable();
-    }
-
-    private int startCritical() {
         try {
             return (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, cq, pollAttrAddress);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    private int startUpcallable() {
-        try {
-            return (int) Ibverbs.FP_START_POLL_U.invokeExact(startPoll, cq, pollAttrAddress);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -360,24 +335,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     private void end() {
-        if (critical) {
-            endCritical();
-        } else {
-            endUpcallable();
-        }
-    }
-
-    private void endCritical() {
         try {
             Ibverbs.FP_END_POLL.invokeExact(endPoll, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    private void endUpcallable() {
-        try {
-            Ibverbs.FP_END_POLL_U.invokeExact(endPoll, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -543,10 +502,6 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     // ------------------------------------------------------------------ readers
 
     final int readInt(MemorySegment fn) {
-        return critical ? readIntCritical(fn) : readIntUpcallable(fn);
-    }
-
-    private int readIntCritical(MemorySegment fn) {
         try {
             return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, cq);
         } catch (Throwable t) {
@@ -554,18 +509,9 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         }
     }
 
-    private int readIntUpcallable(MemorySegment fn) {
-        try {
-            return (int) Ibverbs.FP_INT_OF_CQ_U.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
     final long readLong(MemorySegment fn) {
         try {
-            return critical ? (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, cq)
-                    : (long) Ibverbs.FP_LONG_OF_CQ_U.invokeExact(fn, cq);
+            return (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -573,8 +519,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final short readShort(MemorySegment fn) {
         try {
-            return critical ? (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, cq)
-                    : (short) Ibverbs.FP_SHORT_OF_CQ_U.invokeExact(fn, cq);
+            return (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -582,8 +527,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final byte readByte(MemorySegment fn) {
         try {
-            return critical ? (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, cq)
-                    : (byte) Ibverbs.FP_BYTE_OF_CQ_U.invokeExact(fn, cq);
+            return (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, cq);
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
@@ -591,11 +535,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
     final void readTm(MemorySegment out) {
         try {
-            if (critical) {
-                Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, cq, out.address());
-            } else {
-                Ibverbs.FP_READ_TM_INFO_U.invokeExact(readTmInfo, cq, out.address());
-            }
+            Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, cq, out.address());
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }

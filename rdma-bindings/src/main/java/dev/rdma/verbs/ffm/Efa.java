@@ -34,9 +34,6 @@ public final class Efa {
     public static final MethodHandle FP_WC_IS_UNSOLICITED = Native.pointer(
             FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS), Native.CRITICAL);
 
-    public static final MethodHandle FP_WC_READ_SGID_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-    public static final MethodHandle FP_WC_IS_UNSOLICITED_U = Native.pointer(FunctionDescriptor.of(JAVA_BOOLEAN, ADDRESS));
-
     public static boolean available() {
         return CREATE_CQ != null && CQ_FROM_IBV_CQ_EX != null;
     }

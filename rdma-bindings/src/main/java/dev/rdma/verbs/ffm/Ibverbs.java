@@ -140,15 +140,4 @@ public final class Ibverbs {
     /** {@code void (*read_tm_info)(struct ibv_cq_ex *, struct ibv_wc_tm_info *)} */
     public static final MethodHandle FP_READ_TM_INFO = Native.pointer(
             FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG), CRITICAL);
-
-    // The same iterator and reader signatures without Linker.Option.critical: a critical downcall must never reach
-    // an upcall stub, and the native stand-ins of the tests are upcall stubs.
-    public static final MethodHandle FP_START_POLL_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
-    public static final MethodHandle FP_INT_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
-    public static final MethodHandle FP_END_POLL_U = Native.pointer(FunctionDescriptor.ofVoid(JAVA_LONG));
-    public static final MethodHandle FP_LONG_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_LONG, JAVA_LONG));
-    public static final MethodHandle FP_SHORT_OF_CQ_U = Native.pointer(
-            FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_SHORT, JAVA_LONG));
-    public static final MethodHandle FP_BYTE_OF_CQ_U = Native.pointer(FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG));
-    public static final MethodHandle FP_READ_TM_INFO_U = Native.pointer(FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG));
 }
