@@ -88,3 +88,6 @@ int si_wc_read_sgid(void *dv, uint8_t *gid)
 	return 0;
 }
 bool si_wc_is_unsolicited(void *dv) { record("wc_is_unsolicited", dv, si_dv); return true; }
+
+/* ibv_destroy_cq's signature: what the binding's CQ object over this memory calls when closed */
+int si_destroy_cq(void *cq) { record("destroy_cq", cq, si_cq); return 0; }

@@ -407,11 +407,14 @@ public final class CqBench {
     static final MethodHandle RING_CREATE;
     static final MethodHandle RING_FILL;
     static final MethodHandle RING_DESTROY;
+    /** ring_destroy_cq: ibv_destroy_cq's signature, what the binding's CQ object over a ring calls when closed. */
+    static final MemorySegment RING_DESTROY_CQ;
 
     static {
         String lib = System.getenv("CQ_BENCH_RING_LIB");
         if (lib == null || lib.isEmpty()) {
             RING_CREATE = RING_FILL = RING_DESTROY = null;
+            RING_DESTROY_CQ = MemorySegment.NULL;
         } else {
             Linker linker = Linker.nativeLinker();
             SymbolLookup ring = SymbolLookup.libraryLookup(Path.of(lib), Arena.global());
@@ -420,6 +423,7 @@ public final class CqBench {
             RING_FILL = linker.downcallHandle(ring.findOrThrow("ring_fill"),
                     FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_INT));
             RING_DESTROY = linker.downcallHandle(ring.findOrThrow("ring_destroy"), FunctionDescriptor.ofVoid(JAVA_LONG));
+            RING_DESTROY_CQ = ring.findOrThrow("ring_destroy_cq");
         }
     }
 
@@ -439,19 +443,19 @@ public final class CqBench {
         MemorySegment ring = MemorySegment.ofAddress(address);
         Filler refill = () -> ringFill(address, k);
         try {
-            try (CompletionQueue cq = BenchAccess.ringQueue(ring)) {
+            try (CompletionQueue cq = BenchAccess.ringQueue(ring, RING_DESTROY_CQ)) {
                 for (int batch : new int[] {1, 16, 32}) {
                     runDrains(cq, refill, batch, Mode.BATCH, false, "ring_batch_poll", null);
                     runDrains(cq, refill, batch, Mode.HANDLER, false, "ring_batch_handler", null);
                     runDrains(cq, refill, batch, Mode.RAW, false, "ring_raw_batch", null);
                 }
             }
-            try (ExtendedCompletionQueue x = BenchAccess.ringExtendedQueue(ring, CqInitAttributes.of(k))) {
+            try (ExtendedCompletionQueue x = BenchAccess.ringExtendedQueue(ring, CqInitAttributes.of(k), RING_DESTROY_CQ)) {
                 runDrains(x, refill, 32, Mode.HANDLER, true, "ring_ext_iter", null);
                 runDrains(x, refill, 32, Mode.BATCH, false, "ring_ext_copy", null);
             }
-            try (CompletionQueue cq = BenchAccess.ringQueue(ring);
-                    ExtendedCompletionQueue x = BenchAccess.ringExtendedQueue(ring, CqInitAttributes.of(k))) {
+            try (CompletionQueue cq = BenchAccess.ringQueue(ring, RING_DESTROY_CQ);
+                    ExtendedCompletionQueue x = BenchAccess.ringExtendedQueue(ring, CqInitAttributes.of(k), RING_DESTROY_CQ)) {
                 emptyRows(cq, x, "ring_empty_poll", "ring_raw_empty", "ring_empty_ext");
             }
         } finally {

@@ -39,19 +39,20 @@ public final class BenchAccess {
      * A legacy CQ over {@code ring} (a {@code struct ibv_cq_ex *} of libcqbench_ring.so), polled through its
      * {@code context->ops.poll_cq} as the binding polls a device's CQ. Closing it leaves the ring alone.
      */
-    public static CompletionQueue ringQueue(MemorySegment ring) {
+    public static CompletionQueue ringQueue(MemorySegment ring, MemorySegment destroyFn) {
         MemorySegment cq = ring.reinterpret(Layouts.IBV_CQ_EX.byteSize());
         MemorySegment context = cq.get(ADDRESS, Layouts.CQ_CONTEXT).reinterpret(Layouts.IBV_CONTEXT.byteSize());
-        return CompletionQueue.standIn(cq, context.get(ADDRESS, Layouts.CONTEXT_POLL_CQ));
+        return CompletionQueue.standIn(cq, context.get(ADDRESS, Layouts.CONTEXT_POLL_CQ), destroyFn);
     }
 
     /**
      * An extended CQ over {@code ring}, driven one completion per start_poll..end_poll like the device rows on rxe of
      * rdma-core 44. Closing it leaves the ring alone.
      */
-    public static ExtendedCompletionQueue ringExtendedQueue(MemorySegment ring, CqInitAttributes attributes) {
+    public static ExtendedCompletionQueue ringExtendedQueue(MemorySegment ring, CqInitAttributes attributes,
+            MemorySegment destroyFn) {
         return ExtendedCompletionQueue.standIn(ring.reinterpret(Layouts.IBV_CQ_EX.byteSize()), attributes,
-                false);
+                false, destroyFn);
     }
 
     /** Makes {@code buffer} hold {@code n} completions as if polled from a legacy CQ, with wr_id = index. */

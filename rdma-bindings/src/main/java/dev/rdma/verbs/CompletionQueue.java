@@ -42,6 +42,8 @@ public class CompletionQueue extends NativeObject {
     private final int compVector;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
+    private final MemorySegment destroyFn;
+    private final String deviceName;
     private final AtomicLong eventsGot = new AtomicLong();
     private final AtomicLong eventsAcked = new AtomicLong();
     private final AtomicLong asyncErrors = new AtomicLong();
@@ -68,48 +70,57 @@ public class CompletionQueue extends NativeObject {
      */
     private final ExclusiveSlot slot = new ExclusiveSlot();
 
-    /** A CQ of {@code context}; a null context makes a native stand-in (tests: never destroyed natively). */
-    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector) {
-        this(context, cq, channel, compVector,
-                context == null ? MemorySegment.NULL : context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ));
-    }
+    /**
+     * The provider functions a CQ calls, read once at creation: {@code poll_cq} and {@code req_notify_cq} of the
+     * context's ops (NULL where the provider has none) and the destroy function. A stand-in of the tests and
+     * benchmarks (memory laid out as a CQ, no device) passes native functions of its own: the CQ calls them exactly
+     * as it calls a provider's.
+     */
+    record ProviderCalls(MemorySegment pollCq, MemorySegment reqNotifyCq, MemorySegment destroyCq) {
 
-    private CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, int compVector,
-            MemorySegment pollFn) {
-        super(cq, context);
-        this.cq = cq.address();
-        this.context = context;
-        this.channel = channel;
-        this.compVector = compVector;
-        this.pollFn = pollFn;
-        this.notifyFn = context == null ? MemorySegment.NULL
-                : context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ);
-        if (Native.isNull(pollFn) && context != null) {
-            throw new IllegalStateException("the provider of " + context.deviceName() + " has no poll_cq");
+        /** The functions of {@code context}'s provider, and libibverbs' {@code ibv_destroy_cq}. */
+        static ProviderCalls of(Context context) {
+            return new ProviderCalls(context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ),
+                    context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ), Ibverbs.DESTROY_CQ_FUNCTION);
         }
-        if (channel != null) {
-            channel.register(this);
-            if (context != null) {
-                // Acks come in batches, so the first may come long after the traffic started: link the call now
-                // (the JVM generates classes when a method handle call site first runs: ~100 objects, milliseconds)
-                nativeAck(0);
-            }
-        }
-    }
-
-    final boolean isStandIn() {
-        return context == null;
     }
 
     /**
-     * A native stand-in polled through {@code pollFn}, a C function with poll_cq's signature (benchmarks: a CQ
-     * without a device). Never destroyed natively.
+     * @param context the owner; null only for a stand-in of the tests and benchmarks
+     * @param name what {@link #describe()} calls the device
      */
-    static CompletionQueue standIn(MemorySegment fakeCq, MemorySegment pollFn) {
+    CompletionQueue(@Nullable Context context, String name, MemorySegment cq, @Nullable CompletionChannel channel,
+            int compVector, ProviderCalls calls) {
+        super(cq, context);
+        if (Native.isNull(calls.destroyCq())) {
+            throw new IllegalArgumentException("a CQ needs a destroy function");
+        }
+        this.cq = cq.address();
+        this.context = context;
+        this.deviceName = name;
+        this.channel = channel;
+        this.compVector = compVector;
+        this.pollFn = calls.pollCq();
+        this.notifyFn = calls.reqNotifyCq();
+        this.destroyFn = calls.destroyCq();
+        if (channel != null) {
+            channel.register(this);
+            // Acks come in batches, so the first may come long after the traffic started: link the call now
+            // (the JVM generates classes when a method handle call site first runs: ~100 objects, milliseconds)
+            nativeAck(0);
+        }
+    }
+
+    /**
+     * A stand-in of the benchmarks (a CQ without a device) polled through {@code pollFn}, a native function with
+     * poll_cq's signature, and destroyed through {@code destroyFn}, one with ibv_destroy_cq's.
+     */
+    static CompletionQueue standIn(MemorySegment fakeCq, MemorySegment pollFn, MemorySegment destroyFn) {
         if (Native.isNull(pollFn)) {
             throw new IllegalArgumentException("a stand-in needs a poll_cq function");
         }
-        return new CompletionQueue(null, fakeCq, null, 0, pollFn);
+        return new CompletionQueue(null, "stand-in", fakeCq, null, 0,
+                new ProviderCalls(pollFn, MemorySegment.NULL, destroyFn));
     }
 
     /** {@code cq->context->ops.poll_cq} as read at creation (what {@link #poll(WorkCompletionBuffer)} calls). */
@@ -136,7 +147,14 @@ public class CompletionQueue extends NativeObject {
         } finally {
             context.release();
         }
-        return new CompletionQueue(context, cq.reinterpret(Layouts.IBV_CQ.byteSize()), channel, compVector);
+        ProviderCalls calls = ProviderCalls.of(context);
+        if (Native.isNull(calls.pollCq())) {
+            destroyVerb(Ibverbs.DESTROY_CQ, cq, "ibv_destroy_cq", "a CQ of " + context.deviceName());
+            throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP, "the provider of " + context.deviceName()
+                    + " has no poll_cq");
+        }
+        return new CompletionQueue(context, context.deviceName(), cq.reinterpret(Layouts.IBV_CQ.byteSize()), channel,
+                compVector, calls);
     }
 
     static void checkChannel(Context context, CompletionChannel channel) {
@@ -174,7 +192,7 @@ public class CompletionQueue extends NativeObject {
 
     @Override
     String describe() {
-        return getClass().getSimpleName() + "[" + (context == null ? "stand-in" : context.deviceName()) + ", 0x"
+        return getClass().getSimpleName() + "[" + deviceName + ", 0x"
                 + Long.toHexString(address()) + "]";
     }
 
@@ -509,8 +527,14 @@ public class CompletionQueue extends NativeObject {
         // refused), never on the freed CQ in between
         synchronized (ackLock) {
             ackEvents();
-            if (!isStandIn()) {
-                destroyVerb(Ibverbs.DESTROY_CQ, handle, "ibv_destroy_cq", describe());
+            int rc;
+            try {
+                rc = (int) Ibverbs.FP_DESTROY.invokeExact(destroyFn, handle);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+            if (rc != 0) {
+                throw new VerbsException("ibv_destroy_cq", rc, describe());
             }
             destroyedNatively = true;
         }

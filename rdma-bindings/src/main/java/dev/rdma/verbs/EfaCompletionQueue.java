@@ -38,9 +38,9 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
     private final Arena gidArena = Arena.ofShared();
     private final MemorySegment gid = Native.unscoped(gidArena.allocate(16, 8));
 
-    EfaCompletionQueue(Context context, MemorySegment cq, CqInitAttributes attributes, long efaFlags,
-            MemorySegment efadvCq, boolean batchIterator) {
-        super(context, cq, attributes, batchIterator);
+    EfaCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes, long efaFlags,
+            MemorySegment efadvCq, boolean batchIterator, ProviderCalls calls) {
+        super(context, cq, attributes, batchIterator, calls);
         this.efaFlags = efaFlags;
         this.efadvCq = efadvCq;
         this.readSgid = (efaFlags & EfaWcFlag.SGID.bit()) == 0 ? MemorySegment.NULL
@@ -49,11 +49,15 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
                 : efadvCq.get(ADDRESS, Layouts.EFADV_CQ_WC_IS_UNSOLICITED);
     }
 
-    /** A native stand-in for tests: fake ibv_cq_ex and efadv_cq (24 bytes) memory, never destroyed natively. */
+    /**
+     * A stand-in of the tests: memory laid out as {@code ibv_cq_ex} and {@code efadv_cq} (24 bytes) whose functions
+     * are native functions of theirs, {@code destroyFn} one with ibv_destroy_cq's signature.
+     */
     static EfaCompletionQueue standIn(MemorySegment fakeCq, MemorySegment fakeEfadvCq, CqInitAttributes attributes,
-            Set<EfaWcFlag> efaWcFlags) {
+            Set<EfaWcFlag> efaWcFlags, MemorySegment destroyFn) {
         return new EfaCompletionQueue(null, fakeCq, attributes, EfaWcFlag.mask(efaWcFlags),
-                fakeEfadvCq.reinterpret(24), true);
+                fakeEfadvCq.reinterpret(24), true, new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL,
+                        destroyFn));
     }
 
     static EfaCompletionQueue create(Context context, CqInitAttributes attributes, Set<EfaWcFlag> efaWcFlags) {
@@ -89,7 +93,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
         }
         // EFA CQs do not store cq_context/channel in libibverbs' ibv_cq: the binding keeps them itself.
         return new EfaCompletionQueue(context, cq, attributes, efaMask,
-                dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), true);
+                dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), true, ProviderCalls.of(context));
     }
 
     static IllegalStateException notGranted(EfaWcFlag flag) {

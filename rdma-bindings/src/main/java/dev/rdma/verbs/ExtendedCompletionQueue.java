@@ -76,8 +76,9 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     private boolean rawBatch;
 
     ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
-            boolean batchIterator) {
-        super(context, cq, attributes.channel(), attributes.compVector());
+            boolean batchIterator, ProviderCalls calls) {
+        super(context, context == null ? "stand-in" : context.deviceName(), cq, attributes.channel(),
+                attributes.compVector(), calls);
         this.wcFlags = attributes.wcFlagsMask();
         this.createFlags = CqCreateFlag.mask(attributes.flags());
         var l = Layouts.IBV_CQ_EX;
@@ -117,13 +118,15 @@ public class ExtendedCompletionQueue extends CompletionQueue {
      * are native functions of theirs (a CQ without a device), polled exactly like a provider's CQ; never destroyed
      * natively.
      */
-    static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes, boolean batchIterator) {
+    static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes, boolean batchIterator,
+            MemorySegment destroyFn) {
         for (String f : new String[] {"start_poll", "next_poll", "end_poll"}) {
             if (Native.isNull(fakeCq.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, f)))) {
                 throw new IllegalArgumentException("the stand-in's " + f + " is NULL");
             }
         }
-        return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator);
+        return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator,
+                new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn));
     }
 
     /**
@@ -181,7 +184,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             context.release();
         }
         return new ExtendedCompletionQueue(context,
-                checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch);
+                checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch,
+                ProviderCalls.of(context));
     }
 
     static MemorySegment fill(Arena a, CqInitAttributes attributes) {

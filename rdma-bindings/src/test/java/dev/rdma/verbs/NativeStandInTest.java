@@ -37,6 +37,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class NativeStandInTest {
 
 
+    /** The stand-in's destroy function (ibv_destroy_cq's signature; records "destroy_cq"). */
+    private static final MemorySegment DESTROY = StandInLibrary.fn("si_destroy_cq");
+
     private Arena arena;
     private MemorySegment cq;
     private MemorySegment efadv;
@@ -85,7 +88,7 @@ class NativeStandInTest {
 
     @Test
     void everyExtendedReaderCallsItsSlotAndConvertsTheResult() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         StandInLibrary.remaining(1);
         List<Object> seen = new ArrayList<>();
         int n = q.poll(new WorkCompletionBuffer(4), wc -> {
@@ -121,7 +124,7 @@ class NativeStandInTest {
 
     @Test
     void batchCopyReadsEveryRequestedFieldIntoTheBuffer() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         StandInLibrary.remaining(2);
         try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
             assertThat(q.poll(buffer)).isEqualTo(2);
@@ -143,7 +146,7 @@ class NativeStandInTest {
 
     @Test
     void batchCopyOfAFailedCompletionCallsOnlyTheReadersValidOnErrorAndLeavesNoStaleField() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
             StandInLibrary.remaining(1); // a successful completion first fills slot 0 of the buffer
             assertThat(q.poll(buffer)).isEqualTo(1);
@@ -177,7 +180,7 @@ class NativeStandInTest {
     @Test
     void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
         ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq,
-                CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true);
+                CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true, DESTROY);
         StandInLibrary.remaining(1);
         List<Throwable> errors = new ArrayList<>();
         q.poll(new WorkCompletionBuffer(1), wc -> {
@@ -199,7 +202,7 @@ class NativeStandInTest {
 
     @Test
     void theIteratorProtocolIsEnforced() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         StandInLibrary.remaining(0);
         assertThat(q.startPoll()).isFalse(); // ENOENT: no end_poll may follow
         assertThatThrownBy(q::endPoll).isInstanceOf(IllegalStateException.class);
@@ -217,7 +220,7 @@ class NativeStandInTest {
 
     @Test
     void aThrowingHandlerStillEndsTheBatch() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         StandInLibrary.remaining(3);
         assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(8), wc -> {
             throw new IllegalArgumentException("listener failed");
@@ -229,7 +232,7 @@ class NativeStandInTest {
     @Test
     void efaReadersCallTheEfadvCqSlotsOnlyWhenGranted() {
         EfaCompletionQueue q = EfaCompletionQueue.standIn(cq, efadv, all(),
-                EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED));
+                EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED), DESTROY);
         StandInLibrary.remaining(1);
         List<Object> seen = new ArrayList<>();
         q.poll(new WorkCompletionBuffer(1), wc -> {
@@ -245,7 +248,7 @@ class NativeStandInTest {
         q.close();
 
         StandInLibrary.clear();
-        EfaCompletionQueue sgidOnly = EfaCompletionQueue.standIn(cq, efadv, all(), Set.of(EfaWcFlag.SGID));
+        EfaCompletionQueue sgidOnly = EfaCompletionQueue.standIn(cq, efadv, all(), Set.of(EfaWcFlag.SGID), DESTROY);
         List<Throwable> errors = refusalsOfOneCompletion(sgidOnly, WorkCompletion::isUnsolicited);
         assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("IS_UNSOLICITED"));
         assertThat(StandInLibrary.calls()).doesNotContain("wc_is_unsolicited");
@@ -255,7 +258,7 @@ class NativeStandInTest {
     @Test
     void aBufferRefilledByALegacyPollNoLongerOffersTheEfaFieldsOfItsPreviousContents() {
         EfaCompletionQueue q = EfaCompletionQueue.standIn(cq, efadv, all(),
-                EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED));
+                EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED), DESTROY);
         StandInLibrary.remaining(1);
         try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(2)) {
             assertThat(q.poll(buffer)).isEqualTo(1);
@@ -275,19 +278,20 @@ class NativeStandInTest {
 
     @Test
     void aClosedCqThrowsInsteadOfTouchingFreedMemory() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         q.close();
         q.close(); // idempotent
         assertThat(q.isClosed()).isTrue();
         assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
         assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(1))).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(q::cqe).isInstanceOf(IllegalStateException.class);
-        assertThat(StandInLibrary.calls()).isEmpty();
+        assertThat(StandInLibrary.calls()).as("destroyed once, through the CQ's destroy function; nothing after")
+                .containsExactly("destroy_cq");
     }
 
     @Test
     void closeWaitsForTheOwnersPollInFlightAndLaterPollsThrow() throws Exception {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.atomic.AtomicReference<Throwable> pollerEnd = new java.util.concurrent.atomic.AtomicReference<>();
@@ -318,7 +322,7 @@ class NativeStandInTest {
 
     @Test
     void aSecondPollingThreadWaitsInJavaForTheFirstsBatchAndThenPolls() throws Exception {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
         StandInLibrary.remaining(1);
@@ -349,7 +353,7 @@ class NativeStandInTest {
 
     @Test
     void reEnteringTheCqFromItsOwnHandlerIsRefusedBeforeAnyNativeCall() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         List<Throwable> errors = refusalsOfOneCompletion(q, wc -> {
             StandInLibrary.clear();
             try (WorkCompletionBuffer other = new WorkCompletionBuffer(1)) {
@@ -369,7 +373,7 @@ class NativeStandInTest {
 
     @Test
     void theRawIteratorOwnsTheCqUntilEndPoll() throws Exception {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         StandInLibrary.remaining(1);
         assertThat(q.startPoll()).isTrue();
         assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class)
@@ -392,7 +396,7 @@ class NativeStandInTest {
 
     @Test
     void closingFromInsideItsOwnCallbackIsRefused() {
-        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true);
+        ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
         List<Throwable> errors = refusalsOfOneCompletion(q, wc -> q.close());
         assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("own poll callback"));
         assertThat(q.isClosed()).isFalse();

@@ -1,6 +1,7 @@
 package dev.rdma.verbs.ffm;
 
 import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.util.Optional;
@@ -57,6 +58,11 @@ public final class Ibverbs {
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), CAPTURE_ERRNO);
     public static final MethodHandle RESIZE_CQ = fn("ibv_resize_cq", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
     public static final MethodHandle DESTROY_CQ = fn("ibv_destroy_cq", Native.INT_PTR);
+    /** The address of {@code ibv_destroy_cq} (NULL without the library): what a CQ's destroy calls through FP_DESTROY. */
+    public static final MemorySegment DESTROY_CQ_FUNCTION = LIB.flatMap(l -> l.find("ibv_destroy_cq"))
+            .orElse(MemorySegment.NULL);
+    /** {@code int (*destroy)(void *)} through a function pointer; not critical (a system call). */
+    public static final MethodHandle FP_DESTROY = Native.pointer(Native.INT_PTR);
     public static final MethodHandle GET_CQ_EVENT = fn("ibv_get_cq_event",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), CAPTURE_ERRNO);
     /** The same without errno capture (no allocation per call): the common path, see CompletionChannel.getEvent. */
