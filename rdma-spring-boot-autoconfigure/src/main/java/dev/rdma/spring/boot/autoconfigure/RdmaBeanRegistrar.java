@@ -2,6 +2,7 @@ package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
@@ -32,6 +33,14 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 
     static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
 
+    /**
+     * Beans that the starter's later auto-configurations define (health: {@code rdmaHealthIndicator}, metrics:
+     * {@code rdmaPollerMetrics}). They are registered after this registrar runs, so a device, channel or queue key
+     * equal to one of them is refused here as if the bean already existed (as it did when health and metrics were
+     * nested in {@link RdmaAutoConfiguration}). Spelled out: this package does not depend on theirs.
+     */
+    static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics");
+
     private Environment environment;
     private BeanFactory beanFactory;
 
@@ -52,7 +61,8 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
     @Override
     public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
         RdmaProperties properties = bind(this.environment);
-        RdmaPropertiesValidator.validate(properties, registry::containsBeanDefinition);
+        RdmaPropertiesValidator.validate(properties,
+                name -> registry.containsBeanDefinition(name) || LATER_BEAN_NAMES.contains(name));
         if (properties.isRequired()) {
             String problem = OnRdmaAvailableCondition.problem();
             if (problem != null) {

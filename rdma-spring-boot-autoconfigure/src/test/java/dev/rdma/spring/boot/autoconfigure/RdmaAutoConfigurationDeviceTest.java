@@ -18,7 +18,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.beans.factory.annotation.Qualifier;
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -57,7 +56,7 @@ class RdmaAutoConfigurationDeviceTest {
     }
 
     private ApplicationContextRunner runner() {
-        return new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(RdmaAutoConfiguration.class))
+        return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
             .withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
     }
 
