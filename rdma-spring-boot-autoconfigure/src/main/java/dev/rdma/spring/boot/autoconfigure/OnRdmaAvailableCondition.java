@@ -11,6 +11,7 @@ import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.context.annotation.ConditionContext;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.Rdma;

@@ -6,7 +6,6 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Import;
 
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerConfiguration;
 import dev.rdma.verbs.Context;
 
 /**
@@ -20,7 +19,7 @@ import dev.rdma.verbs.Context;
 @ConditionalOnClass(Context.class)
 @Conditional(OnRdmaAvailableCondition.class)
 @EnableConfigurationProperties(RdmaProperties.class)
-@Import({ RdmaBeanRegistrar.class, RdmaListenerConfiguration.class })
+@Import({ RdmaBeanRegistrar.class, RdmaAnnotationDrivenConfiguration.class })
 public class RdmaAutoConfiguration {
 
 }

@@ -8,6 +8,7 @@ import java.util.Set;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
 import dev.rdma.verbs.EfaWcFlag;
 import dev.rdma.verbs.WcExFlag;
@@ -165,16 +166,6 @@ public class RdmaProperties {
         EXTENDED,
         /** {@code efadv_create_cq} (AWS EFA devices only). */
         EFA
-    }
-
-    /** How a completion queue with a listener is polled. */
-    public enum PollingMode {
-        /** Spin on the CQ ({@code Thread.onSpinWait}); one CPU busy, lowest latency. No channel needed. */
-        BUSY,
-        /** Arm, drain, wait on the completion channel, get the event, re-arm, drain. Needs a channel. */
-        EVENT,
-        /** Busy for {@code spin} after the last completion, then event mode. Needs a channel. */
-        ADAPTIVE
     }
 
     /** Fields an EFA CQ provides on top of the wc-flags ({@code efadv_cq_init_attr.wc_flags}). */

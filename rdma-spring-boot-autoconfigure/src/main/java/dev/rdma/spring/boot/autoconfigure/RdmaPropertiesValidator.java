@@ -5,11 +5,12 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Predicate;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.Channel;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueue;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.Device;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
+import dev.rdma.spring.listener.PollingMode;
 
 /**
  * Checks {@link RdmaProperties} before anything native is touched: references between devices, channels and queues,

@@ -25,10 +25,10 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
@@ -229,7 +229,7 @@ class RdmaAutoConfigurationDeviceTest {
                     return events != null && events.count() > 0;
                 }, "an rx completion event counted");
             }
-            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).poller("rx").mode()).isEqualTo(mode);
+            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer("rx").mode()).isEqualTo(mode);
         });
         assertThat(NativeObjects.open()).isEqualTo(open);
     }

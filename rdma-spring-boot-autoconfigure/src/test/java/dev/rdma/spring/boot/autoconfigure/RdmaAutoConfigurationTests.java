@@ -18,11 +18,12 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
-import dev.rdma.spring.boot.autoconfigure.listener.PollerMetrics;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.boot.autoconfigure.metrics.RdmaMetricsAutoConfiguration;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.DeviceList;

@@ -9,8 +9,8 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Configuration;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.EfaWcField;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
 import dev.rdma.verbs.WcExFlag;
 

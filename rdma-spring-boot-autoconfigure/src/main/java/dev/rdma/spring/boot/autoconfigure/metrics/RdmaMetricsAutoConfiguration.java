@@ -11,7 +11,7 @@ import org.springframework.context.annotation.Bean;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
-import dev.rdma.spring.boot.autoconfigure.listener.PollerMetrics;
+import dev.rdma.spring.listener.PollerMetrics;
 
 /**
  * Micrometer meters of the pollers ({@link RdmaMicrometerMetrics}) when Micrometer is on the class path and the RDMA

@@ -12,7 +12,7 @@ import io.micrometer.core.instrument.Timer;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
-import dev.rdma.spring.boot.autoconfigure.listener.PollerMetrics;
+import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.WcStatus;
 

@@ -1,4 +1,4 @@
-package dev.rdma.spring.boot.autoconfigure;
+package dev.rdma.spring;
 
 import dev.rdma.verbs.VerbsException;
 

@@ -1,7 +1,7 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.listener;
 
 /**
- * What a {@link CompletionQueuePoller} reports, once per poll batch (never per completion). Implementations must not
+ * What a poller reports, once per poll batch (never per completion). Implementations must not
  * keep the arrays they are handed.
  */
 public interface PollerMetrics {
