@@ -2,7 +2,10 @@ package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
@@ -25,7 +28,8 @@ import dev.rdma.verbs.EfaCompletionQueue;
 import dev.rdma.verbs.ExtendedCompletionQueue;
 
 /**
- * Binds {@link RdmaProperties}, validates them (nothing native is touched when they are wrong) and registers one bean
+ * Binds {@link RdmaProperties} (needed before any bean exists: each key becomes a bean name), validates them
+ * (nothing native is touched when they are wrong) and registers one bean
  * per device ({@link Context}), channel ({@link CompletionChannel}) and completion queue ({@link CompletionQueue}),
  * named after its key. Each channel and queue depends on its device (and a queue on its channel), so the container
  * closes queues before channels before contexts, and a user bean that uses a queue before the queue.
@@ -42,8 +46,8 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
      */
     static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics");
 
-    private Environment environment;
-    private BeanFactory beanFactory;
+    private @Nullable Environment environment;
+    private @Nullable BeanFactory beanFactory;
 
     @Override
     public void setEnvironment(Environment environment) {
@@ -61,7 +65,7 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 
     @Override
     public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
-        RdmaProperties properties = bind(this.environment);
+        RdmaProperties properties = bind(Objects.requireNonNull(this.environment, "environment"));
         RdmaPropertiesValidator.validate(properties,
                 name -> registry.containsBeanDefinition(name) || LATER_BEAN_NAMES.contains(name));
         if (properties.isRequired()) {
@@ -72,9 +76,11 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
                                 + "rdma link add rxe0 type rxe netdev eth0), or set rdma.required=false to start without RDMA.");
             }
         }
-        BeanFactory factory = this.beanFactory;
+        BeanFactory factory = Objects.requireNonNull(this.beanFactory, "beanFactory");
+        // The registrar's own binding serves registration only (bean names come from the keys, before any bean
+        // exists); at run time everything reads the one RdmaProperties bean, resources included.
         RootBeanDefinition resources = new RootBeanDefinition(RdmaResources.class,
-                () -> new RdmaResources(properties, factory));
+                () -> new RdmaResources(factory.getBean(RdmaProperties.class), factory));
         registry.registerBeanDefinition(RdmaResources.BEAN_NAME, resources);
 
         List<String> deviceKeys = new ArrayList<>(properties.getDevices().keySet());

@@ -34,7 +34,7 @@ public class RdmaListenerContainerFactoryConfigurer {
     }
 
     /** The poller settings of one configured queue. */
-    static PollerSettings settings(RdmaProperties.CompletionQueue queue) {
+    static PollerSettings settings(RdmaProperties.CompletionQueueProperties queue) {
         PollerSettings settings = new PollerSettings();
         settings.setMode(RdmaPropertiesValidator.effectiveMode(queue));
         settings.setBatchSize(queue.getPolling().getBatchSize());

@@ -22,7 +22,7 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 
     @Override
     public void validateQueue(String listener, String queue) {
-        Map<String, RdmaProperties.CompletionQueue> queues = properties.getCompletionQueues();
+        Map<String, RdmaProperties.CompletionQueueProperties> queues = properties.getCompletionQueues();
         if (queue == null || queue.isBlank() || !queues.containsKey(queue)) {
             throw new RdmaConfigurationException(listener, listener + " listens to queue '" + queue
                     + "', which is not configured under rdma.completion-queues (configured: " + queues.keySet() + ")",
@@ -32,7 +32,7 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 
     @Override
     public void validateFields(String listener, String queue, List<WcExFlag> fields) {
-        RdmaProperties.CompletionQueue config = properties.getCompletionQueues().get(queue);
+        RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
         long provided = RdmaResources.providedWcFlags(config);
         for (WcExFlag field : fields) {
             if ((provided & field.bit()) == 0) {

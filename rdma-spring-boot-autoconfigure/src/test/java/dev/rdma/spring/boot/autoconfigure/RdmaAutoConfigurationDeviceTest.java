@@ -94,6 +94,8 @@ class RdmaAutoConfigurationDeviceTest {
             .run(context -> {
                 assertThat(context).hasNotFailed();
                 QualifiedUser user = context.getBean(QualifiedUser.class);
+                // one RdmaProperties at run time: the resources read the bean, not a binding of their own
+                assertThat(context.getBean(RdmaResources.class).properties()).isSameAs(context.getBean(RdmaProperties.class));
                 assertThat(user.nic.deviceName()).isEqualTo(device);
                 assertThat(user.rx.cqe()).isGreaterThanOrEqualTo(4096);
                 assertThat(user.rx.context()).isSameAs(user.nic);
