@@ -1,4 +1,6 @@
 package dev.rdma.spring.listener;
+import org.jspecify.annotations.Nullable;
+
 
 /**
  * What a poller reports, once per poll batch (never per completion). Implementations must not
@@ -22,7 +24,7 @@ public interface PollerMetrics {
      * The listener calls of one batch took {@code nanos}; {@code failures} of them threw, the first with
      * {@code firstFailure} (null when none did).
      */
-    default void listener(long nanos, int failures, Throwable firstFailure) {
+    default void listener(long nanos, int failures, @Nullable Throwable firstFailure) {
     }
 
     /** {@code count} completion events were got for the queue. */
