@@ -6,7 +6,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;

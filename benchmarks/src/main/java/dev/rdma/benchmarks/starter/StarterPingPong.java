@@ -8,7 +8,7 @@ import java.util.concurrent.TimeUnit;
 
 import dev.rdma.benchmarks.CqBench;
 import dev.rdma.benchmarks.Repetitions;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import dev.rdma.verbs.CompletionBatch;

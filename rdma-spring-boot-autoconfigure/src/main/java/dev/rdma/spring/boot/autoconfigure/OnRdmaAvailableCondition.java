@@ -4,6 +4,7 @@ import java.util.List;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.autoconfigure.condition.ConditionMessage;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
@@ -11,6 +12,7 @@ import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.context.annotation.ConditionContext;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.Rdma;
@@ -53,7 +55,7 @@ class OnRdmaAvailableCondition extends SpringBootCondition {
     }
 
     /** Why RDMA cannot be used on this host, or null when it can. */
-    static String problem() {
+    static @Nullable String problem() {
         if (!Rdma.isAvailable()) {
             return "libibverbs is not available: " + Rdma.unavailableReason();
         }

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.InitializingBean;
@@ -116,7 +117,7 @@ public class RdmaAsyncEventMonitor implements InitializingBean, DisposableBean {
     }
 
     /** The events recorded for the device of {@code rdma.devices.<key>}. */
-    public DeviceEvents events(String deviceKey) {
+    public @Nullable DeviceEvents events(String deviceKey) {
         return events.get(deviceKey);
     }
 
@@ -146,8 +147,8 @@ public class RdmaAsyncEventMonitor implements InitializingBean, DisposableBean {
         final AtomicLong cqErrors = new AtomicLong();
         final AtomicLong portErrors = new AtomicLong();
         final AtomicLong portActive = new AtomicLong();
-        volatile AsyncEventType lastPortEvent;
-        volatile String lastEvent;
+        volatile @Nullable AsyncEventType lastPortEvent;
+        volatile @Nullable String lastEvent;
 
         public long total() {
             return total.get();
@@ -166,12 +167,12 @@ public class RdmaAsyncEventMonitor implements InitializingBean, DisposableBean {
         }
 
         /** PORT_ACTIVE or PORT_ERR, whichever came last, or null. */
-        public AsyncEventType lastPortEvent() {
+        public @Nullable AsyncEventType lastPortEvent() {
             return lastPortEvent;
         }
 
         /** The last event and when it came, or null. */
-        public String lastEvent() {
+        public @Nullable String lastEvent() {
             return lastEvent;
         }
     }

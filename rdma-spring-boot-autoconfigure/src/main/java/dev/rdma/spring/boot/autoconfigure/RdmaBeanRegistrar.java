@@ -2,6 +2,10 @@ package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
@@ -15,6 +19,7 @@ import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
@@ -23,7 +28,8 @@ import dev.rdma.verbs.EfaCompletionQueue;
 import dev.rdma.verbs.ExtendedCompletionQueue;
 
 /**
- * Binds {@link RdmaProperties}, validates them (nothing native is touched when they are wrong) and registers one bean
+ * Binds {@link RdmaProperties} (needed before any bean exists: each key becomes a bean name), validates them
+ * (nothing native is touched when they are wrong) and registers one bean
  * per device ({@link Context}), channel ({@link CompletionChannel}) and completion queue ({@link CompletionQueue}),
  * named after its key. Each channel and queue depends on its device (and a queue on its channel), so the container
  * closes queues before channels before contexts, and a user bean that uses a queue before the queue.
@@ -32,8 +38,16 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 
     static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
 
-    private Environment environment;
-    private BeanFactory beanFactory;
+    /**
+     * Beans that the starter's later auto-configurations define (health: {@code rdmaHealthIndicator}, metrics:
+     * {@code rdmaPollerMetrics}). They are registered after this registrar runs, so a device, channel or queue key
+     * equal to one of them is refused here as if the bean already existed (as it did when health and metrics were
+     * nested in {@link RdmaAutoConfiguration}). Spelled out: this package does not depend on theirs.
+     */
+    static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics");
+
+    private @Nullable Environment environment;
+    private @Nullable BeanFactory beanFactory;
 
     @Override
     public void setEnvironment(Environment environment) {
@@ -51,8 +65,9 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 
     @Override
     public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
-        RdmaProperties properties = bind(this.environment);
-        RdmaPropertiesValidator.validate(properties, registry::containsBeanDefinition);
+        RdmaProperties properties = bind(Objects.requireNonNull(this.environment, "environment"));
+        RdmaPropertiesValidator.validate(properties,
+                name -> registry.containsBeanDefinition(name) || LATER_BEAN_NAMES.contains(name));
         if (properties.isRequired()) {
             String problem = OnRdmaAvailableCondition.problem();
             if (problem != null) {
@@ -61,9 +76,11 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
                                 + "rdma link add rxe0 type rxe netdev eth0), or set rdma.required=false to start without RDMA.");
             }
         }
-        BeanFactory factory = this.beanFactory;
+        BeanFactory factory = Objects.requireNonNull(this.beanFactory, "beanFactory");
+        // The registrar's own binding serves registration only (bean names come from the keys, before any bean
+        // exists); at run time everything reads the one RdmaProperties bean, resources included.
         RootBeanDefinition resources = new RootBeanDefinition(RdmaResources.class,
-                () -> new RdmaResources(properties, factory));
+                () -> new RdmaResources(factory.getBean(RdmaProperties.class), factory));
         registry.registerBeanDefinition(RdmaResources.BEAN_NAME, resources);
 
         List<String> deviceKeys = new ArrayList<>(properties.getDevices().keySet());

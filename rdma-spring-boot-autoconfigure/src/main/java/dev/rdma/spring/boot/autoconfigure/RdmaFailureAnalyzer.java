@@ -3,6 +3,8 @@ package dev.rdma.spring.boot.autoconfigure;
 import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 
+import dev.rdma.spring.RdmaConfigurationException;
+
 /** Turns an {@link RdmaConfigurationException} into a description (property, verb, errno) and an action. */
 public class RdmaFailureAnalyzer extends AbstractFailureAnalyzer<RdmaConfigurationException> {
 

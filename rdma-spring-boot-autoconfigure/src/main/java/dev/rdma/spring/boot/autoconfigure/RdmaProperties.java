@@ -6,8 +6,12 @@ import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
 
-import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.jspecify.annotations.Nullable;
 
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.ConfigurationPropertiesSource;
+
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
 import dev.rdma.verbs.EfaWcFlag;
 import dev.rdma.verbs.WcExFlag;
@@ -42,14 +46,17 @@ public class RdmaProperties {
      */
     private Duration shutdownTimeout = Duration.ofSeconds(5);
 
-    /** Devices to open, by bean name. Each becomes a {@code dev.rdma.verbs.Context} bean. */
-    private Map<String, Device> devices = new LinkedHashMap<>();
+    /** Devices to open, by bean name. Each becomes a dev.rdma.verbs.Context bean. */
+    private Map<String, DeviceProperties> devices = new LinkedHashMap<>();
 
-    /** Completion event channels, by bean name. Each becomes a {@code dev.rdma.verbs.CompletionChannel} bean. */
-    private Map<String, Channel> channels = new LinkedHashMap<>();
+    /** Completion event channels, by bean name. Each becomes a dev.rdma.verbs.CompletionChannel bean. */
+    private Map<String, ChannelProperties> channels = new LinkedHashMap<>();
 
-    /** Completion queues, by bean name. Each becomes a {@code dev.rdma.verbs.CompletionQueue} bean. */
-    private Map<String, CompletionQueue> completionQueues = new LinkedHashMap<>();
+    /**
+     * Completion queues, by bean name. Each becomes a dev.rdma.verbs.CompletionQueue bean (ExtendedCompletionQueue or
+     * EfaCompletionQueue for those types).
+     */
+    private Map<String, CompletionQueueProperties> completionQueues = new LinkedHashMap<>();
 
     public boolean isRequired() {
         return required;
@@ -67,55 +74,60 @@ public class RdmaProperties {
         this.shutdownTimeout = shutdownTimeout;
     }
 
-    public Map<String, Device> getDevices() {
+    public Map<String, DeviceProperties> getDevices() {
         return devices;
     }
 
-    public void setDevices(Map<String, Device> devices) {
+    public void setDevices(Map<String, DeviceProperties> devices) {
         this.devices = devices;
     }
 
-    public Map<String, Channel> getChannels() {
+    public Map<String, ChannelProperties> getChannels() {
         return channels;
     }
 
-    public void setChannels(Map<String, Channel> channels) {
+    public void setChannels(Map<String, ChannelProperties> channels) {
         this.channels = channels;
     }
 
-    public Map<String, CompletionQueue> getCompletionQueues() {
+    public Map<String, CompletionQueueProperties> getCompletionQueues() {
         return completionQueues;
     }
 
-    public void setCompletionQueues(Map<String, CompletionQueue> completionQueues) {
+    public void setCompletionQueues(Map<String, CompletionQueueProperties> completionQueues) {
         this.completionQueues = completionQueues;
     }
 
     /** An RDMA device to open ({@code ibv_open_device}). */
-    public static class Device {
+    @ConfigurationPropertiesSource
+    public static class DeviceProperties {
 
-        /** Device name as {@code ibv_devices} lists it, e.g. mlx5_0 or rxe0. Omit both name and guid for the first device. */
-        private String name;
+        /**
+         * Device name as ibv_devices lists it, e.g. mlx5_0 or rxe0. Omit both name and guid for the first device.
+         */
+        private @Nullable String name;
 
-        /** Node GUID of the device, e.g. 0x505400fffe727865 (hex, as {@code ibv_devices} prints it). Alternative to name. */
-        private String guid;
+        /**
+         * Node GUID of the device in hex as ibv_devices prints it, e.g. 0x505400fffe727865. Alternative to name.
+         */
+        private @Nullable String guid;
 
         /** Port whose state the health indicator reports (1-based). */
         private int port = 1;
 
-        public String getName() {
+        public @Nullable String getName() {
             return name;
         }
 
-        public void setName(String name) {
+        public void setName(@Nullable String name) {
             this.name = name;
         }
 
-        public String getGuid() {
+        public @Nullable String getGuid() {
             return guid;
         }
 
-        public void setGuid(String guid) {
+        public void setGuid(@Nullable String guid) {
             this.guid = guid;
         }
 
@@ -129,10 +141,14 @@ public class RdmaProperties {
     }
 
     /** A completion event channel ({@code ibv_create_comp_channel}). */
-    public static class Channel {
+    @ConfigurationPropertiesSource
+    public static class ChannelProperties {
 
-        /** Key of the device (under rdma.devices) the channel belongs to. May be omitted when exactly one device is configured. */
-        private String device;
+        /**
+         * Key of the device (under rdma.devices) the channel belongs to. May be omitted when exactly one device is
+         * configured.
+         */
+        private @Nullable String device;
 
         /**
          * Whether the channel fd is non-blocking. Must be true: pollers wait with poll(2) and a timeout so that
@@ -140,11 +156,11 @@ public class RdmaProperties {
          */
         private boolean nonBlocking = true;
 
-        public String getDevice() {
+        public @Nullable String getDevice() {
             return device;
         }
 
-        public void setDevice(String device) {
+        public void setDevice(@Nullable String device) {
             this.device = device;
         }
 
@@ -167,16 +183,6 @@ public class RdmaProperties {
         EFA
     }
 
-    /** How a completion queue with a listener is polled. */
-    public enum PollingMode {
-        /** Spin on the CQ ({@code Thread.onSpinWait}); one CPU busy, lowest latency. No channel needed. */
-        BUSY,
-        /** Arm, drain, wait on the completion channel, get the event, re-arm, drain. Needs a channel. */
-        EVENT,
-        /** Busy for {@code spin} after the last completion, then event mode. Needs a channel. */
-        ADAPTIVE
-    }
-
     /** Fields an EFA CQ provides on top of the wc-flags ({@code efadv_cq_init_attr.wc_flags}). */
     public enum EfaWcField {
         /** The source GID of a completion whose address handle is unknown. */
@@ -196,24 +202,36 @@ public class RdmaProperties {
     }
 
     /** A completion queue. */
-    public static class CompletionQueue {
+    @ConfigurationPropertiesSource
+    public static class CompletionQueueProperties {
 
         /** Key of the device (under rdma.devices). May be omitted when exactly one device is configured. */
-        private String device;
+        private @Nullable String device;
 
         /** Kind of CQ: legacy (ibv_create_cq), extended (ibv_create_cq_ex) or efa (efadv_create_cq). */
         private QueueType type = QueueType.LEGACY;
 
-        /** Minimum number of entries; the provider may round up (the bean's cqe() is the actual size). At most the device's max_cqe. */
+        /**
+         * Minimum number of entries; the provider may round up (the bean's cqe() is the actual size). At most the
+         * device's max_cqe.
+         */
         private int entries = 1024;
 
-        /** Completion vector: "auto" (round robin over the device's num_comp_vectors) or a number 0 .. num_comp_vectors - 1. */
+        /**
+         * Completion vector: auto (round robin over the device's num_comp_vectors) or a number 0 .. num_comp_vectors -
+         * 1.
+         */
         private String compVector = "auto";
 
-        /** Key of the completion channel (under rdma.channels); omitted = no completion events (busy polling only). */
-        private String channel;
+        /**
+         * Key of the completion channel (under rdma.channels); omitted = no completion events (busy polling only).
+         */
+        private @Nullable String channel;
 
-        /** Completion fields an extended or efa CQ provides (ibv_create_cq_ex wc_flags). Defaults to the standard fields (byte-len .. dlid-path-bits). */
+        /**
+         * Completion fields an extended or efa CQ provides (ibv_create_cq_ex wc_flags). Defaults to the standard fields
+         * (byte-len .. dlid-path-bits).
+         */
         private Set<WcExFlag> wcFlags = new LinkedHashSet<>();
 
         /** Creation flags of an extended or efa CQ. */
@@ -225,14 +243,17 @@ public class RdmaProperties {
         /** How the poller of this queue waits for completions. */
         private final Polling polling = new Polling();
 
-        /** Number of completion events acknowledged together (ibv_ack_cq_events); all are acked before the CQ is destroyed. */
+        /**
+         * Number of completion events acknowledged together (ibv_ack_cq_events); all are acked before the CQ is
+         * destroyed.
+         */
         private int ackBatch = 64;
 
-        public String getDevice() {
+        public @Nullable String getDevice() {
             return device;
         }
 
-        public void setDevice(String device) {
+        public void setDevice(@Nullable String device) {
             this.device = device;
         }
 
@@ -260,11 +281,11 @@ public class RdmaProperties {
             this.compVector = compVector;
         }
 
-        public String getChannel() {
+        public @Nullable String getChannel() {
             return channel;
         }
 
-        public void setChannel(String channel) {
+        public void setChannel(@Nullable String channel) {
             this.channel = channel;
         }
 
@@ -306,10 +327,11 @@ public class RdmaProperties {
     }
 
     /** Polling of a completion queue by its listener's poller thread. */
+    @ConfigurationPropertiesSource
     public static class Polling {
 
         /** Polling mode; omitted = event when the queue has a channel, else busy. */
-        private PollingMode mode;
+        private @Nullable PollingMode mode;
 
         /** Most completions taken per poll (ibv_poll_cq num_entries) and handed to a batch listener at once. */
         private int batchSize = 32;
@@ -317,11 +339,11 @@ public class RdmaProperties {
         /** Adaptive mode: how long to keep spinning after the last completion before waiting on the channel. */
         private Duration spin = Duration.ofNanos(50_000);
 
-        public PollingMode getMode() {
+        public @Nullable PollingMode getMode() {
             return mode;
         }
 
-        public void setMode(PollingMode mode) {
+        public void setMode(@Nullable PollingMode mode) {
             this.mode = mode;
         }
 

@@ -5,11 +5,14 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Predicate;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.Channel;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueue;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.Device;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ChannelProperties;
+import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueueProperties;
+import dev.rdma.spring.boot.autoconfigure.RdmaProperties.DeviceProperties;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
+import dev.rdma.spring.listener.PollingMode;
 
 /**
  * Checks {@link RdmaProperties} before anything native is touched: references between devices, channels and queues,
@@ -59,7 +62,7 @@ public final class RdmaPropertiesValidator {
         }
     }
 
-    private static void validateDevice(String key, Device device) {
+    private static void validateDevice(String key, DeviceProperties device) {
         String path = DEVICES + key;
         if (device.getName() != null && device.getName().isBlank()) {
             throw new RdmaConfigurationException(path + ".name", path + ".name must not be blank",
@@ -92,7 +95,7 @@ public final class RdmaPropertiesValidator {
         return Long.parseUnsignedLong(digits, 16);
     }
 
-    private static void validateChannel(RdmaProperties properties, String key, Channel channel) {
+    private static void validateChannel(RdmaProperties properties, String key, ChannelProperties channel) {
         String path = CHANNELS + key;
         resolveDevice(properties, path, channel.getDevice());
         if (!channel.isNonBlocking()) {
@@ -103,7 +106,7 @@ public final class RdmaPropertiesValidator {
     }
 
     /** The device key a channel or queue belongs to; checks the reference. */
-    static String resolveDevice(RdmaProperties properties, String path, String device) {
+    static String resolveDevice(RdmaProperties properties, String path, @Nullable String device) {
         Set<String> devices = properties.getDevices().keySet();
         if (device == null || device.isBlank()) {
             if (devices.size() == 1) {
@@ -123,7 +126,7 @@ public final class RdmaPropertiesValidator {
         return device;
     }
 
-    private static void validateQueue(RdmaProperties properties, String key, CompletionQueue queue) {
+    private static void validateQueue(RdmaProperties properties, String key, CompletionQueueProperties queue) {
         String path = QUEUES + key;
         String device = resolveDevice(properties, path, queue.getDevice());
         if (queue.getType() == null) {
@@ -137,7 +140,7 @@ public final class RdmaPropertiesValidator {
         compVector(path, queue);
         String channel = queue.getChannel();
         if (channel != null) {
-            Channel c = properties.getChannels().get(channel);
+            ChannelProperties c = properties.getChannels().get(channel);
             if (c == null) {
                 throw new RdmaConfigurationException(path + ".channel", path + ".channel=" + channel
                         + " names no channel under rdma.channels (configured: " + properties.getChannels().keySet() + ")",
@@ -191,7 +194,7 @@ public final class RdmaPropertiesValidator {
     }
 
     /** The explicit completion vector of a queue, or -1 for auto. */
-    static int compVector(String path, CompletionQueue queue) {
+    static int compVector(String path, CompletionQueueProperties queue) {
         String value = queue.getCompVector();
         if (value == null || value.isBlank() || value.trim().equalsIgnoreCase("auto")) {
             return -1;
@@ -211,7 +214,7 @@ public final class RdmaPropertiesValidator {
     }
 
     /** The polling mode a queue's poller uses: the configured one, else event with a channel, busy without. */
-    public static PollingMode effectiveMode(CompletionQueue queue) {
+    public static PollingMode effectiveMode(CompletionQueueProperties queue) {
         PollingMode mode = queue.getPolling().getMode();
         if (mode != null) {
             return mode;

@@ -11,9 +11,11 @@ import java.util.NoSuchElementException;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.BeanFactory;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.EfaWcField;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.verbs.CompletionChannel;
@@ -60,7 +62,7 @@ public class RdmaResources {
     /** Opens the device of {@code rdma.devices.<key>}. */
     public Context openDevice(String key) {
         String path = RdmaPropertiesValidator.DEVICES + key;
-        RdmaProperties.Device config = properties.getDevices().get(key);
+        RdmaProperties.DeviceProperties config = properties.getDevices().get(key);
         Context context;
         try (DeviceList list = DeviceList.open()) {
             Device device;
@@ -137,11 +139,11 @@ public class RdmaResources {
     /** Creates the completion queue of {@code rdma.completion-queues.<key>}. */
     public CompletionQueue createQueue(String key) {
         String path = RdmaPropertiesValidator.QUEUES + key;
-        RdmaProperties.CompletionQueue config = properties.getCompletionQueues().get(key);
+        RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(key);
         String deviceKey = RdmaPropertiesValidator.resolveDevice(properties, path, config.getDevice());
         Context context = beanFactory.getBean(deviceKey, Context.class);
-        CompletionChannel channel = config.getChannel() == null ? null
-                : beanFactory.getBean(config.getChannel(), CompletionChannel.class);
+        String channelKey = config.getChannel();
+        CompletionChannel channel = channelKey == null ? null : beanFactory.getBean(channelKey, CompletionChannel.class);
         DeviceAttributes attributes = context.queryDevice();
         if (config.getEntries() > attributes.maxCqe()) {
             throw new RdmaConfigurationException(path + ".entries", path + ".entries=" + config.getEntries()
@@ -187,7 +189,8 @@ public class RdmaResources {
         return queue;
     }
 
-    private static CqInitAttributes attributes(RdmaProperties.CompletionQueue config, CompletionChannel channel,
+    private static CqInitAttributes attributes(RdmaProperties.CompletionQueueProperties config,
+            @Nullable CompletionChannel channel,
             int vector) {
         CqInitAttributes attributes = CqInitAttributes.of(config.getEntries()).withChannel(channel)
                 .withCompVector(vector);
@@ -200,7 +203,7 @@ public class RdmaResources {
         return attributes;
     }
 
-    private static EnumSet<EfaWcFlag> efaFlags(RdmaProperties.CompletionQueue config) {
+    private static EnumSet<EfaWcFlag> efaFlags(RdmaProperties.CompletionQueueProperties config) {
         EnumSet<EfaWcFlag> flags = EnumSet.noneOf(EfaWcFlag.class);
         for (EfaWcField field : config.getEfaWcFlags()) {
             flags.add(field.flag());
@@ -209,7 +212,7 @@ public class RdmaResources {
     }
 
     /** The wc-flags a queue provides: the configured ones, the standard fields for legacy queues or when none are set. */
-    public static long providedWcFlags(RdmaProperties.CompletionQueue config) {
+    public static long providedWcFlags(RdmaProperties.CompletionQueueProperties config) {
         if (config.getType() == QueueType.LEGACY || config.getWcFlags().isEmpty()) {
             return WcExFlag.STANDARD;
         }
@@ -238,7 +241,7 @@ public class RdmaResources {
     }
 
     /** The key of a queue this class created, or null. */
-    public String queueName(CompletionQueue queue) {
+    public @Nullable String queueName(@Nullable CompletionQueue queue) {
         return queue == null ? null : queueNames.get(queue);
     }
 

@@ -18,7 +18,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.beans.factory.annotation.Qualifier;
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -26,10 +25,10 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
@@ -57,7 +56,7 @@ class RdmaAutoConfigurationDeviceTest {
     }
 
     private ApplicationContextRunner runner() {
-        return new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(RdmaAutoConfiguration.class))
+        return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
             .withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
     }
 
@@ -95,6 +94,8 @@ class RdmaAutoConfigurationDeviceTest {
             .run(context -> {
                 assertThat(context).hasNotFailed();
                 QualifiedUser user = context.getBean(QualifiedUser.class);
+                // one RdmaProperties at run time: the resources read the bean, not a binding of their own
+                assertThat(context.getBean(RdmaResources.class).properties()).isSameAs(context.getBean(RdmaProperties.class));
                 assertThat(user.nic.deviceName()).isEqualTo(device);
                 assertThat(user.rx.cqe()).isGreaterThanOrEqualTo(4096);
                 assertThat(user.rx.context()).isSameAs(user.nic);
@@ -230,7 +231,7 @@ class RdmaAutoConfigurationDeviceTest {
                     return events != null && events.count() > 0;
                 }, "an rx completion event counted");
             }
-            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).poller("rx").mode()).isEqualTo(mode);
+            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer("rx").mode()).isEqualTo(mode);
         });
         assertThat(NativeObjects.open()).isEqualTo(open);
     }

@@ -1,5 +1,6 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.util.List;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
@@ -7,15 +8,22 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionEvaluationReport;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.diagnostics.FailureAnalyzer;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthAutoConfiguration;
+import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
+import dev.rdma.spring.boot.autoconfigure.metrics.RdmaMetricsAutoConfiguration;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.DeviceList;
@@ -32,7 +40,7 @@ import static org.assertj.core.api.Assumptions.assumeThat;
 class RdmaAutoConfigurationTests {
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-        .withConfiguration(AutoConfigurations.of(RdmaAutoConfiguration.class));
+        .withConfiguration(RdmaAutoConfigurations.all());
 
     private static boolean hostHasDevice() {
         if (!Rdma.isAvailable()) {
@@ -82,6 +90,56 @@ class RdmaAutoConfigurationTests {
                 .contains("rdma.required=true but");
             assertThat(analysis.getAction()).contains("rdma.required=false");
         });
+        assertThat(NativeObjects.open()).isEqualTo(open);
+    }
+
+    @Test
+    void healthAndMetricsAreAutoConfigurationsOfTheirOwnAfterTheRoot() {
+        assertThat(RdmaAutoConfigurations.names()).containsExactly(RdmaAutoConfiguration.class.getName(),
+                RdmaMetricsAutoConfiguration.class.getName(), RdmaHealthAutoConfiguration.class.getName());
+        for (Class<?> type : List.of(RdmaMetricsAutoConfiguration.class, RdmaHealthAutoConfiguration.class)) {
+            AutoConfiguration annotation = type.getAnnotation(AutoConfiguration.class);
+            assertThat(annotation).as(type.getSimpleName()).isNotNull();
+            assertThat(annotation.after()).as(type.getSimpleName()).containsExactly(RdmaAutoConfiguration.class);
+        }
+        assertThat(RdmaHealthAutoConfiguration.class.getAnnotation(ConditionalOnEnabledHealthIndicator.class).value())
+            .isEqualTo("rdma");
+        // the root imports neither (ArchitectureTests checks the packages too)
+        Import imports = RdmaAutoConfiguration.class.getAnnotation(Import.class);
+        assertThat(imports.value()).doesNotContain(RdmaMetricsAutoConfiguration.class, RdmaHealthAutoConfiguration.class);
+        assertThat(RdmaBeanRegistrar.LATER_BEAN_NAMES).containsExactlyInAnyOrder(
+                RdmaHealthAutoConfiguration.HEALTH_INDICATOR_BEAN_NAME, RdmaMetricsAutoConfiguration.POLLER_METRICS_BEAN_NAME);
+    }
+
+    @Test
+    void healthAndMetricsBackOffWithTheRoot() {
+        assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+        runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0").run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context).doesNotHaveBean(RdmaHealthIndicator.class);
+            assertThat(context).doesNotHaveBean(PollerMetrics.Factory.class);
+            ConditionEvaluationReport report = ConditionEvaluationReport.get(context.getBeanFactory());
+            for (Class<?> type : List.of(RdmaMetricsAutoConfiguration.class, RdmaHealthAutoConfiguration.class)) {
+                var outcomes = report.getConditionAndOutcomesBySource().get(type.getName());
+                assertThat(outcomes).as(type.getSimpleName()).isNotNull();
+                assertThat(outcomes.isFullMatch()).as(type.getSimpleName()).isFalse();
+                StringBuilder text = new StringBuilder();
+                outcomes.forEach(co -> text.append(co.getOutcome().getMessage()).append('\n'));
+                assertThat(text).as(type.getSimpleName()).contains(RdmaResources.class.getName());
+            }
+        });
+    }
+
+    @Test
+    void keyNamedLikeALaterAutoConfigurationsBeanFails() {
+        long open = NativeObjects.open();
+        for (String name : RdmaBeanRegistrar.LATER_BEAN_NAMES) {
+            runner.withPropertyValues("rdma.required=true", "rdma.devices[" + name + "].name=a").run(context -> {
+                assertThat(context).hasFailed();
+                assertThat(context.getStartupFailure()).hasMessageContaining(
+                        "rdma.devices." + name + " would be a bean named '" + name + "', but the application already defines a bean with that name");
+            });
+        }
         assertThat(NativeObjects.open()).isEqualTo(open);
     }
 

@@ -3,6 +3,8 @@ package dev.rdma.spring.boot.autoconfigure.health;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
@@ -20,9 +22,9 @@ import dev.rdma.verbs.PortAttributes.PortState;
 public class RdmaHealthIndicator extends AbstractHealthIndicator {
 
     private final RdmaResources resources;
-    private final RdmaAsyncEventMonitor monitor;
+    private final @Nullable RdmaAsyncEventMonitor monitor;
 
-    public RdmaHealthIndicator(RdmaResources resources, RdmaAsyncEventMonitor monitor) {
+    public RdmaHealthIndicator(RdmaResources resources, @Nullable RdmaAsyncEventMonitor monitor) {
         super("RDMA health check failed");
         this.resources = resources;
         this.monitor = monitor;
@@ -34,7 +36,7 @@ public class RdmaHealthIndicator extends AbstractHealthIndicator {
         Map<String, Object> devices = new LinkedHashMap<>();
         for (Map.Entry<String, Context> entry : resources.contexts().entrySet()) {
             Context context = entry.getValue();
-            RdmaProperties.Device config = resources.properties().getDevices().get(entry.getKey());
+            RdmaProperties.DeviceProperties config = resources.properties().getDevices().get(entry.getKey());
             int port = config == null ? 1 : config.getPort();
             Map<String, Object> details = new LinkedHashMap<>();
             details.put("device", context.deviceName());

@@ -8,11 +8,12 @@ import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.beans.factory.SmartInitializingSingleton;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
-import dev.rdma.spring.boot.autoconfigure.listener.PollerMetrics;
+import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.WcStatus;
 
@@ -106,7 +107,7 @@ public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitia
         }
 
         @Override
-        public void listener(long nanos, int failures, Throwable firstFailure) {
+        public void listener(long nanos, int failures, @Nullable Throwable firstFailure) {
             if (firstFailure == null) {
                 success.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
                 return;

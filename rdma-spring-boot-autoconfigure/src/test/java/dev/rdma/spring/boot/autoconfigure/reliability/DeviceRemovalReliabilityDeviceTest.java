@@ -14,9 +14,9 @@ import org.junit.jupiter.api.Test;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
-import dev.rdma.spring.boot.autoconfigure.listener.CompletionQueuePoller;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 
@@ -108,7 +108,7 @@ class DeviceRemovalReliabilityDeviceTest {
         assertThat(figures[2]).as("rdma link delete exit status (" + read(log) + ")").isZero();
         assertThat(figures[3]).as("async events while the deletion was pending").isZero();
         assertThat(Path.of("/sys/class/infiniband", device)).doesNotExist();
-        for (CompletionQueuePoller poller : registry[0].pollers()) {
+        for (CompletionQueueListenerContainer poller : registry[0].getListenerContainers()) {
             assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
         }
         assertThat(figures[0]).as("shutdown ms").isLessThan(5000);

@@ -21,10 +21,10 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
-import dev.rdma.spring.boot.autoconfigure.listener.CompletionQueuePoller;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.NativeObjects;
@@ -136,7 +136,7 @@ class FaultReliabilityDeviceTest {
         long blockMs = 4000;
         long open = NativeObjects.open();
         long[] times = new long[3];
-        AtomicReference<CompletionQueuePoller> poller = new AtomicReference<>();
+        AtomicReference<CompletionQueueListenerContainer> poller = new AtomicReference<>();
         LoadApp.runner(device, PollingMode.EVENT, 64, "rdma.shutdown-timeout=1s", "reliability.block-ms=" + blockMs)
             .withBean(StopProbe.class)
             .run(context -> {
@@ -149,7 +149,7 @@ class FaultReliabilityDeviceTest {
                     qp0.postSend(i, i, 8, null);
                 }
                 assertThat(recorder.blocked.await(60, TimeUnit.SECONDS)).as("listener of " + queue + " blocked").isTrue();
-                poller.set(context.getBean(RdmaListenerEndpointRegistry.class).poller(queue));
+                poller.set(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer(queue));
                 StopProbe probe = context.getBean(StopProbe.class);
                 long start = System.nanoTime();
                 ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
@@ -279,7 +279,7 @@ class FaultReliabilityDeviceTest {
             DeviceTestSupport.await(TIMEOUT, () -> {
                 Counter c = registry.find("rdma.poll.errors").tag("queue", queue).counter();
                 return (c != null && c.count() > 0) || !context.getBean(RdmaListenerEndpointRegistry.class)
-                    .poller(queue).isRunning();
+                    .getListenerContainer(queue).isRunning();
             }, "the poller of " + queue + " to notice the closed CQ");
             // the other QP and its queues keep working
             LoadApp.drive(context, 0, 512, TIMEOUT, "qp1");

@@ -15,7 +15,7 @@ import org.springframework.core.env.Environment;
 import org.springframework.core.env.StandardEnvironment;
 import org.springframework.core.io.support.SpringFactoriesLoader;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
+import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfigurations;
 import dev.rdma.verbs.NativeObjects;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -173,6 +173,6 @@ final class HostileConfiguration {
 
     static ApplicationContextRunner baseRunner() {
         return new ApplicationContextRunner().withConfiguration(
-                org.springframework.boot.autoconfigure.AutoConfigurations.of(RdmaAutoConfiguration.class));
+                RdmaAutoConfigurations.all());
     }
 }

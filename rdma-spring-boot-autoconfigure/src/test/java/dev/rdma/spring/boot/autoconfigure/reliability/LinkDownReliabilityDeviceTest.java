@@ -16,10 +16,10 @@ import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
-import dev.rdma.spring.boot.autoconfigure.listener.CompletionQueuePoller;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.AsyncEventType;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
@@ -270,7 +270,7 @@ class LinkDownReliabilityDeviceTest {
                 DeviceAdmin.run(30, "ip", "link", "set", netdev, "up");
             }
         }
-        for (CompletionQueuePoller poller : registry[0].pollers()) {
+        for (CompletionQueueListenerContainer poller : registry[0].getListenerContainers()) {
             assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
         }
         assertThat(closeMs[0]).as("shutdown ms").isLessThan(5000);

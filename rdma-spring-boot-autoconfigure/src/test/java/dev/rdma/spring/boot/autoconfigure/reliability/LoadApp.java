@@ -21,8 +21,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaCompletionListener;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;

@@ -10,9 +10,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.context.ConfigurableApplicationContext;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.PollingMode;
-import dev.rdma.spring.boot.autoconfigure.listener.CompletionQueuePoller;
-import dev.rdma.spring.boot.autoconfigure.listener.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
@@ -52,7 +52,7 @@ class LoadReliabilityDeviceTest {
                 assertThat(queues[i].channel()).isSameAs(queues[0].channel());
             }
             RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
-            assertThat(registry.pollers()).hasSize(4).allMatch(p -> p.mode() == mode);
+            assertThat(registry.getListenerContainers()).hasSize(4).allMatch(p -> p.mode() == mode);
             Duration took = LoadApp.drive(context, perQueue, timeout);
             MeterRegistry meters = context.getBean(MeterRegistry.class);
             double metered = 0;
@@ -62,7 +62,7 @@ class LoadReliabilityDeviceTest {
             long start = System.nanoTime();
             ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
             closeMillis[0] = (System.nanoTime() - start) / 1_000_000;
-            for (CompletionQueuePoller poller : registry.pollers()) {
+            for (CompletionQueueListenerContainer poller : registry.getListenerContainers()) {
                 assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
             }
             long got = 0;

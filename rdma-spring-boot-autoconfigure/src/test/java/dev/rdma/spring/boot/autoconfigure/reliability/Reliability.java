@@ -2,10 +2,9 @@ package dev.rdma.spring.boot.autoconfigure.reliability;
 
 import java.util.Locale;
 
-import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
+import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfigurations;
 
 /**
  * Sizes and helpers of the reliability tests (issue 7).
@@ -52,7 +51,7 @@ final class Reliability {
     }
 
     static ApplicationContextRunner runner(String device) {
-        return new ApplicationContextRunner().withConfiguration(AutoConfigurations.of(RdmaAutoConfiguration.class))
+        return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
             .withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
     }
 

@@ -1,7 +1,9 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.listener;
+import org.jspecify.annotations.Nullable;
+
 
 /**
- * What a {@link CompletionQueuePoller} reports, once per poll batch (never per completion). Implementations must not
+ * What a poller reports, once per poll batch (never per completion). Implementations must not
  * keep the arrays they are handed.
  */
 public interface PollerMetrics {
@@ -22,7 +24,7 @@ public interface PollerMetrics {
      * The listener calls of one batch took {@code nanos}; {@code failures} of them threw, the first with
      * {@code firstFailure} (null when none did).
      */
-    default void listener(long nanos, int failures, Throwable firstFailure) {
+    default void listener(long nanos, int failures, @Nullable Throwable firstFailure) {
     }
 
     /** {@code count} completion events were got for the queue. */

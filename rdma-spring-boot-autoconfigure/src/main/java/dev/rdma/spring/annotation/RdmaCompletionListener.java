@@ -1,4 +1,4 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.annotation;
 
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
@@ -6,6 +6,7 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
+import dev.rdma.spring.listener.RdmaCompletionErrorHandler;
 import dev.rdma.verbs.WcExFlag;
 
 /**

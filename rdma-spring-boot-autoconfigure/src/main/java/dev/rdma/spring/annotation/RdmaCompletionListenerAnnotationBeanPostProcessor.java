@@ -1,14 +1,15 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.annotation;
 
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
@@ -16,46 +17,47 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.boot.context.properties.bind.Binder;
-import org.springframework.context.EnvironmentAware;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.annotation.AnnotationUtils;
-import org.springframework.core.env.Environment;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties;
-import dev.rdma.spring.boot.autoconfigure.RdmaResources;
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.config.RdmaListenerContainerFactory;
+import dev.rdma.spring.config.RdmaListenerEndpoint;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.config.RdmaListenerEndpointValidator;
+import dev.rdma.spring.listener.ListenerInvoker;
 import dev.rdma.verbs.CompletionBatch;
-import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.WorkCompletion;
 
 /**
- * Finds {@link RdmaCompletionListener} methods on every bean (through AOP proxies), validates them against the
- * configured queues, binds each to a {@link ListenerInvoker} and, once all singletons exist, hands them to the
- * {@link RdmaListenerEndpointRegistry}.
+ * Finds {@link RdmaCompletionListener} methods on every bean (through AOP proxies), checks each (an instance method
+ * with one parameter it can supply; its queue and fields through the {@link RdmaListenerEndpointValidator} bean, if
+ * any), binds it to a {@link ListenerInvoker} and, once all singletons exist, registers an {@link RdmaListenerEndpoint}
+ * per listener with the {@link RdmaListenerEndpointRegistry}, which asks the
+ * {@value RdmaListenerContainerFactory#DEFAULT_BEAN_NAME} bean for its container. A listener that cannot be bound fails
+ * the creation of its bean with a {@link RdmaConfigurationException} naming it.
  */
 public class RdmaCompletionListenerAnnotationBeanPostProcessor
-        implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, EnvironmentAware, Ordered {
+        implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
 
     /** Bean name of this post-processor. */
     public static final String BEAN_NAME = "rdmaCompletionListenerAnnotationBeanPostProcessor";
 
     private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
     private final Map<String, RdmaListenerEndpoint> endpointsByQueue = new LinkedHashMap<>();
-    private BeanFactory beanFactory;
-    private Environment environment;
-    private RdmaProperties properties;
+    private @Nullable BeanFactory beanFactory;
+    private @Nullable RdmaListenerEndpointValidator validator;
 
     @Override
     public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
         this.beanFactory = beanFactory;
     }
 
-    @Override
-    public void setEnvironment(Environment environment) {
-        this.environment = environment;
+    /** The validator to use; when none is set, the {@link RdmaListenerEndpointValidator} bean, if there is one. */
+    public void setEndpointValidator(RdmaListenerEndpointValidator validator) {
+        this.validator = validator;
     }
 
     @Override
@@ -63,12 +65,16 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
         return LOWEST_PRECEDENCE;
     }
 
-    private RdmaProperties properties() {
-        if (properties == null) {
-            properties = Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class)
-                    .orElseGet(RdmaProperties::new);
+    private RdmaListenerEndpointValidator validator() {
+        RdmaListenerEndpointValidator v = validator;
+        if (v == null) {
+            BeanFactory factory = beanFactory;
+            v = factory == null ? RdmaListenerEndpointValidator.NONE
+                    : factory.getBeanProvider(RdmaListenerEndpointValidator.class)
+                        .getIfAvailable(() -> RdmaListenerEndpointValidator.NONE);
+            validator = v;
         }
-        return properties;
+        return v;
     }
 
     @Override
@@ -92,15 +98,10 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
     private synchronized void register(Object bean, String beanName, Method method, RdmaCompletionListener annotation) {
         String id = RdmaListenerEndpoint.describe(beanName, method);
         String queue = annotation.queue();
-        Map<String, RdmaProperties.CompletionQueue> queues = properties().getCompletionQueues();
         if (Modifier.isStatic(method.getModifiers())) {
             throw error(id, id + " is static", "Make the listener method an instance method.");
         }
-        if (queue == null || queue.isBlank() || !queues.containsKey(queue)) {
-            throw error(id, id + " listens to queue '" + queue + "', which is not configured under "
-                    + "rdma.completion-queues (configured: " + queues.keySet() + ")",
-                    "Set queue to one of " + queues.keySet() + " or add rdma.completion-queues." + queue + ".");
-        }
+        validator().validateQueue(id, queue);
         Class<?>[] parameters = method.getParameterTypes();
         if (parameters.length != 1) {
             throw error(id, id + " has " + parameters.length + " parameters; a listener takes exactly one: "
@@ -121,19 +122,7 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
                     ? " but is not declared batch = true" : ", which a completion listener cannot supply"),
                     takesBatch ? "Add batch = true to the annotation." : "Take a WorkCompletion (or, with batch = true, a CompletionBatch).");
         }
-        RdmaProperties.CompletionQueue config = queues.get(queue);
-        long provided = RdmaResources.providedWcFlags(config);
-        for (WcExFlag field : annotation.fields()) {
-            if ((provided & field.bit()) == 0) {
-                String path = "rdma.completion-queues." + queue + ".wc-flags";
-                throw error(id, id + " reads field " + field.name().toLowerCase(Locale.ROOT).replace('_', '-')
-                        + ", but queue '" + queue + "' (type " + config.getType().name().toLowerCase(Locale.ROOT)
-                        + ") does not provide it (" + path + "=" + config.getWcFlags() + ")",
-                        config.getType() == RdmaProperties.QueueType.LEGACY
-                                ? "Make queue '" + queue + "' an extended queue with that field in " + path + "."
-                                : "Add " + field.name().toLowerCase(Locale.ROOT).replace('_', '-') + " to " + path + ".");
-            }
-        }
+        validator().validateFields(id, queue, List.of(annotation.fields()));
         RdmaListenerEndpoint previous = endpointsByQueue.get(queue);
         if (previous != null) {
             throw error(id, "queue '" + queue + "' has two listeners: " + previous.id() + " and " + id
@@ -157,8 +146,17 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 
     @Override
     public void afterSingletonsInstantiated() {
-        RdmaListenerEndpointRegistry registry = beanFactory.getBean(RdmaListenerEndpointRegistry.BEAN_NAME,
+        List<RdmaListenerEndpoint> endpoints = endpoints();
+        BeanFactory factory = beanFactory;
+        if (endpoints.isEmpty() || factory == null) {
+            return;
+        }
+        RdmaListenerEndpointRegistry registry = factory.getBean(RdmaListenerEndpointRegistry.BEAN_NAME,
                 RdmaListenerEndpointRegistry.class);
-        registry.initialize(endpoints());
+        RdmaListenerContainerFactory containerFactory = factory.getBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME,
+                RdmaListenerContainerFactory.class);
+        for (RdmaListenerEndpoint endpoint : endpoints) {
+            registry.registerListenerContainer(endpoint, containerFactory);
+        }
     }
 }

@@ -1,4 +1,6 @@
-package dev.rdma.spring.boot.autoconfigure;
+package dev.rdma.spring;
+
+import org.jspecify.annotations.Nullable;
 
 import dev.rdma.verbs.VerbsException;
 
@@ -14,9 +16,9 @@ public class RdmaConfigurationException extends RuntimeException {
     private final String property;
     private final String reason;
     private final String action;
-    private final String verb;
+    private final @Nullable String verb;
     private final int errno;
-    private final String errnoText;
+    private final @Nullable String errnoText;
 
     /**
      * @param property the property path (e.g. {@code rdma.completion-queues.rx.entries}) or listener the error is
@@ -28,7 +30,7 @@ public class RdmaConfigurationException extends RuntimeException {
         this(property, reason, action, null);
     }
 
-    public RdmaConfigurationException(String property, String reason, String action, Throwable cause) {
+    public RdmaConfigurationException(String property, String reason, String action, @Nullable Throwable cause) {
         super(reason + verbText(cause), cause);
         this.property = property;
         this.reason = reason;
@@ -39,7 +41,7 @@ public class RdmaConfigurationException extends RuntimeException {
         this.errnoText = verbs == null ? null : verbs.errnoName() + " (" + verbs.errnoText() + ")";
     }
 
-    private static VerbsException verbsCause(Throwable cause) {
+    private static @Nullable VerbsException verbsCause(@Nullable Throwable cause) {
         for (Throwable t = cause; t != null; t = t.getCause()) {
             if (t instanceof VerbsException v) {
                 return v;
@@ -48,7 +50,7 @@ public class RdmaConfigurationException extends RuntimeException {
         return null;
     }
 
-    private static String verbText(Throwable cause) {
+    private static String verbText(@Nullable Throwable cause) {
         VerbsException v = verbsCause(cause);
         if (v != null) {
             return ": " + v.verb() + " failed with errno " + v.errno() + " " + v.errnoName() + " (" + v.errnoText()
@@ -73,7 +75,7 @@ public class RdmaConfigurationException extends RuntimeException {
     }
 
     /** The verb that failed, or null when no verb was involved. */
-    public String verb() {
+    public @Nullable String verb() {
         return verb;
     }
 
@@ -83,7 +85,7 @@ public class RdmaConfigurationException extends RuntimeException {
     }
 
     /** The symbolic name and text of {@link #errno()}, or null. */
-    public String errnoText() {
+    public @Nullable String errnoText() {
         return errnoText;
     }
 }

@@ -1,4 +1,4 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.listener;
 
 import java.lang.invoke.CallSite;
 import java.lang.invoke.LambdaMetafactory;

@@ -1,10 +1,11 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.listener;
 
 import dev.rdma.verbs.WorkCompletion;
 
 /**
  * Receives the failed completions (status other than success) of a queue whose listener names this bean in
- * {@link RdmaCompletionListener#errorHandler()}. Runs on the poller thread; the view is valid only during the call.
+ * {@link dev.rdma.spring.annotation.RdmaCompletionListener#errorHandler()}. Runs on the poller thread; the view is
+ * valid only during the call.
  */
 @FunctionalInterface
 public interface RdmaCompletionErrorHandler {

@@ -1,4 +1,4 @@
-package dev.rdma.spring.boot.autoconfigure.listener;
+package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -6,18 +6,22 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.aop.framework.ProxyFactory;
+import org.springframework.beans.factory.support.DefaultListableBeanFactory;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.mock.env.MockEnvironment;
-import org.springframework.beans.factory.support.DefaultListableBeanFactory;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaFailureAnalyzer;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties;
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
+import dev.rdma.spring.annotation.RdmaCompletionListenerAnnotationBeanPostProcessor;
+import dev.rdma.spring.config.RdmaListenerEndpoint;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.listener.ListenerInvoker;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.WcExFlag;
@@ -32,7 +36,7 @@ class RdmaListenerValidationTests {
 
     @Configuration(proxyBeanMethods = false)
     @EnableConfigurationProperties(RdmaProperties.class)
-    @Import(RdmaListenerConfiguration.class)
+    @Import(RdmaAnnotationDrivenConfiguration.class)
     static class Infrastructure {
     }
 
@@ -242,8 +246,11 @@ class RdmaListenerValidationTests {
 
     private RdmaCompletionListenerAnnotationBeanPostProcessor processor() {
         RdmaCompletionListenerAnnotationBeanPostProcessor processor = new RdmaCompletionListenerAnnotationBeanPostProcessor();
-        processor.setEnvironment(new MockEnvironment().withProperty("rdma.completion-queues.rx.type", "extended")
-            .withProperty("rdma.completion-queues.tx.type", "legacy"));
+        MockEnvironment environment = new MockEnvironment().withProperty("rdma.completion-queues.rx.type", "extended")
+            .withProperty("rdma.completion-queues.tx.type", "legacy");
+        RdmaProperties properties = Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class)
+            .get();
+        processor.setEndpointValidator(new RdmaPropertiesListenerValidator(properties));
         processor.setBeanFactory(new DefaultListableBeanFactory());
         return processor;
     }
@@ -313,7 +320,7 @@ class RdmaListenerValidationTests {
     void contextWithoutListenersStartsAndStopsCleanly() {
         runner.withUserConfiguration(NoListeners.class).run(context -> {
             assertThat(context).hasNotFailed();
-            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).pollers()).isEmpty();
+            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainers()).isEmpty();
         });
     }
 }
