@@ -57,16 +57,21 @@ public final class BenchAccess {
 
     /** Makes {@code buffer} hold {@code n} completions as if polled from a legacy CQ, with wr_id = index. */
     public static void fill(WorkCompletionBuffer buffer, int n) {
-        buffer.wcsView.fill((byte) 0);
+        MemorySegment wcs = wcsOf(buffer);
+        wcs.fill((byte) 0);
         for (int i = 0; i < n; i++) {
-            buffer.wcsView.set(java.lang.foreign.ValueLayout.JAVA_LONG, i * Layouts.WC_SIZE + Layouts.WC_WR_ID, i);
+            wcs.set(java.lang.foreign.ValueLayout.JAVA_LONG, i * Layouts.WC_SIZE + Layouts.WC_WR_ID, i);
         }
         buffer.filledByPollCq(n);
     }
 
     /** Writes {@code wrId} into completion {@code index} of {@code buffer} (the memory changes, as after a poll). */
     public static void setWrId(WorkCompletionBuffer buffer, int index, long wrId) {
-        buffer.wcsView.set(java.lang.foreign.ValueLayout.JAVA_LONG, index * Layouts.WC_SIZE + Layouts.WC_WR_ID, wrId);
+        wcsOf(buffer).set(java.lang.foreign.ValueLayout.JAVA_LONG, index * Layouts.WC_SIZE + Layouts.WC_WR_ID, wrId);
+    }
+
+    private static MemorySegment wcsOf(WorkCompletionBuffer buffer) {
+        return MemorySegment.ofAddress(buffer.wcsAddress).reinterpret(buffer.capacity() * Layouts.WC_SIZE);
     }
 
     /** The {@code struct ibv_wc} array of {@code buffer}. */

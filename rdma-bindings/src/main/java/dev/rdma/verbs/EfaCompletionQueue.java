@@ -12,8 +12,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
@@ -26,27 +24,20 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * EOPNOTSUPP); its reader is read from {@code efadv_cq} only when the CQ was created with it. On a device that is not
  * EFA, the provider refuses every request with EOPNOTSUPP.
  *
+ * <p>The EFA fields are read through {@link WorkCompletion#sgid()} and {@link WorkCompletion#isUnsolicited()} of the
+ * completions this CQ delivers (their readers are part of the CQ's readers: this class adds creation only).
+ *
  * <p>EFA CQs take no reference on their completion channel in libibverbs; this binding keeps the channel from being
  * destroyed while the CQ exists.
  */
 public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 
-    private final long efaFlags;
-    private final MemorySegment efadvCq;
-    private final MemorySegment readSgid;
-    private final MemorySegment readUnsolicited;
-    private final Arena gidArena = Arena.ofShared();
-    private final MemorySegment gid = Native.unscoped(gidArena.allocate(16, 8));
+    private final EfaReaders efa;
 
-    EfaCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes, long efaFlags,
-            MemorySegment efadvCq, boolean batchIterator, ProviderCalls calls) {
-        super(context, cq, attributes, batchIterator, calls);
-        this.efaFlags = efaFlags;
-        this.efadvCq = efadvCq;
-        this.readSgid = (efaFlags & EfaWcFlag.SGID.bit()) == 0 ? MemorySegment.NULL
-                : efadvCq.get(ADDRESS, Layouts.off(Layouts.EFADV_CQ, "wc_read_sgid"));
-        this.readUnsolicited = (efaFlags & EfaWcFlag.IS_UNSOLICITED.bit()) == 0 ? MemorySegment.NULL
-                : efadvCq.get(ADDRESS, Layouts.EFADV_CQ_WC_IS_UNSOLICITED);
+    private EfaCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes, EfaReaders efa,
+            ProviderCalls calls) {
+        super(context, cq, attributes, true, calls, efa);
+        this.efa = efa;
     }
 
     /**
@@ -55,9 +46,9 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
      */
     static EfaCompletionQueue standIn(MemorySegment fakeCq, MemorySegment fakeEfadvCq, CqInitAttributes attributes,
             Set<EfaWcFlag> efaWcFlags, MemorySegment destroyFn) {
-        return new EfaCompletionQueue(null, fakeCq, attributes, EfaWcFlag.mask(efaWcFlags),
-                fakeEfadvCq.reinterpret(24), true, new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL,
-                        destroyFn));
+        return new EfaCompletionQueue(null, fakeCq, attributes,
+                new EfaReaders(fakeEfadvCq.reinterpret(24), EfaWcFlag.mask(efaWcFlags)),
+                new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn));
     }
 
     static EfaCompletionQueue create(Context context, CqInitAttributes attributes, Set<EfaWcFlag> efaWcFlags) {
@@ -92,73 +83,23 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
             context.release();
         }
         // EFA CQs do not store cq_context/channel in libibverbs' ibv_cq: the binding keeps them itself.
-        return new EfaCompletionQueue(context, cq, attributes, efaMask,
-                dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), true, ProviderCalls.of(context));
-    }
-
-    static IllegalStateException notGranted(EfaWcFlag flag) {
-        return new IllegalStateException("EFA completion field " + flag + " is not available: create the CQ with "
-                + "efadv_create_cq and EFADV_WC_EX_WITH_" + flag);
+        return new EfaCompletionQueue(context, cq, attributes,
+                new EfaReaders(dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), efaMask), ProviderCalls.of(context));
     }
 
     /** The {@link EfaWcFlag} bits this CQ was created with. */
     public long efaWcFlags() {
-        return efaFlags;
+        return efa.flags();
     }
 
     /** The {@code struct efadv_cq *} of this CQ. */
     public long efadvCqAddress() {
-        return efadvCq.address();
-    }
-
-    @Override
-    long efaFlags() {
-        return efaFlags;
-    }
-
-    @Override
-    @Nullable Gid sgidOfCurrent() {
-        if (readSgid.address() == 0) {
-            throw notGranted(EfaWcFlag.SGID);
-        }
-        return readSgid(gid) ? new Gid(gid.toArray(JAVA_BYTE)) : null;
-    }
-
-    private boolean readSgid(MemorySegment out) {
-        try {
-            return (int) Efa.FP_WC_READ_SGID.invokeExact(readSgid, efadvCq, out) == 0;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    @Override
-    boolean unsolicitedOfCurrent() {
-        if (readUnsolicited.address() == 0) {
-            throw notGranted(EfaWcFlag.IS_UNSOLICITED);
-        }
-        try {
-            return (boolean) Efa.FP_WC_IS_UNSOLICITED.invokeExact(readUnsolicited, efadvCq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    @Override
-    void copyEfa(MemorySegment ext, long eb) {
-        if (readSgid.address() != 0) {
-            boolean known = readSgid(gid);
-            ext.set(JAVA_BYTE, eb + WorkCompletionBuffer.EXT_SGID_VALID, (byte) (known ? 1 : 0));
-            MemorySegment.copy(gid, 0, ext, eb + WorkCompletionBuffer.EXT_SGID, 16);
-        }
-        if (readUnsolicited.address() != 0) {
-            ext.set(JAVA_BYTE, eb + WorkCompletionBuffer.EXT_UNSOLICITED, (byte) (unsolicitedOfCurrent() ? 1 : 0));
-        }
+        return efa.efadvCqAddress();
     }
 
     @Override
     void destroyed() {
         super.destroyed();
-        gidArena.close();
+        efa.free();
     }
 }

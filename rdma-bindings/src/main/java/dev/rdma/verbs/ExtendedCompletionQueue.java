@@ -50,57 +50,33 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     final boolean batchIterator;
     private final Arena arena = Arena.ofShared();
     private final long pollAttrAddress = arena.allocate(Layouts.IBV_POLL_CQ_ATTR).address();
-    final MemorySegment scratch16 = Native.unscoped(arena.allocate(16, 8));
     private final MemorySegment startPoll;
     private final MemorySegment nextPoll;
     private final MemorySegment endPoll;
-    private final MemorySegment readOpcode;
-    private final MemorySegment readVendorErr;
-    private final MemorySegment readByteLen;
-    private final MemorySegment readImmData;
-    private final MemorySegment readQpNum;
-    private final MemorySegment readSrcQp;
-    private final MemorySegment readWcFlags;
-    private final MemorySegment readSlid;
-    private final MemorySegment readSl;
-    private final MemorySegment readDlidPathBits;
-    private final MemorySegment readCompletionTs;
-    private final MemorySegment readCvlan;
-    private final MemorySegment readFlowTag;
-    private final MemorySegment readTmInfo;
-    private final MemorySegment readWallclock;
-    private final Current current = new Current();
+    /** The provider's readers of the current completion (and, for an EFA CQ, the efadv_cq ones). */
+    private final CqExReaders readers;
+    /** The lazy view handed to handlers: one per CQ, reused. */
+    private final ExtendedCompletionView current;
     /** The thread between a successful start_poll and its end_poll (it holds the exclusive slot then), or null. */
     private @Nullable Thread batchThread;
     /** True while that batch was opened by {@link #startPoll()} (the raw iterator), not by a poll method. */
     private boolean rawBatch;
 
+    /**
+     * @param efa the efadv_cq readers of an EFA CQ, or null
+     */
     ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
-            boolean batchIterator, ProviderCalls calls) {
+            boolean batchIterator, ProviderCalls calls, @Nullable EfaReaders efa) {
         super(context, context == null ? "stand-in" : context.deviceName(), cq, attributes.channel(),
                 attributes.compVector(), calls);
         this.wcFlags = attributes.wcFlagsMask();
         this.createFlags = CqCreateFlag.mask(attributes.flags());
         var l = Layouts.IBV_CQ_EX;
-        this.startPoll = fn(cq, l, "start_poll", -1);
-        this.nextPoll = fn(cq, l, "next_poll", -1);
-        this.endPoll = fn(cq, l, "end_poll", -1);
-        this.readOpcode = fn(cq, l, "read_opcode", -1);
-        this.readVendorErr = fn(cq, l, "read_vendor_err", -1);
-        this.readWcFlags = fn(cq, l, "read_wc_flags", -1);
-        this.readByteLen = fn(cq, l, "read_byte_len", WcExFlag.BYTE_LEN.bit());
-        this.readImmData = fn(cq, l, "read_imm_data", WcExFlag.IMM.bit());
-        this.readQpNum = fn(cq, l, "read_qp_num", WcExFlag.QP_NUM.bit());
-        this.readSrcQp = fn(cq, l, "read_src_qp", WcExFlag.SRC_QP.bit());
-        this.readSlid = fn(cq, l, "read_slid", WcExFlag.SLID.bit());
-        this.readSl = fn(cq, l, "read_sl", WcExFlag.SL.bit());
-        this.readDlidPathBits = fn(cq, l, "read_dlid_path_bits", WcExFlag.DLID_PATH_BITS.bit());
-        this.readCompletionTs = fn(cq, l, "read_completion_ts", WcExFlag.COMPLETION_TIMESTAMP.bit());
-        this.readCvlan = fn(cq, l, "read_cvlan", WcExFlag.CVLAN.bit());
-        this.readFlowTag = fn(cq, l, "read_flow_tag", WcExFlag.FLOW_TAG.bit());
-        this.readTmInfo = fn(cq, l, "read_tm_info", WcExFlag.TM_INFO.bit());
-        this.readWallclock = fn(cq, l, "read_completion_wallclock_ns",
-                WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK.bit());
+        this.startPoll = cq.get(ADDRESS, Layouts.off(l, "start_poll"));
+        this.nextPoll = cq.get(ADDRESS, Layouts.off(l, "next_poll"));
+        this.endPoll = cq.get(ADDRESS, Layouts.off(l, "end_poll"));
+        this.readers = new CqExReaders(cq, wcFlags, Native.unscoped(arena.allocate(16, 8)), efa);
+        this.current = new ExtendedCompletionView(this, readers);
         this.batchIterator = batchIterator;
     }
 
@@ -126,7 +102,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             }
         }
         return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator,
-                new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn));
+                new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn), null);
     }
 
     /**
@@ -146,14 +122,6 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             }
         }
         return cq;
-    }
-
-    /** The reader at {@code field}, or NULL when its flag was not requested (never called then). */
-    private MemorySegment fn(MemorySegment cq, java.lang.foreign.StructLayout l, String field, long requiredFlag) {
-        if (requiredFlag != -1 && (wcFlags & requiredFlag) == 0) {
-            return MemorySegment.NULL;
-        }
-        return cq.get(ADDRESS, Layouts.off(l, field));
     }
 
     static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes) {
@@ -185,7 +153,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         }
         return new ExtendedCompletionQueue(context,
                 checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch,
-                ProviderCalls.of(context));
+                ProviderCalls.of(context), null);
     }
 
     static MemorySegment fill(Arena a, CqInitAttributes attributes) {
@@ -230,9 +198,9 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         return batchIterator;
     }
 
-    static IllegalStateException notRequested(WcExFlag flag) {
-        return new IllegalStateException("work completion field " + flag + " was not requested: create the CQ with "
-                + "wc_flags including IBV_WC_EX_WITH_" + flag);
+    /** True while this thread has an iterator batch of this CQ open (the lazy view is readable then). */
+    final boolean inBatchOnCurrentThread() {
+        return batchThread == Thread.currentThread();
     }
 
     // ------------------------------------------------------------------ the raw iterator
@@ -335,7 +303,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     private int next() {
-        return readInt(nextPoll);
+        return readers.readInt(nextPoll);
     }
 
     private void end() {
@@ -380,7 +348,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
             buffer.claim();
             try {
                 int n = iterate(buffer.capacity(), null, buffer);
-                buffer.filledByIterator(n, wcFlags, efaFlags());
+                buffer.filledByIterator(n, wcFlags, readers.efaFlags());
                 return n;
             } finally {
                 buffer.unclaim();
@@ -390,12 +358,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         }
     }
 
-    /** {@link EfaWcFlag} bits granted; 0 for a plain extended CQ. */
-    long efaFlags() {
-        return 0;
-    }
 
-    private int iterate(int max, CompletionHandler handler, WorkCompletionBuffer copyTo) {
+    private int iterate(int max, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {
         // An empty CQ, what a busy poller sees most: one downcall and nothing more. This method stays small enough to
         // be inlined into the poll; the loop of iterateFrom is not.
         int rc = start();
@@ -403,7 +367,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
     }
 
     /** The iterator from a start_poll that returned {@code rc} (not ENOENT), up to {@code max} completions. */
-    private int iterateFrom(int rc, int max, CompletionHandler handler, WorkCompletionBuffer copyTo) {
+    private int iterateFrom(int rc, int max, @Nullable CompletionHandler handler,
+            @Nullable WorkCompletionBuffer copyTo) {
         int n = 0;
         while (true) {
             if (rc != 0) {
@@ -439,295 +404,16 @@ public class ExtendedCompletionQueue extends CompletionQueue {
         }
     }
 
-    private void deliver(int index, CompletionHandler handler, WorkCompletionBuffer copyTo) {
+    private void deliver(int index, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {
         if (handler != null) {
             handler.onCompletion(current);
         } else {
-            copyCurrent(copyTo, index);
+            copyTo.copyCurrent(index, readers);
         }
-    }
-
-    private void copyCurrent(WorkCompletionBuffer b, int i) {
-        // the buffer is claimed by this poll: close() waits for it, so its unscoped aliases stay valid
-        MemorySegment wc = b.wcsView;
-        MemorySegment ext = b.extView;
-        long base = i * Layouts.WC_SIZE;
-        long eb = i * WorkCompletionBuffer.EXT_SIZE;
-        int status = handle.get(JAVA_INT, Layouts.CQ_EX_STATUS);
-        wc.set(JAVA_LONG, base + Layouts.WC_WR_ID, handle.get(JAVA_LONG, Layouts.CQ_EX_WR_ID));
-        // Every ibv_wc field is written (read, or 0 when there is no reader or it is not valid on error), one field
-        // after the other, rather than zeroing the entry and looping over a table of readers: straight-line code is
-        // what the JIT compiles best here (docs/benchmarks.md, "What the profiling changed")
-        boolean ok = status == 0;
-        wc.set(JAVA_INT, base + Layouts.WC_STATUS, status);
-        wc.set(JAVA_INT, base + Layouts.WC_VENDOR_ERR, readVendorErr.address() != 0 ? readInt(readVendorErr) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_QP_NUM, readQpNum.address() != 0 ? readInt(readQpNum) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_OPCODE, ok && readOpcode.address() != 0 ? readInt(readOpcode) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_WC_FLAGS, ok && readWcFlags.address() != 0 ? readInt(readWcFlags) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_BYTE_LEN, ok && readByteLen.address() != 0 ? readInt(readByteLen) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_IMM_DATA, ok && readImmData.address() != 0 ? readInt(readImmData) : 0);
-        wc.set(JAVA_INT, base + Layouts.WC_SRC_QP, ok && readSrcQp.address() != 0 ? readInt(readSrcQp) : 0);
-        wc.set(JAVA_LONG, base + Layouts.WC_PKEY_INDEX, 0L); // pkey_index, slid, sl, dlid_path_bits: set below if read
-        ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_SLID32,
-                ok && readSlid.address() != 0 ? readInt(readSlid) : 0);
-        if (ok && readSl.address() != 0) {
-            wc.set(JAVA_BYTE, base + Layouts.WC_SL, readByte(readSl));
-        }
-        if (ok && readDlidPathBits.address() != 0) {
-            wc.set(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS, readByte(readDlidPathBits));
-        }
-        if (!ok) {
-            return;
-        }
-        if (readCompletionTs.address() != 0) {
-            ext.set(JAVA_LONG, eb + WorkCompletionBuffer.EXT_COMPLETION_TS, readLong(readCompletionTs));
-        }
-        if (readWallclock.address() != 0) {
-            ext.set(JAVA_LONG, eb + WorkCompletionBuffer.EXT_WALLCLOCK, readLong(readWallclock));
-        }
-        if (readCvlan.address() != 0) {
-            ext.set(JAVA_SHORT, eb + WorkCompletionBuffer.EXT_CVLAN, readShort(readCvlan));
-        }
-        if (readFlowTag.address() != 0) {
-            ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_FLOW_TAG, readInt(readFlowTag));
-        }
-        if (readTmInfo.address() != 0) {
-            readTm(scratch16);
-            ext.set(JAVA_LONG, eb + WorkCompletionBuffer.EXT_TM_TAG, scratch16.get(JAVA_LONG, 0));
-            ext.set(JAVA_INT, eb + WorkCompletionBuffer.EXT_TM_PRIV, scratch16.get(JAVA_INT, 8));
-        }
-        copyEfa(ext, eb);
-    }
-
-    /** EFA fields into the buffer's ext area; nothing for a plain extended CQ. */
-    void copyEfa(MemorySegment ext, long eb) {
-    }
-
-    // ------------------------------------------------------------------ readers
-
-    final int readInt(MemorySegment fn) {
-        try {
-            return (int) Ibverbs.FP_INT_OF_CQ.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    final long readLong(MemorySegment fn) {
-        try {
-            return (long) Ibverbs.FP_LONG_OF_CQ.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    final short readShort(MemorySegment fn) {
-        try {
-            return (short) Ibverbs.FP_SHORT_OF_CQ.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    final byte readByte(MemorySegment fn) {
-        try {
-            return (byte) Ibverbs.FP_BYTE_OF_CQ.invokeExact(fn, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    final void readTm(MemorySegment out) {
-        try {
-            Ibverbs.FP_READ_TM_INFO.invokeExact(readTmInfo, cq, out.address());
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
-    /** EFA hooks of the lazy view. */
-    @Nullable Gid sgidOfCurrent() {
-        throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
-    }
-
-    boolean unsolicitedOfCurrent() {
-        throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
     }
 
     @Override
     void destroyed() {
         arena.close();
-    }
-
-    /** The lazy view of the iterator's current completion. */
-    private final class Current implements WorkCompletion {
-
-        private MemorySegment reader(MemorySegment fn, WcExFlag flag) {
-            if (batchThread != Thread.currentThread() || fn.address() == 0) {
-                throw unreadable(fn, flag); // out of line: keeps this method small enough to inline everywhere
-            }
-            return fn;
-        }
-
-        private RuntimeException unreadable(MemorySegment fn, WcExFlag flag) {
-            if (batchThread != Thread.currentThread()) {
-                return new IllegalStateException("an extended-CQ completion was read outside its poll callback");
-            }
-            return flag == null ? new IllegalStateException("the provider has no reader for this field")
-                    : notRequested(flag);
-        }
-
-        private void requireCallback() {
-            if (batchThread != Thread.currentThread()) {
-                throw new IllegalStateException("an extended-CQ completion was read outside its poll callback");
-            }
-        }
-
-        @Override
-        public long wrId() {
-            requireCallback();
-            return handle.get(JAVA_LONG, Layouts.CQ_EX_WR_ID);
-        }
-
-        @Override
-        public int statusCode() {
-            requireCallback();
-            return handle.get(JAVA_INT, Layouts.CQ_EX_STATUS);
-        }
-
-        @Override
-        public int opcodeCode() {
-            return readInt(reader(readOpcode, null));
-        }
-
-        @Override
-        public int vendorErr() {
-            return readInt(reader(readVendorErr, null));
-        }
-
-        @Override
-        public int byteLen() {
-            return readInt(reader(readByteLen, WcExFlag.BYTE_LEN));
-        }
-
-        @Override
-        public int immData() {
-            return Integer.reverseBytes(readInt(reader(readImmData, WcExFlag.IMM)));
-        }
-
-        @Override
-        public int invalidatedRkey() {
-            return readInt(reader(readImmData, WcExFlag.IMM));
-        }
-
-        @Override
-        public int qpNum() {
-            return readInt(reader(readQpNum, WcExFlag.QP_NUM));
-        }
-
-        @Override
-        public int srcQp() {
-            return readInt(reader(readSrcQp, WcExFlag.SRC_QP));
-        }
-
-        @Override
-        public int wcFlags() {
-            return readInt(reader(readWcFlags, null));
-        }
-
-        @Override
-        public int pkeyIndex() {
-            throw new IllegalStateException("pkey_index is not available from an extended CQ "
-                    + "(verbs.h has no ibv_wc_read_pkey_index)");
-        }
-
-        @Override
-        public int slid() {
-            return readInt(reader(readSlid, WcExFlag.SLID));
-        }
-
-        @Override
-        public int sl() {
-            return readByte(reader(readSl, WcExFlag.SL)) & 0xff;
-        }
-
-        @Override
-        public int dlidPathBits() {
-            return readByte(reader(readDlidPathBits, WcExFlag.DLID_PATH_BITS)) & 0xff;
-        }
-
-        @Override
-        public long completionTimestamp() {
-            return readLong(reader(readCompletionTs, WcExFlag.COMPLETION_TIMESTAMP));
-        }
-
-        @Override
-        public long completionWallclockNanos() {
-            return readLong(reader(readWallclock, WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK));
-        }
-
-        @Override
-        public int cvlan() {
-            return readShort(reader(readCvlan, WcExFlag.CVLAN)) & 0xffff;
-        }
-
-        @Override
-        public int flowTag() {
-            return readInt(reader(readFlowTag, WcExFlag.FLOW_TAG));
-        }
-
-        @Override
-        public TmInfo tmInfo() {
-            reader(readTmInfo, WcExFlag.TM_INFO);
-            readTm(scratch16);
-            return new TmInfo(scratch16.get(JAVA_LONG, 0), scratch16.get(JAVA_INT, 8));
-        }
-
-        @Override
-        public @Nullable Gid sgid() {
-            reader(startPoll, null);
-            return sgidOfCurrent();
-        }
-
-        @Override
-        public boolean isUnsolicited() {
-            reader(startPoll, null);
-            return unsolicitedOfCurrent();
-        }
-
-        /*
-         * Overridden, not inherited: a default method's type profile is shared by every WorkCompletion class, so a
-         * JIT-compiled caller that only ever sees this class would still dispatch statusCode() & co. virtually once
-         * another class (legacy view, extended view, snapshot) has been used anywhere in the JVM.
-         */
-        @Override
-        public boolean isSuccess() {
-            return statusCode() == 0;
-        }
-
-        @Override
-        public WcStatus status() {
-            return WcStatus.of(statusCode());
-        }
-
-        @Override
-        public WcOpcode opcode() {
-            return WcOpcode.of(opcodeCode());
-        }
-
-        @Override
-        public boolean hasFlag(WcFlag flag) {
-            return flag.isSet(wcFlags());
-        }
-
-        @Override
-        public WorkCompletionSnapshot copy() {
-            return WorkCompletionSnapshot.of(this, wcFlags, false, efaFlags());
-        }
-
-        @Override
-        public String toString() {
-            return "WorkCompletion[wr_id=" + wrId() + ", status=" + status() + "]";
-        }
     }
 }

@@ -30,17 +30,19 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  */
 public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatch {
 
-    static final long EXT_COMPLETION_TS = 0;
-    static final long EXT_WALLCLOCK = 8;
-    static final long EXT_TM_TAG = 16;
-    static final long EXT_TM_PRIV = 24;
-    static final long EXT_FLOW_TAG = 28;
-    static final long EXT_CVLAN = 32;
-    static final long EXT_UNSOLICITED = 34;
-    static final long EXT_SGID_VALID = 35;
-    static final long EXT_SLID32 = 36;
-    static final long EXT_SGID = 40;
-    static final long EXT_SIZE = 64;
+    // Beside the ibv_wc array, 64 bytes per entry for what ibv_wc has no room for: the extended fields, the 32-bit
+    // slid of read_slid, the EFA fields. This buffer's own layout: only this class reads or writes it.
+    private static final long EXT_COMPLETION_TS = 0;
+    private static final long EXT_WALLCLOCK = 8;
+    private static final long EXT_TM_TAG = 16;
+    private static final long EXT_TM_PRIV = 24;
+    private static final long EXT_FLOW_TAG = 28;
+    private static final long EXT_CVLAN = 32;
+    private static final long EXT_UNSOLICITED = 34;
+    private static final long EXT_SGID_VALID = 35;
+    private static final long EXT_SLID32 = 36;
+    private static final long EXT_SGID = 40;
+    private static final long EXT_SIZE = 64;
 
     /*
      * The memory is allocated by an automatic arena: close() makes the buffer refuse every use, and the memory is freed
@@ -55,9 +57,9 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
     private final MemorySegment ext;
     /** The address of {@link #wcs}, as ibv_poll_cq takes it: valid while a poll has the buffer claimed. */
     final long wcsAddress;
-    /** Global-scope aliases an extended CQ's batch copy writes through while the buffer is claimed. */
-    final MemorySegment wcsView;
-    final MemorySegment extView;
+    /** Global-scope aliases {@link #copyCurrent} writes through while a poll has the buffer claimed. */
+    private final MemorySegment wcsView;
+    private final MemorySegment extView;
     /** Held by the poll that fills the buffer (biased to the polling thread: no atomic per poll, see the class). */
     private final ExclusiveSlot slot = new ExclusiveSlot();
     /** Set by close(): the views then throw (the memory itself stays valid until the buffer is unreachable). */
@@ -107,6 +109,70 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         available = wcFlags;
         efaAvailable = efaFlags;
         size = n;
+    }
+
+    /**
+     * Copies the extended CQ's current completion (the iterator stands on it) into entry {@code i}: every
+     * {@code ibv_wc} field, read through {@code r} (or 0 when there is no reader, or the field is not valid on error),
+     * then the extended and EFA fields this buffer keeps beside the array. Called by the poll that has the buffer
+     * claimed.
+     */
+    void copyCurrent(int i, CqExReaders r) {
+        MemorySegment wc = wcsView;
+        MemorySegment x = extView;
+        long base = i * Layouts.WC_SIZE;
+        long eb = i * EXT_SIZE;
+        int status = r.status();
+        wc.set(JAVA_LONG, base + Layouts.WC_WR_ID, r.wrId());
+        // One field after the other rather than zeroing the entry and looping over a table of readers: straight-line
+        // code is what the JIT compiles best here (docs/benchmarks.md, "What the profiling changed")
+        boolean ok = status == 0;
+        wc.set(JAVA_INT, base + Layouts.WC_STATUS, status);
+        wc.set(JAVA_INT, base + Layouts.WC_VENDOR_ERR, r.readVendorErr.address() != 0 ? r.vendorErr() : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_QP_NUM, r.readQpNum.address() != 0 ? r.qpNum() : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_OPCODE, ok && r.readOpcode.address() != 0 ? r.opcode() : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_WC_FLAGS, ok && r.readWcFlags.address() != 0 ? r.wcFlagsOfCurrent() : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_BYTE_LEN, ok && r.readByteLen.address() != 0 ? r.byteLen() : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_IMM_DATA, ok && r.readImmData.address() != 0 ? r.immDataRaw() : 0);
+        wc.set(JAVA_INT, base + Layouts.WC_SRC_QP, ok && r.readSrcQp.address() != 0 ? r.srcQp() : 0);
+        wc.set(JAVA_LONG, base + Layouts.WC_PKEY_INDEX, 0L); // pkey_index, slid, sl, dlid_path_bits: set below if read
+        x.set(JAVA_INT, eb + EXT_SLID32, ok && r.readSlid.address() != 0 ? r.slid() : 0);
+        if (ok && r.readSl.address() != 0) {
+            wc.set(JAVA_BYTE, base + Layouts.WC_SL, r.sl());
+        }
+        if (ok && r.readDlidPathBits.address() != 0) {
+            wc.set(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS, r.dlidPathBits());
+        }
+        if (!ok) {
+            return;
+        }
+        if (r.readCompletionTs.address() != 0) {
+            x.set(JAVA_LONG, eb + EXT_COMPLETION_TS, r.completionTimestamp());
+        }
+        if (r.readWallclock.address() != 0) {
+            x.set(JAVA_LONG, eb + EXT_WALLCLOCK, r.completionWallclockNanos());
+        }
+        if (r.readCvlan.address() != 0) {
+            x.set(JAVA_SHORT, eb + EXT_CVLAN, r.cvlan());
+        }
+        if (r.readFlowTag.address() != 0) {
+            x.set(JAVA_INT, eb + EXT_FLOW_TAG, r.flowTag());
+        }
+        if (r.readTmInfo.address() != 0) {
+            MemorySegment info = r.tmInfo();
+            x.set(JAVA_LONG, eb + EXT_TM_TAG, info.get(JAVA_LONG, 0));
+            x.set(JAVA_INT, eb + EXT_TM_PRIV, info.get(JAVA_INT, 8));
+        }
+        EfaReaders efa = r.efa;
+        if (efa != null) {
+            if (efa.hasSgid()) {
+                x.set(JAVA_BYTE, eb + EXT_SGID_VALID, (byte) (efa.readSgid() ? 1 : 0));
+                MemorySegment.copy(efa.gid(), 0, x, eb + EXT_SGID, 16);
+            }
+            if (efa.hasUnsolicited()) {
+                x.set(JAVA_BYTE, eb + EXT_UNSOLICITED, (byte) (efa.isUnsolicited() ? 1 : 0));
+            }
+        }
     }
 
     /**
@@ -187,13 +253,13 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
         private void require(WcExFlag flag) {
             if (!legacy && (available & flag.bit()) == 0) {
-                throw ExtendedCompletionQueue.notRequested(flag);
+                throw CqExReaders.notRequested(flag);
             }
         }
 
         private void requireExt(WcExFlag flag) {
             if (legacy || (available & flag.bit()) == 0) {
-                throw ExtendedCompletionQueue.notRequested(flag);
+                throw CqExReaders.notRequested(flag);
             }
         }
 
@@ -313,7 +379,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         @Override
         public @Nullable Gid sgid() {
             if (legacy || (efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
-                throw EfaCompletionQueue.notGranted(EfaWcFlag.SGID);
+                throw EfaReaders.notGranted(EfaWcFlag.SGID);
             }
             return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_SGID_VALID) == 0 ? null
                     : new Gid(x().asSlice((index * EXT_SIZE) + EXT_SGID, 16).toArray(JAVA_BYTE));
@@ -322,7 +388,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
         @Override
         public boolean isUnsolicited() {
             if (legacy || (efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
-                throw EfaCompletionQueue.notGranted(EfaWcFlag.IS_UNSOLICITED);
+                throw EfaReaders.notGranted(EfaWcFlag.IS_UNSOLICITED);
             }
             return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_UNSOLICITED) != 0;
         }
