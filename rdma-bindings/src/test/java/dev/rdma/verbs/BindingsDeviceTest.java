@@ -239,6 +239,7 @@ class BindingsDeviceTest {
     }
 
     @Test
+    @SuppressWarnings("try") // close() called inside try-with-resources on purpose: it must be idempotent
     void destroyWhileAQpUsesTheCqIsEbusyAndTheCqStaysUsable() {
         try (CompletionChannel channel = ctx.createCompletionChannel();
                 CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);

@@ -106,6 +106,7 @@ class HostTest {
     }
 
     @Test
+    @SuppressWarnings("try") // close() called inside try-with-resources on purpose: it must be idempotent
     void workCompletionBufferValidatesItsArguments() {
         assertThatThrownBy(() -> new WorkCompletionBuffer(0)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> new WorkCompletionBuffer(70000)).isInstanceOf(IllegalArgumentException.class);

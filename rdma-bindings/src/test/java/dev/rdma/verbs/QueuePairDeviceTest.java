@@ -237,6 +237,7 @@ class QueuePairDeviceTest {
     }
 
     @Test
+    @SuppressWarnings("try") // close() called inside try-with-resources on purpose: it must be idempotent
     void aClosedMemoryRegionOrAddressHandleIsRefusedAndNothingIsPosted() throws Exception {
         try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
                 ProtectionDomain pd = ctx.allocateProtectionDomain();

@@ -21,7 +21,6 @@ import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -273,7 +272,7 @@ class RdmaAutoConfigurationDeviceTest {
                     CompletionQueue tx = context.getBean("tx", CompletionQueue.class);
                     assertThat(rx.eventsUnacked() + tx.eventsUnacked()).isPositive();
                     long start = System.nanoTime();
-                    ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+                    context.getSourceApplicationContext().close();
                     closeMillis[0] = (System.nanoTime() - start) / 1_000_000;
                     assertThat(rx.isClosed()).isTrue();
                     assertThat(rx.eventsUnacked()).isZero();

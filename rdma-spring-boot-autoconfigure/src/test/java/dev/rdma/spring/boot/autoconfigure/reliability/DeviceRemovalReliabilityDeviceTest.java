@@ -11,7 +11,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
@@ -83,7 +82,7 @@ class DeviceRemovalReliabilityDeviceTest {
                 assertThat(delete[0].isAlive()).as("rdma link delete still blocked before close").isTrue();
 
                 long start = System.nanoTime();
-                ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+                context.getSourceApplicationContext().close();
                 long closed = System.nanoTime();
                 figures[0] = (closed - start) / 1_000_000;
                 boolean done = delete[0].waitFor(AFTER_CLOSE_MS, TimeUnit.MILLISECONDS);

@@ -15,7 +15,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.health.contributor.Status;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -152,7 +151,7 @@ class FaultReliabilityDeviceTest {
                 poller.set(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer(queue));
                 StopProbe probe = context.getBean(StopProbe.class);
                 long start = System.nanoTime();
-                ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+                context.getSourceApplicationContext().close();
                 times[0] = start;
                 times[1] = probe.stoppedAt;
                 times[2] = System.nanoTime();
@@ -222,7 +221,7 @@ class FaultReliabilityDeviceTest {
                 }
                 long start = System.nanoTime();
                 // ibv_destroy_cq waits for every async event of the CQ to be acked: a clean close proves the ack
-                ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+                context.getSourceApplicationContext().close();
                 closeMs[0] = (System.nanoTime() - start) / 1_000_000;
                 assertThat(tiny.isClosed()).isTrue();
                 Reliability.report("cq-overrun", "tinyCqe", tinyCqe, "posted", sends,
@@ -320,7 +319,7 @@ class FaultReliabilityDeviceTest {
                 unacked += queues[i].eventsUnacked();
             }
             long start = System.nanoTime();
-            ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+            context.getSourceApplicationContext().close();
             closeMs[0] = (System.nanoTime() - start) / 1_000_000;
             Reliability.report("shutdown-unacked-events", "queues", 4, "unackedAtShutdown", unacked, "closeMs",
                     closeMs[0]);

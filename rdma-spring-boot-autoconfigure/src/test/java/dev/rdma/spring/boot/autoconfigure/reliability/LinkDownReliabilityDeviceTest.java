@@ -13,7 +13,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.health.contributor.Status;
-import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
@@ -247,7 +246,7 @@ class LinkDownReliabilityDeviceTest {
                 assertThat(p1.postFailure == null ? null : p1.postFailure.toString()).as("qp1 post failure").isNull();
 
                 long start = System.nanoTime();
-                ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+                context.getSourceApplicationContext().close();
                 closeMs[0] = (System.nanoTime() - start) / 1_000_000;
                 Reliability.report("link-down", "netdev", netdev, "mode", "event", "deliveredBeforeDown", deliveredBefore,
                         "deliveredWhileDown", deliveredWhileDown, "ipLinkDownMs", ms(t0, tDownCmd), "portErrMs",

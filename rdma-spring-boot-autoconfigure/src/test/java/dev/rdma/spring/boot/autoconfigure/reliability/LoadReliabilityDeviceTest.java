@@ -8,7 +8,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
@@ -60,7 +59,7 @@ class LoadReliabilityDeviceTest {
                 metered += meters.get("rdma.completions").tag("queue", q).tag("status", "success").counter().count();
             }
             long start = System.nanoTime();
-            ((ConfigurableApplicationContext) context.getSourceApplicationContext()).close();
+            context.getSourceApplicationContext().close();
             closeMillis[0] = (System.nanoTime() - start) / 1_000_000;
             for (CompletionQueueListenerContainer poller : registry.getListenerContainers()) {
                 assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
