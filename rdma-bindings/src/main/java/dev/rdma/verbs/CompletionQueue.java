@@ -18,530 +18,617 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * A completion queue ({@code struct ibv_cq *}) created by {@code ibv_create_cq}, polled with {@code ibv_poll_cq}.
- * {@link ExtendedCompletionQueue} and {@link EfaCompletionQueue} extend it.
+ * A completion queue ({@code struct ibv_cq *}) created by {@code ibv_create_cq}, polled
+ * with {@code ibv_poll_cq}. {@link ExtendedCompletionQueue} and
+ * {@link EfaCompletionQueue} extend it.
  *
- * <p><b>Events.</b> With a {@link CompletionChannel}, {@link #requestNotify(boolean)} ({@code ibv_req_notify_cq})
- * arms the CQ for one event. Every event got through the channel is counted on the CQ it names ({@link #eventsGot()});
- * {@link #ackEvents()} acknowledges them in one {@code ibv_ack_cq_events} call. {@link #close()} acknowledges every
- * got-but-unacked event first, because {@code ibv_destroy_cq} waits for them forever; acks can never exceed gets.
+ * <p>
+ * <b>Events.</b> With a {@link CompletionChannel}, {@link #requestNotify(boolean)}
+ * ({@code ibv_req_notify_cq}) arms the CQ for one event. Every event got through the
+ * channel is counted on the CQ it names ({@link #eventsGot()}); {@link #ackEvents()}
+ * acknowledges them in one {@code ibv_ack_cq_events} call. {@link #close()} acknowledges
+ * every got-but-unacked event first, because {@code ibv_destroy_cq} waits for them
+ * forever; acks can never exceed gets.
  *
- * <p><b>Threads.</b> Every call is thread-safe. Polls, resizes and (extended CQs) iterator batches of one CQ run one
- * at a time: a second thread waits for the first in Java (up to 10 s), the same thread re-entering from a handler is
- * refused with {@link IllegalStateException} (see {@link #poll(WorkCompletionBuffer)}). Completions are in CQ order
- * for a single polling thread. {@link #close()} from another thread waits for a poll in flight to return; later polls
- * throw {@link IllegalStateException}.
+ * <p>
+ * <b>Threads.</b> Every call is thread-safe. Polls, resizes and (extended CQs) iterator
+ * batches of one CQ run one at a time: a second thread waits for the first in Java (up to
+ * 10 s), the same thread re-entering from a handler is refused with
+ * {@link IllegalStateException} (see {@link #poll(WorkCompletionBuffer)}). Completions
+ * are in CQ order for a single polling thread. {@link #close()} from another thread waits
+ * for a poll in flight to return; later polls throw {@link IllegalStateException}.
  */
 public class CompletionQueue extends NativeObject {
 
-    /** Null only for a stand-in of the tests and benchmarks (memory laid out as a CQ, no device). */
-    final @Nullable Context context;
-    final @Nullable CompletionChannel channel;
-    /** {@link #handle}'s address, as the poll-path downcalls take it. */
-    final long cq;
-    private final int compVector;
-    private final MemorySegment pollFn;
-    private final MemorySegment notifyFn;
-    private final MemorySegment destroyFn;
-    private final String deviceName;
-    private final AtomicLong eventsGot = new AtomicLong();
-    private final AtomicLong eventsAcked = new AtomicLong();
-    private final AtomicLong asyncErrors = new AtomicLong();
-    private final Object ackLock = new Object();
-    /** Set under ackLock once ibv_destroy_cq succeeded. */
-    private boolean destroyedNatively;
+	/**
+	 * Null only for a stand-in of the tests and benchmarks (memory laid out as a CQ, no
+	 * device).
+	 */
+	final @Nullable Context context;
 
-    /*
-     * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the extended iterator from
-     * start_poll to end_poll, ibv_resize_cq - : it runs in this CQ's exclusive slot.
-     *
-     * Why: providers guard a CQ with a spinlock (rxe: pthread_spin_lock), and the extended iterator holds it from
-     * start_poll to end_poll, across Java code (the handler, or the caller between startPoll() and endPoll()). The
-     * poll-path downcalls are critical (no thread-state transition), so a thread spinning for that lock inside one
-     * could never reach a safepoint while the holder, in Java, waits at the safepoint: the whole JVM would stop.
-     * Under the slot no downcall of this binding ever waits for a lock that Java code may hold: another thread waits
-     * for the slot in Java (where safepoints reach it, bounded), the same thread re-entering is refused before any
-     * native call, and close() waits for the slot to be free before ibv_destroy_cq.
-     *
-     * The slot is biased to the thread that polls (ExclusiveSlot): entering costs an opaque store and two plain reads
-     * on that thread. Its pairing with close(): close() sets the closing flag, then revokes the bias (membarrier),
-     * then waits for the slot (NativeObject.close -> beforeClose, idle()); a poller takes the slot, then reads the
-     * closing flag. Either the poller sees "closing" and backs off, or close() sees the poller in the slot and waits.
-     */
-    private final ExclusiveSlot slot = new ExclusiveSlot();
+	final @Nullable CompletionChannel channel;
 
-    /**
-     * The provider functions a CQ calls, read once at creation: {@code poll_cq} and {@code req_notify_cq} of the
-     * context's ops (NULL where the provider has none) and the destroy function. A stand-in of the tests and
-     * benchmarks (memory laid out as a CQ, no device) passes native functions of its own: the CQ calls them exactly
-     * as it calls a provider's.
-     */
-    record ProviderCalls(MemorySegment pollCq, MemorySegment reqNotifyCq, MemorySegment destroyCq) {
+	/** {@link #handle}'s address, as the poll-path downcalls take it. */
+	final long cq;
 
-        /** The functions of {@code context}'s provider, and libibverbs' {@code ibv_destroy_cq}. */
-        static ProviderCalls of(Context context) {
-            return new ProviderCalls(context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ),
-                    context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ), Ibverbs.DESTROY_CQ_FUNCTION);
-        }
-    }
+	private final int compVector;
 
-    /**
-     * @param context the owner; null only for a stand-in of the tests and benchmarks
-     * @param name what {@link #describe()} calls the device
-     */
-    CompletionQueue(@Nullable Context context, String name, MemorySegment cq, @Nullable CompletionChannel channel,
-            int compVector, ProviderCalls calls) {
-        super(cq, context);
-        if (Native.isNull(calls.destroyCq())) {
-            throw new IllegalArgumentException("a CQ needs a destroy function");
-        }
-        this.cq = cq.address();
-        this.context = context;
-        this.deviceName = name;
-        this.channel = channel;
-        this.compVector = compVector;
-        this.pollFn = calls.pollCq();
-        this.notifyFn = calls.reqNotifyCq();
-        this.destroyFn = calls.destroyCq();
-        if (channel != null) {
-            channel.register(this);
-            // Acks come in batches, so the first may come long after the traffic started: link the call now
-            // (the JVM generates classes when a method handle call site first runs: ~100 objects, milliseconds)
-            nativeAck(0);
-        }
-    }
+	private final MemorySegment pollFn;
 
-    /**
-     * A stand-in of the benchmarks (a CQ without a device) polled through {@code pollFn}, a native function with
-     * poll_cq's signature, and destroyed through {@code destroyFn}, one with ibv_destroy_cq's.
-     */
-    static CompletionQueue standIn(MemorySegment fakeCq, MemorySegment pollFn, MemorySegment destroyFn) {
-        if (Native.isNull(pollFn)) {
-            throw new IllegalArgumentException("a stand-in needs a poll_cq function");
-        }
-        return new CompletionQueue(null, "stand-in", fakeCq, null, 0,
-                new ProviderCalls(pollFn, MemorySegment.NULL, destroyFn));
-    }
+	private final MemorySegment notifyFn;
 
-    /** {@code cq->context->ops.poll_cq} as read at creation (what {@link #poll(WorkCompletionBuffer)} calls). */
-    final MemorySegment pollFn() {
-        return pollFn;
-    }
+	private final MemorySegment destroyFn;
 
-    static CompletionQueue create(Context context, int cqe, CompletionChannel channel, int compVector) {
-        checkChannel(context, channel);
-        context.acquire();
-        MemorySegment cq;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = Native.allocateCapture(arena);
-            MemorySegment channelHandle = channel == null ? MemorySegment.NULL : channel.handle;
-            cq = (MemorySegment) Ibverbs.CREATE_CQ.invokeExact(capture, context.handle, cqe, MemorySegment.NULL,
-                    channelHandle, compVector);
-            if (Native.isNull(cq)) {
-                throw new VerbsException("ibv_create_cq", Native.errno(capture),
-                        "cqe=" + cqe + ", comp_vector=" + compVector + " of " + context.numCompVectors()
-                                + ", device " + context.deviceName());
-            }
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
-        } finally {
-            context.release();
-        }
-        ProviderCalls calls = ProviderCalls.of(context);
-        if (Native.isNull(calls.pollCq())) {
-            destroyVerb(Ibverbs.DESTROY_CQ, cq, "ibv_destroy_cq", "a CQ of " + context.deviceName());
-            throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP, "the provider of " + context.deviceName()
-                    + " has no poll_cq");
-        }
-        return new CompletionQueue(context, context.deviceName(), cq.reinterpret(Layouts.IBV_CQ.byteSize()), channel,
-                compVector, calls);
-    }
+	private final String deviceName;
 
-    static void checkChannel(Context context, CompletionChannel channel) {
-        if (channel != null) {
-            channel.ensureOpen();
-            if (channel.context() != context) {
-                throw new IllegalArgumentException(channel + " belongs to another context than "
-                        + context.deviceName());
-            }
-        }
-    }
+	private final AtomicLong eventsGot = new AtomicLong();
 
-    public Context context() {
-        return context;
-    }
+	private final AtomicLong eventsAcked = new AtomicLong();
 
-    /** The completion channel of this CQ, or null. */
-    public @Nullable CompletionChannel channel() {
-        return channel;
-    }
+	private final AtomicLong asyncErrors = new AtomicLong();
 
-    public int compVector() {
-        return compVector;
-    }
+	private final Object ackLock = new Object();
 
-    /** {@code cq->cqe}: the actual number of entries (at least what was asked; changes on resize). */
-    public int cqe() {
-        acquire();
-        try {
-            return handle.get(JAVA_INT, Layouts.CQ_CQE);
-        } finally {
-            release();
-        }
-    }
+	/** Set under ackLock once ibv_destroy_cq succeeded. */
+	private boolean destroyedNatively;
 
-    @Override
-    String describe() {
-        return getClass().getSimpleName() + "[" + deviceName + ", 0x"
-                + Long.toHexString(address()) + "]";
-    }
+	/*
+	 * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the
+	 * extended iterator from start_poll to end_poll, ibv_resize_cq - : it runs in this
+	 * CQ's exclusive slot.
+	 *
+	 * Why: providers guard a CQ with a spinlock (rxe: pthread_spin_lock), and the
+	 * extended iterator holds it from start_poll to end_poll, across Java code (the
+	 * handler, or the caller between startPoll() and endPoll()). The poll-path downcalls
+	 * are critical (no thread-state transition), so a thread spinning for that lock
+	 * inside one could never reach a safepoint while the holder, in Java, waits at the
+	 * safepoint: the whole JVM would stop. Under the slot no downcall of this binding
+	 * ever waits for a lock that Java code may hold: another thread waits for the slot in
+	 * Java (where safepoints reach it, bounded), the same thread re-entering is refused
+	 * before any native call, and close() waits for the slot to be free before
+	 * ibv_destroy_cq.
+	 *
+	 * The slot is biased to the thread that polls (ExclusiveSlot): entering costs an
+	 * opaque store and two plain reads on that thread. Its pairing with close(): close()
+	 * sets the closing flag, then revokes the bias (membarrier), then waits for the slot
+	 * (NativeObject.close -> beforeClose, idle()); a poller takes the slot, then reads
+	 * the closing flag. Either the poller sees "closing" and backs off, or close() sees
+	 * the poller in the slot and waits.
+	 */
+	private final ExclusiveSlot slot = new ExclusiveSlot();
 
-    // ------------------------------------------------------------------ polling
+	/**
+	 * The provider functions a CQ calls, read once at creation: {@code poll_cq} and
+	 * {@code req_notify_cq} of the context's ops (NULL where the provider has none) and
+	 * the destroy function. A stand-in of the tests and benchmarks (memory laid out as a
+	 * CQ, no device) passes native functions of its own: the CQ calls them exactly as it
+	 * calls a provider's.
+	 */
+	record ProviderCalls(MemorySegment pollCq, MemorySegment reqNotifyCq, MemorySegment destroyCq) {
 
-    /**
-     * Polls up to {@code buffer.capacity()} completions into {@code buffer} ({@code ibv_poll_cq}, through
-     * {@code cq->context->ops.poll_cq}; an extended CQ overrides it with its iterator). Allocation-free.
-     *
-     * <p><b>Exclusive per CQ.</b> A poll, a {@link #resize(int) resize} or an extended CQ's iterator batch runs alone
-     * on a CQ: another thread waits for it (up to 10 s, in Java); the same thread calling in again from a handler is
-     * refused with {@link IllegalStateException} before anything is taken off the CQ. The buffer is claimed for the
-     * call: a closed buffer, or one another poll is filling, is refused the same way.
-     *
-     * @return the number of completions, 0 when the CQ is empty
-     * @throws VerbsException when the provider fails (negative return, kept as is)
-     * @throws IllegalStateException when this CQ or the buffer is closed, or the call re-enters this CQ's poll
-     */
-    public int poll(WorkCompletionBuffer buffer) {
-        // pollFn is never NULL here: the constructor refuses a provider without poll_cq, the stand-ins without one
-        // (extended and EFA) override both polls
-        enterExclusive("ibv_poll_cq");
-        try {
-            buffer.claim();
-            try {
-                return pollCqInto(buffer);
-            } finally {
-                buffer.unclaim();
-            }
-        } finally {
-            exitExclusive();
-        }
-    }
+		/**
+		 * The functions of {@code context}'s provider, and libibverbs'
+		 * {@code ibv_destroy_cq}.
+		 */
+		static ProviderCalls of(Context context) {
+			return new ProviderCalls(context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ),
+					context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ), Ibverbs.DESTROY_CQ_FUNCTION);
+		}
+	}
 
-    /**
-     * {@code ibv_poll_cq} on any CQ, also an extended or EFA one (an {@code ibv_cq_ex} is an {@code ibv_cq}, and the
-     * man page allows both ways of polling it; never both at once, which the exclusive slot guarantees): every
-     * {@code ibv_wc} field the provider writes, the extended-only fields not at all. Otherwise as
-     * {@link #poll(WorkCompletionBuffer)}.
-     *
-     * @throws VerbsException EOPNOTSUPP when the provider has no {@code poll_cq}
-     */
-    public final int pollCq(WorkCompletionBuffer buffer) {
-        if (Native.isNull(pollFn)) {
-            throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP, "no poll_cq for " + describe());
-        }
-        enterExclusive("ibv_poll_cq");
-        try {
-            buffer.claim();
-            try {
-                return pollCqInto(buffer);
-            } finally {
-                buffer.unclaim();
-            }
-        } finally {
-            exitExclusive();
-        }
-    }
+	/**
+	 * @param context the owner; null only for a stand-in of the tests and benchmarks
+	 * @param name what {@link #describe()} calls the device
+	 */
+	CompletionQueue(@Nullable Context context, String name, MemorySegment cq, @Nullable CompletionChannel channel,
+			int compVector, ProviderCalls calls) {
+		super(cq, context);
+		if (Native.isNull(calls.destroyCq())) {
+			throw new IllegalArgumentException("a CQ needs a destroy function");
+		}
+		this.cq = cq.address();
+		this.context = context;
+		this.deviceName = name;
+		this.channel = channel;
+		this.compVector = compVector;
+		this.pollFn = calls.pollCq();
+		this.notifyFn = calls.reqNotifyCq();
+		this.destroyFn = calls.destroyCq();
+		if (channel != null) {
+			channel.register(this);
+			// Acks come in batches, so the first may come long after the traffic started:
+			// link the call now
+			// (the JVM generates classes when a method handle call site first runs: ~100
+			// objects, milliseconds)
+			nativeAck(0);
+		}
+	}
 
-    /**
-     * Takes this CQ's exclusive slot for {@code verb} (see the comment at {@link #slot}): at once when free, after
-     * waiting (in Java, at most 10 s) when another thread holds it; refused when this thread holds it.
-     *
-     * @throws IllegalStateException when closed or closing, on re-entry, or when the slot stays busy for 10 s
-     */
-    final void enterExclusive(String verb) {
-        slot.enter(verb, this, true);
-        if (closing()) {
-            slot.exit();
-            throw closedException();
-        }
-    }
+	/**
+	 * A stand-in of the benchmarks (a CQ without a device) polled through {@code pollFn},
+	 * a native function with poll_cq's signature, and destroyed through
+	 * {@code destroyFn}, one with ibv_destroy_cq's.
+	 */
+	static CompletionQueue standIn(MemorySegment fakeCq, MemorySegment pollFn, MemorySegment destroyFn) {
+		if (Native.isNull(pollFn)) {
+			throw new IllegalArgumentException("a stand-in needs a poll_cq function");
+		}
+		return new CompletionQueue(null, "stand-in", fakeCq, null, 0,
+				new ProviderCalls(pollFn, MemorySegment.NULL, destroyFn));
+	}
 
-    final void exitExclusive() {
-        slot.exit();
-    }
+	/**
+	 * {@code cq->context->ops.poll_cq} as read at creation (what
+	 * {@link #poll(WorkCompletionBuffer)} calls).
+	 */
+	final MemorySegment pollFn() {
+		return pollFn;
+	}
 
-    /** True when the current thread holds this CQ's exclusive slot (inside a poll, a handler or a batch). */
-    final boolean heldByCurrentThread() {
-        return slot.heldByCurrentThread();
-    }
+	static CompletionQueue create(Context context, int cqe, CompletionChannel channel, int compVector) {
+		checkChannel(context, channel);
+		context.acquire();
+		MemorySegment cq;
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			MemorySegment channelHandle = channel == null ? MemorySegment.NULL : channel.handle;
+			cq = (MemorySegment) Ibverbs.CREATE_CQ.invokeExact(capture, context.handle, cqe, MemorySegment.NULL,
+					channelHandle, compVector);
+			if (Native.isNull(cq)) {
+				throw new VerbsException("ibv_create_cq", Native.errno(capture), "cqe=" + cqe + ", comp_vector="
+						+ compVector + " of " + context.numCompVectors() + ", device " + context.deviceName());
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			context.release();
+		}
+		ProviderCalls calls = ProviderCalls.of(context);
+		if (Native.isNull(calls.pollCq())) {
+			destroyVerb(Ibverbs.DESTROY_CQ, cq, "ibv_destroy_cq", "a CQ of " + context.deviceName());
+			throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP,
+					"the provider of " + context.deviceName() + " has no poll_cq");
+		}
+		return new CompletionQueue(context, context.deviceName(), cq.reinterpret(Layouts.IBV_CQ.byteSize()), channel,
+				compVector, calls);
+	}
 
-    @Override
-    void beforeClose() {
-        slot.revoke();
-    }
+	static void checkChannel(Context context, CompletionChannel channel) {
+		if (channel != null) {
+			channel.ensureOpen();
+			if (channel.context() != context) {
+				throw new IllegalArgumentException(
+						channel + " belongs to another context than " + context.deviceName());
+			}
+		}
+	}
 
-    @Override
-    final boolean idle() {
-        return slot.isFree();
-    }
+	public Context context() {
+		return context;
+	}
 
-    /** ibv_poll_cq into the claimed buffer, in the exclusive slot. */
-    final int pollCqInto(WorkCompletionBuffer buffer) {
-        int n;
-        try {
-            n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, this.cq, buffer.capacity(), buffer.wcsAddress);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-        if (n < 0) {
-            buffer.filledByPollCq(0);
-            throw new VerbsException("ibv_poll_cq", n, describe());
-        }
-        buffer.filledByPollCq(n);
-        return n;
-    }
+	/** The completion channel of this CQ, or null. */
+	public @Nullable CompletionChannel channel() {
+		return channel;
+	}
 
-    /**
-     * Polls up to {@code buffer.capacity()} completions and hands each to {@code handler}, in CQ order, on this
-     * thread. The view is valid only during the call. Allocation-free. Exclusive per CQ as
-     * {@link #poll(WorkCompletionBuffer)}: the handler may not poll, resize or close this CQ, nor close the buffer
-     * ({@link IllegalStateException}); it may use any other CQ.
-     *
-     * <p>A handler that throws loses nothing: the completions already taken off the CQ into the buffer are still handed
-     * to the handler, then the first exception is rethrown (later ones added as suppressed). (An extended CQ stops at
-     * the throwing completion instead; the rest stay queued on the CQ.)
-     *
-     * @return the number of completions handled
-     */
-    public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
-        enterExclusive("ibv_poll_cq");
-        try {
-            buffer.claim();
-            try {
-                int n = pollCqInto(buffer);
-                for (int i = 0; i < n; i++) {
-                    try {
-                        handler.onCompletion(buffer.get(i));
-                    } catch (RuntimeException | Error e) {
-                        deliverRest(buffer, handler, i + 1, n, e);
-                        throw e;
-                    }
-                }
-                return n;
-            } finally {
-                buffer.unclaim();
-            }
-        } finally {
-            exitExclusive();
-        }
-    }
+	public int compVector() {
+		return compVector;
+	}
 
-    /** After the handler threw {@code first}: the completions after it, each exception suppressed into the first. */
-    private static void deliverRest(WorkCompletionBuffer buffer, CompletionHandler handler, int from, int n,
-            Throwable first) {
-        for (int i = from; i < n; i++) {
-            try {
-                handler.onCompletion(buffer.get(i));
-            } catch (RuntimeException | Error e) {
-                first.addSuppressed(e);
-            }
-        }
-    }
+	/**
+	 * {@code cq->cqe}: the actual number of entries (at least what was asked; changes on
+	 * resize).
+	 */
+	public int cqe() {
+		acquire();
+		try {
+			return handle.get(JAVA_INT, Layouts.CQ_CQE);
+		}
+		finally {
+			release();
+		}
+	}
 
-    @Override
-    void checkCloseAllowed() {
-        if (slot.heldByCurrentThread()) {
-            throw new IllegalStateException("cannot close " + describe() + " from inside its own poll callback (or "
-                    + "between startPoll() and endPoll())");
-        }
-        // What ibv_destroy_cq would refuse with EBUSY, refused before anything changes (no event acked, no waiter
-        // woken): a QP of this binding still uses the CQ.
-        List<QueuePair> users = queuePairsUsingThis();
-        if (!users.isEmpty()) {
-            throw new VerbsException("ibv_destroy_cq", Errno.EBUSY, describe() + " is still used by " + users
-                    + ": close the QP(s) first");
-        }
-    }
+	@Override
+	String describe() {
+		return getClass().getSimpleName() + "[" + deviceName + ", 0x" + Long.toHexString(address()) + "]";
+	}
 
-    private List<QueuePair> queuePairsUsingThis() {
-        List<QueuePair> users = new ArrayList<>();
-        if (context != null) {
-            for (ProtectionDomain pd : context.dependants(ProtectionDomain.class)) {
-                collectUsers(pd, users);
-            }
-        }
-        return users;
-    }
+	// ------------------------------------------------------------------ polling
 
-    private void collectUsers(ProtectionDomain pd, List<QueuePair> users) {
-        for (QueuePair qp : pd.queuePairs()) {
-            if (qp.attributes().sendCq() == this || qp.attributes().recvCq() == this) {
-                users.add(qp);
-            }
-        }
-        for (ProtectionDomain child : pd.dependants(ProtectionDomain.class)) {
-            collectUsers(child, users);
-        }
-    }
+	/**
+	 * Polls up to {@code buffer.capacity()} completions into {@code buffer}
+	 * ({@code ibv_poll_cq}, through {@code cq->context->ops.poll_cq}; an extended CQ
+	 * overrides it with its iterator). Allocation-free.
+	 *
+	 * <p>
+	 * <b>Exclusive per CQ.</b> A poll, a {@link #resize(int) resize} or an extended CQ's
+	 * iterator batch runs alone on a CQ: another thread waits for it (up to 10 s, in
+	 * Java); the same thread calling in again from a handler is refused with
+	 * {@link IllegalStateException} before anything is taken off the CQ. The buffer is
+	 * claimed for the call: a closed buffer, or one another poll is filling, is refused
+	 * the same way.
+	 * @return the number of completions, 0 when the CQ is empty
+	 * @throws VerbsException when the provider fails (negative return, kept as is)
+	 * @throws IllegalStateException when this CQ or the buffer is closed, or the call
+	 * re-enters this CQ's poll
+	 */
+	public int poll(WorkCompletionBuffer buffer) {
+		// pollFn is never NULL here: the constructor refuses a provider without poll_cq,
+		// the stand-ins without one
+		// (extended and EFA) override both polls
+		enterExclusive("ibv_poll_cq");
+		try {
+			buffer.claim();
+			try {
+				return pollCqInto(buffer);
+			}
+			finally {
+				buffer.unclaim();
+			}
+		}
+		finally {
+			exitExclusive();
+		}
+	}
 
-    /**
-     * {@code ibv_req_notify_cq}: arms the CQ so that the next completion (or, with {@code solicitedOnly}, the next
-     * solicited or failed receive completion) raises one event on its channel.
-     */
-    public void requestNotify(boolean solicitedOnly) {
-        if (channel == null) {
-            throw new IllegalStateException(describe() + " has no completion channel: it cannot raise events");
-        }
-        if (Native.isNull(notifyFn)) {
-            throw new VerbsException("ibv_req_notify_cq", Errno.EOPNOTSUPP, "the provider has no req_notify_cq");
-        }
-        acquire();
-        try {
-            int rc = (int) Ibverbs.FP_REQ_NOTIFY_CQ.invokeExact(notifyFn, this.cq, solicitedOnly ? 1 : 0);
-            if (rc != 0) {
-                throw new VerbsException("ibv_req_notify_cq", rc, describe());
-            }
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
-        } finally {
-            release();
-        }
-    }
+	/**
+	 * {@code ibv_poll_cq} on any CQ, also an extended or EFA one (an {@code ibv_cq_ex} is
+	 * an {@code ibv_cq}, and the man page allows both ways of polling it; never both at
+	 * once, which the exclusive slot guarantees): every {@code ibv_wc} field the provider
+	 * writes, the extended-only fields not at all. Otherwise as
+	 * {@link #poll(WorkCompletionBuffer)}.
+	 * @throws VerbsException EOPNOTSUPP when the provider has no {@code poll_cq}
+	 */
+	public final int pollCq(WorkCompletionBuffer buffer) {
+		if (Native.isNull(pollFn)) {
+			throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP, "no poll_cq for " + describe());
+		}
+		enterExclusive("ibv_poll_cq");
+		try {
+			buffer.claim();
+			try {
+				return pollCqInto(buffer);
+			}
+			finally {
+				buffer.unclaim();
+			}
+		}
+		finally {
+			exitExclusive();
+		}
+	}
 
-    /**
-     * {@code ibv_resize_cq}: at least {@code cqe} entries; {@link #cqe()} tells the new size. Runs in this CQ's
-     * exclusive slot (the provider swaps the queue buffer under its CQ lock): it waits for a poll on another thread,
-     * and is refused with {@link IllegalStateException} from inside a poll of this CQ on this thread.
-     */
-    public void resize(int cqe) {
-        enterExclusive("ibv_resize_cq");
-        try {
-            int rc = (int) Ibverbs.RESIZE_CQ.invokeExact(handle, cqe);
-            if (rc != 0) {
-                throw new VerbsException("ibv_resize_cq", rc, "cqe=" + cqe + " on " + describe());
-            }
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
-        } finally {
-            exitExclusive();
-        }
-    }
+	/**
+	 * Takes this CQ's exclusive slot for {@code verb} (see the comment at {@link #slot}):
+	 * at once when free, after waiting (in Java, at most 10 s) when another thread holds
+	 * it; refused when this thread holds it.
+	 * @throws IllegalStateException when closed or closing, on re-entry, or when the slot
+	 * stays busy for 10 s
+	 */
+	final void enterExclusive(String verb) {
+		slot.enter(verb, this, true);
+		if (closing()) {
+			slot.exit();
+			throw closedException();
+		}
+	}
 
-    // ------------------------------------------------------------------ event accounting
+	final void exitExclusive() {
+		slot.exit();
+	}
 
-    void eventGot() {
-        eventsGot.incrementAndGet();
-    }
+	/**
+	 * True when the current thread holds this CQ's exclusive slot (inside a poll, a
+	 * handler or a batch).
+	 */
+	final boolean heldByCurrentThread() {
+		return slot.heldByCurrentThread();
+	}
 
-    /** Events got from the channel for this CQ so far. */
-    public long eventsGot() {
-        return eventsGot.get();
-    }
+	@Override
+	void beforeClose() {
+		slot.revoke();
+	}
 
-    /** Events acknowledged so far. */
-    public long eventsAcked() {
-        return eventsAcked.get();
-    }
+	@Override
+	final boolean idle() {
+		return slot.isFree();
+	}
 
-    /** Events got and not yet acknowledged. */
-    public long eventsUnacked() {
-        synchronized (ackLock) {
-            return eventsGot.get() - eventsAcked.get();
-        }
-    }
+	/** ibv_poll_cq into the claimed buffer, in the exclusive slot. */
+	final int pollCqInto(WorkCompletionBuffer buffer) {
+		int n;
+		try {
+			n = (int) Ibverbs.FP_POLL_CQ.invokeExact(pollFn, this.cq, buffer.capacity(), buffer.wcsAddress);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+		if (n < 0) {
+			buffer.filledByPollCq(0);
+			throw new VerbsException("ibv_poll_cq", n, describe());
+		}
+		buffer.filledByPollCq(n);
+		return n;
+	}
 
-    /** {@code ibv_ack_cq_events} for every got-but-unacked event, in one call. Returns how many were acked. */
-    public int ackEvents() {
-        synchronized (ackLock) {
-            return ack(eventsGot.get() - eventsAcked.get());
-        }
-    }
+	/**
+	 * Polls up to {@code buffer.capacity()} completions and hands each to
+	 * {@code handler}, in CQ order, on this thread. The view is valid only during the
+	 * call. Allocation-free. Exclusive per CQ as {@link #poll(WorkCompletionBuffer)}: the
+	 * handler may not poll, resize or close this CQ, nor close the buffer
+	 * ({@link IllegalStateException}); it may use any other CQ.
+	 *
+	 * <p>
+	 * A handler that throws loses nothing: the completions already taken off the CQ into
+	 * the buffer are still handed to the handler, then the first exception is rethrown
+	 * (later ones added as suppressed). (An extended CQ stops at the throwing completion
+	 * instead; the rest stay queued on the CQ.)
+	 * @return the number of completions handled
+	 */
+	public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
+		enterExclusive("ibv_poll_cq");
+		try {
+			buffer.claim();
+			try {
+				int n = pollCqInto(buffer);
+				for (int i = 0; i < n; i++) {
+					try {
+						handler.onCompletion(buffer.get(i));
+					}
+					catch (RuntimeException | Error e) {
+						deliverRest(buffer, handler, i + 1, n, e);
+						throw e;
+					}
+				}
+				return n;
+			}
+			finally {
+				buffer.unclaim();
+			}
+		}
+		finally {
+			exitExclusive();
+		}
+	}
 
-    /**
-     * {@code ibv_ack_cq_events(cq, n)}.
-     *
-     * @throws IllegalArgumentException when {@code n} exceeds the unacked events (over-acking hangs destroy)
-     */
-    public void ackEvents(int n) {
-        synchronized (ackLock) {
-            long unacked = eventsGot.get() - eventsAcked.get();
-            if (n < 0 || n > unacked) {
-                throw new IllegalArgumentException("cannot ack " + n + " events: " + unacked + " got and unacked on "
-                        + describe());
-            }
-            ack(n);
-        }
-    }
+	/**
+	 * After the handler threw {@code first}: the completions after it, each exception
+	 * suppressed into the first.
+	 */
+	private static void deliverRest(WorkCompletionBuffer buffer, CompletionHandler handler, int from, int n,
+			Throwable first) {
+		for (int i = from; i < n; i++) {
+			try {
+				handler.onCompletion(buffer.get(i));
+			}
+			catch (RuntimeException | Error e) {
+				first.addSuppressed(e);
+			}
+		}
+	}
 
-    private int ack(long n) {
-        if (n <= 0) {
-            return 0;
-        }
-        acquireForAck();
-        nativeAck((int) n);
-        eventsAcked.addAndGet(n);
-        return (int) n;
-    }
+	@Override
+	void checkCloseAllowed() {
+		if (slot.heldByCurrentThread()) {
+			throw new IllegalStateException("cannot close " + describe() + " from inside its own poll callback (or "
+					+ "between startPoll() and endPoll())");
+		}
+		// What ibv_destroy_cq would refuse with EBUSY, refused before anything changes
+		// (no event acked, no waiter
+		// woken): a QP of this binding still uses the CQ.
+		List<QueuePair> users = queuePairsUsingThis();
+		if (!users.isEmpty()) {
+			throw new VerbsException("ibv_destroy_cq", Errno.EBUSY,
+					describe() + " is still used by " + users + ": close the QP(s) first");
+		}
+	}
 
-    /** {@code ibv_ack_cq_events}; with 0 it only takes and releases the CQ's event mutex. */
-    private void nativeAck(int n) {
-        try {
-            Ibverbs.ACK_CQ_EVENTS.invokeExact(handle, n);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	private List<QueuePair> queuePairsUsingThis() {
+		List<QueuePair> users = new ArrayList<>();
+		if (context != null) {
+			for (ProtectionDomain pd : context.dependants(ProtectionDomain.class)) {
+				collectUsers(pd, users);
+			}
+		}
+		return users;
+	}
 
-    /** Under ackLock: an ack never reaches a destroyed CQ (close() destroys it under the same lock). */
-    private void acquireForAck() {
-        if (destroyedNatively) {
-            throw closedException();
-        }
-    }
+	private void collectUsers(ProtectionDomain pd, List<QueuePair> users) {
+		for (QueuePair qp : pd.queuePairs()) {
+			if (qp.attributes().sendCq() == this || qp.attributes().recvCq() == this) {
+				users.add(qp);
+			}
+		}
+		for (ProtectionDomain child : pd.dependants(ProtectionDomain.class)) {
+			collectUsers(child, users);
+		}
+	}
 
-    /** {@code IBV_EVENT_CQ_ERR} async events seen for this CQ (overrun): the CQ is then unusable. */
-    public long asyncErrors() {
-        return asyncErrors.get();
-    }
+	/**
+	 * {@code ibv_req_notify_cq}: arms the CQ so that the next completion (or, with
+	 * {@code solicitedOnly}, the next solicited or failed receive completion) raises one
+	 * event on its channel.
+	 */
+	public void requestNotify(boolean solicitedOnly) {
+		if (channel == null) {
+			throw new IllegalStateException(describe() + " has no completion channel: it cannot raise events");
+		}
+		if (Native.isNull(notifyFn)) {
+			throw new VerbsException("ibv_req_notify_cq", Errno.EOPNOTSUPP, "the provider has no req_notify_cq");
+		}
+		acquire();
+		try {
+			int rc = (int) Ibverbs.FP_REQ_NOTIFY_CQ.invokeExact(notifyFn, this.cq, solicitedOnly ? 1 : 0);
+			if (rc != 0) {
+				throw new VerbsException("ibv_req_notify_cq", rc, describe());
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			release();
+		}
+	}
 
-    void recordAsyncError() {
-        asyncErrors.incrementAndGet();
-    }
+	/**
+	 * {@code ibv_resize_cq}: at least {@code cqe} entries; {@link #cqe()} tells the new
+	 * size. Runs in this CQ's exclusive slot (the provider swaps the queue buffer under
+	 * its CQ lock): it waits for a poll on another thread, and is refused with
+	 * {@link IllegalStateException} from inside a poll of this CQ on this thread.
+	 */
+	public void resize(int cqe) {
+		enterExclusive("ibv_resize_cq");
+		try {
+			int rc = (int) Ibverbs.RESIZE_CQ.invokeExact(handle, cqe);
+			if (rc != 0) {
+				throw new VerbsException("ibv_resize_cq", rc, "cqe=" + cqe + " on " + describe());
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			exitExclusive();
+		}
+	}
 
-    // ------------------------------------------------------------------ destroy
+	// ------------------------------------------------------------------ event accounting
 
-    @Override
-    final void destroy() {
-        if (channel != null) {
-            synchronized (channel.eventLock) {
-                ackAndDestroy();
-            }
-            channel.unregister(this);
-        } else {
-            ackAndDestroy();
-        }
-    }
+	void eventGot() {
+		eventsGot.incrementAndGet();
+	}
 
-    private void ackAndDestroy() {
-        // ackLock across both: a user's ackEvents() on another thread runs before (and counts) or after (and is
-        // refused), never on the freed CQ in between
-        synchronized (ackLock) {
-            ackEvents();
-            int rc;
-            try {
-                rc = (int) Ibverbs.FP_DESTROY.invokeExact(destroyFn, handle);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
-            }
-            if (rc != 0) {
-                throw new VerbsException("ibv_destroy_cq", rc, describe());
-            }
-            destroyedNatively = true;
-        }
-        destroyed();
-    }
+	/** Events got from the channel for this CQ so far. */
+	public long eventsGot() {
+		return eventsGot.get();
+	}
 
-    /** Frees Java-side resources after ibv_destroy_cq succeeded. */
-    void destroyed() {
-    }
+	/** Events acknowledged so far. */
+	public long eventsAcked() {
+		return eventsAcked.get();
+	}
+
+	/** Events got and not yet acknowledged. */
+	public long eventsUnacked() {
+		synchronized (ackLock) {
+			return eventsGot.get() - eventsAcked.get();
+		}
+	}
+
+	/**
+	 * {@code ibv_ack_cq_events} for every got-but-unacked event, in one call. Returns how
+	 * many were acked.
+	 */
+	public int ackEvents() {
+		synchronized (ackLock) {
+			return ack(eventsGot.get() - eventsAcked.get());
+		}
+	}
+
+	/**
+	 * {@code ibv_ack_cq_events(cq, n)}.
+	 * @throws IllegalArgumentException when {@code n} exceeds the unacked events
+	 * (over-acking hangs destroy)
+	 */
+	public void ackEvents(int n) {
+		synchronized (ackLock) {
+			long unacked = eventsGot.get() - eventsAcked.get();
+			if (n < 0 || n > unacked) {
+				throw new IllegalArgumentException(
+						"cannot ack " + n + " events: " + unacked + " got and unacked on " + describe());
+			}
+			ack(n);
+		}
+	}
+
+	private int ack(long n) {
+		if (n <= 0) {
+			return 0;
+		}
+		acquireForAck();
+		nativeAck((int) n);
+		eventsAcked.addAndGet(n);
+		return (int) n;
+	}
+
+	/**
+	 * {@code ibv_ack_cq_events}; with 0 it only takes and releases the CQ's event mutex.
+	 */
+	private void nativeAck(int n) {
+		try {
+			Ibverbs.ACK_CQ_EVENTS.invokeExact(handle, n);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * Under ackLock: an ack never reaches a destroyed CQ (close() destroys it under the
+	 * same lock).
+	 */
+	private void acquireForAck() {
+		if (destroyedNatively) {
+			throw closedException();
+		}
+	}
+
+	/**
+	 * {@code IBV_EVENT_CQ_ERR} async events seen for this CQ (overrun): the CQ is then
+	 * unusable.
+	 */
+	public long asyncErrors() {
+		return asyncErrors.get();
+	}
+
+	void recordAsyncError() {
+		asyncErrors.incrementAndGet();
+	}
+
+	// ------------------------------------------------------------------ destroy
+
+	@Override
+	final void destroy() {
+		if (channel != null) {
+			synchronized (channel.eventLock) {
+				ackAndDestroy();
+			}
+			channel.unregister(this);
+		}
+		else {
+			ackAndDestroy();
+		}
+	}
+
+	private void ackAndDestroy() {
+		// ackLock across both: a user's ackEvents() on another thread runs before (and
+		// counts) or after (and is
+		// refused), never on the freed CQ in between
+		synchronized (ackLock) {
+			ackEvents();
+			int rc;
+			try {
+				rc = (int) Ibverbs.FP_DESTROY.invokeExact(destroyFn, handle);
+			}
+			catch (Throwable t) {
+				throw new IllegalStateException(t);
+			}
+			if (rc != 0) {
+				throw new VerbsException("ibv_destroy_cq", rc, describe());
+			}
+			destroyedNatively = true;
+		}
+		destroyed();
+	}
+
+	/** Frees Java-side resources after ibv_destroy_cq succeeded. */
+	void destroyed() {
+	}
+
 }

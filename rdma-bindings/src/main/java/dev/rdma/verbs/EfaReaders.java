@@ -10,81 +10,96 @@ import dev.rdma.verbs.ffm.Native;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
 /**
- * The readers of {@code struct efadv_cq} ({@code efadvCq}): {@code efadv_wc_read_sgid} and
- * {@code efadv_wc_is_unsolicited}, each read only when the CQ was created with its {@link EfaWcFlag} (NULL
- * otherwise, and never called). Part of an EFA CQ's {@link CqExReaders}; the same validity rules.
+ * The readers of {@code struct efadv_cq} ({@code efadvCq}): {@code efadv_wc_read_sgid}
+ * and {@code efadv_wc_is_unsolicited}, each read only when the CQ was created with its
+ * {@link EfaWcFlag} (NULL otherwise, and never called). Part of an EFA CQ's
+ * {@link CqExReaders}; the same validity rules.
  */
 final class EfaReaders {
 
-    private final long efaFlags;
-    private final MemorySegment efadvCq;
-    private final MemorySegment readSgid;
-    private final MemorySegment readUnsolicited;
-    /** 16 bytes for the GID, freed with the CQ ({@link #free()}). */
-    private final Arena arena = Arena.ofShared();
-    private final MemorySegment gid = Native.unscoped(arena.allocate(16, 8));
+	private final long efaFlags;
 
-    /** @param efadvCq the {@code struct efadv_cq} (24 bytes readable: rdma-core 52+ layout) */
-    EfaReaders(MemorySegment efadvCq, long efaFlags) {
-        this.efaFlags = efaFlags;
-        this.efadvCq = efadvCq;
-        this.readSgid = (efaFlags & EfaWcFlag.SGID.bit()) == 0 ? MemorySegment.NULL
-                : efadvCq.get(ADDRESS, Layouts.off(Layouts.EFADV_CQ, "wc_read_sgid"));
-        this.readUnsolicited = (efaFlags & EfaWcFlag.IS_UNSOLICITED.bit()) == 0 ? MemorySegment.NULL
-                : efadvCq.get(ADDRESS, Layouts.EFADV_CQ_WC_IS_UNSOLICITED);
-    }
+	private final MemorySegment efadvCq;
 
-    static IllegalStateException notGranted(EfaWcFlag flag) {
-        return new IllegalStateException("EFA completion field " + flag + " is not available: create the CQ with "
-                + "efadv_create_cq and EFADV_WC_EX_WITH_" + flag);
-    }
+	private final MemorySegment readSgid;
 
-    long flags() {
-        return efaFlags;
-    }
+	private final MemorySegment readUnsolicited;
 
-    long efadvCqAddress() {
-        return efadvCq.address();
-    }
+	/** 16 bytes for the GID, freed with the CQ ({@link #free()}). */
+	private final Arena arena = Arena.ofShared();
 
-    boolean hasSgid() {
-        return readSgid.address() != 0;
-    }
+	private final MemorySegment gid = Native.unscoped(arena.allocate(16, 8));
 
-    boolean hasUnsolicited() {
-        return readUnsolicited.address() != 0;
-    }
+	/**
+	 * @param efadvCq the {@code struct efadv_cq} (24 bytes readable: rdma-core 52+
+	 * layout)
+	 */
+	EfaReaders(MemorySegment efadvCq, long efaFlags) {
+		this.efaFlags = efaFlags;
+		this.efadvCq = efadvCq;
+		this.readSgid = (efaFlags & EfaWcFlag.SGID.bit()) == 0 ? MemorySegment.NULL
+				: efadvCq.get(ADDRESS, Layouts.off(Layouts.EFADV_CQ, "wc_read_sgid"));
+		this.readUnsolicited = (efaFlags & EfaWcFlag.IS_UNSOLICITED.bit()) == 0 ? MemorySegment.NULL
+				: efadvCq.get(ADDRESS, Layouts.EFADV_CQ_WC_IS_UNSOLICITED);
+	}
 
-    /** {@code efadv_wc_read_sgid} into the 16-byte scratch {@link #gid()}: true when the provider knew it. */
-    boolean readSgid() {
-        if (readSgid.address() == 0) {
-            throw notGranted(EfaWcFlag.SGID);
-        }
-        try {
-            return (int) Efa.FP_WC_READ_SGID.invokeExact(readSgid, efadvCq, gid) == 0;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	static IllegalStateException notGranted(EfaWcFlag flag) {
+		return new IllegalStateException("EFA completion field " + flag + " is not available: create the CQ with "
+				+ "efadv_create_cq and EFADV_WC_EX_WITH_" + flag);
+	}
 
-    /** The scratch {@link #readSgid()} fills. */
-    MemorySegment gid() {
-        return gid;
-    }
+	long flags() {
+		return efaFlags;
+	}
 
-    /** {@code efadv_wc_is_unsolicited}. */
-    boolean isUnsolicited() {
-        if (readUnsolicited.address() == 0) {
-            throw notGranted(EfaWcFlag.IS_UNSOLICITED);
-        }
-        try {
-            return (boolean) Efa.FP_WC_IS_UNSOLICITED.invokeExact(readUnsolicited, efadvCq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	long efadvCqAddress() {
+		return efadvCq.address();
+	}
 
-    void free() {
-        arena.close();
-    }
+	boolean hasSgid() {
+		return readSgid.address() != 0;
+	}
+
+	boolean hasUnsolicited() {
+		return readUnsolicited.address() != 0;
+	}
+
+	/**
+	 * {@code efadv_wc_read_sgid} into the 16-byte scratch {@link #gid()}: true when the
+	 * provider knew it.
+	 */
+	boolean readSgid() {
+		if (readSgid.address() == 0) {
+			throw notGranted(EfaWcFlag.SGID);
+		}
+		try {
+			return (int) Efa.FP_WC_READ_SGID.invokeExact(readSgid, efadvCq, gid) == 0;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/** The scratch {@link #readSgid()} fills. */
+	MemorySegment gid() {
+		return gid;
+	}
+
+	/** {@code efadv_wc_is_unsolicited}. */
+	boolean isUnsolicited() {
+		if (readUnsolicited.address() == 0) {
+			throw notGranted(EfaWcFlag.IS_UNSOLICITED);
+		}
+		try {
+			return (boolean) Efa.FP_WC_IS_UNSOLICITED.invokeExact(readUnsolicited, efadvCq);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	void free() {
+		arena.close();
+	}
+
 }

@@ -4,29 +4,35 @@ import java.util.Set;
 
 /** {@code efadv_cq_init_attr.wc_flags}. */
 public enum EfaWcFlag {
-    /** {@code EFADV_WC_EX_WITH_SGID}: the source GID of a completion whose source AH is unknown. */
-    SGID(1),
-    /**
-     * {@code EFADV_WC_EX_WITH_IS_UNSOLICITED}: whether a receive completion is unsolicited (no matching work
-     * request). rdma-core 52+; rdma-core 44 refuses it with EOPNOTSUPP.
-     */
-    IS_UNSOLICITED(1 << 1);
 
-    private final long bit;
+	/**
+	 * {@code EFADV_WC_EX_WITH_SGID}: the source GID of a completion whose source AH is
+	 * unknown.
+	 */
+	SGID(1),
+	/**
+	 * {@code EFADV_WC_EX_WITH_IS_UNSOLICITED}: whether a receive completion is
+	 * unsolicited (no matching work request). rdma-core 52+; rdma-core 44 refuses it with
+	 * EOPNOTSUPP.
+	 */
+	IS_UNSOLICITED(1 << 1);
 
-    EfaWcFlag(long bit) {
-        this.bit = bit;
-    }
+	private final long bit;
 
-    public long bit() {
-        return bit;
-    }
+	EfaWcFlag(long bit) {
+		this.bit = bit;
+	}
 
-    public static long mask(Set<EfaWcFlag> flags) {
-        long m = 0;
-        for (EfaWcFlag f : flags) {
-            m |= f.bit;
-        }
-        return m;
-    }
+	public long bit() {
+		return bit;
+	}
+
+	public static long mask(Set<EfaWcFlag> flags) {
+		long m = 0;
+		for (EfaWcFlag f : flags) {
+			m |= f.bit;
+		}
+		return m;
+	}
+
 }

@@ -17,403 +17,469 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
- * An extended completion queue ({@code struct ibv_cq_ex *}) created by {@code ibv_create_cq_ex}, the static inline
- * verb of verbs.h, reached through {@code verbs_context.create_cq_ex} (EOPNOTSUPP when the provider lacks it, as the
- * C inline does). Polled with the iterator {@code ibv_start_poll} / {@code ibv_next_poll} / {@code ibv_end_poll};
- * fields are read with the {@code ibv_wc_read_*} function pointers of the CQ.
+ * An extended completion queue ({@code struct ibv_cq_ex *}) created by
+ * {@code ibv_create_cq_ex}, the static inline verb of verbs.h, reached through
+ * {@code verbs_context.create_cq_ex} (EOPNOTSUPP when the provider lacks it, as the C
+ * inline does). Polled with the iterator {@code ibv_start_poll} / {@code ibv_next_poll} /
+ * {@code ibv_end_poll}; fields are read with the {@code ibv_wc_read_*} function pointers
+ * of the CQ.
  *
- * <p><b>Iterator rules</b> (enforced): no {@code end_poll} after a failed {@code start_poll}; exactly one
- * {@code end_poll} after a started batch, also when {@code next_poll} fails or the callback throws; the provider's
- * lock is held in between, so nothing else may touch the CQ: a batch runs in the CQ's exclusive slot (see
- * {@link CompletionQueue#poll(WorkCompletionBuffer)}), another thread waits for it in Java, and the same thread polling,
- * resizing, closing or starting another batch of this CQ before {@code end_poll} is refused with
- * {@link IllegalStateException} before any native call.
+ * <p>
+ * <b>Iterator rules</b> (enforced): no {@code end_poll} after a failed
+ * {@code start_poll}; exactly one {@code end_poll} after a started batch, also when
+ * {@code next_poll} fails or the callback throws; the provider's lock is held in between,
+ * so nothing else may touch the CQ: a batch runs in the CQ's exclusive slot (see
+ * {@link CompletionQueue#poll(WorkCompletionBuffer)}), another thread waits for it in
+ * Java, and the same thread polling, resizing, closing or starting another batch of this
+ * CQ before {@code end_poll} is refused with {@link IllegalStateException} before any
+ * native call.
  *
- * <p><b>Soft-RoCE before rdma-core 55</b> corrupts its consumer index when {@code next_poll} runs into ENOENT and
- * {@code end_poll} follows (the documented drain sequence), handing out phantom completions afterwards. On rxe with an
- * rdma-core older than 59 (detected from libefa's symbols) this class therefore never calls {@code next_poll}: a
- * batch holds one completion ({@link #usesBatchIterator()} is false, {@link #nextPoll()} returns false without a
- * native call), the one pattern that is correct on every provider and version, for the raw iterator too.
+ * <p>
+ * <b>Soft-RoCE before rdma-core 55</b> corrupts its consumer index when {@code next_poll}
+ * runs into ENOENT and {@code end_poll} follows (the documented drain sequence), handing
+ * out phantom completions afterwards. On rxe with an rdma-core older than 59 (detected
+ * from libefa's symbols) this class therefore never calls {@code next_poll}: a batch
+ * holds one completion ({@link #usesBatchIterator()} is false, {@link #nextPoll()}
+ * returns false without a native call), the one pattern that is correct on every provider
+ * and version, for the raw iterator too.
  *
- * <p><b>Fields.</b> Only the fields whose {@link WcExFlag} was requested at creation can be read; any other read
- * throws {@link IllegalStateException} without calling the provider (its reader pointer may be NULL).
+ * <p>
+ * <b>Fields.</b> Only the fields whose {@link WcExFlag} was requested at creation can be
+ * read; any other read throws {@link IllegalStateException} without calling the provider
+ * (its reader pointer may be NULL).
  */
 public class ExtendedCompletionQueue extends CompletionQueue {
 
-    /** How the iterator is driven; see the class comment. */
-    enum IteratorMode { AUTO, BATCH, ONE_PER_BATCH }
+	/** How the iterator is driven; see the class comment. */
+	enum IteratorMode {
 
-    private static final int ENOENT = Errno.ENOENT;
+		AUTO, BATCH, ONE_PER_BATCH
 
-    private final long wcFlags;
-    private final int createFlags;
-    final boolean batchIterator;
-    private final Arena arena = Arena.ofShared();
-    private final long pollAttrAddress = arena.allocate(Layouts.IBV_POLL_CQ_ATTR).address();
-    private final MemorySegment startPoll;
-    private final MemorySegment nextPoll;
-    private final MemorySegment endPoll;
-    /** The provider's readers of the current completion (and, for an EFA CQ, the efadv_cq ones). */
-    private final CqExReaders readers;
-    /** The lazy view handed to handlers: one per CQ, reused. */
-    private final ExtendedCompletionView current;
-    /** The thread between a successful start_poll and its end_poll (it holds the exclusive slot then), or null. */
-    private @Nullable Thread batchThread;
-    /** True while that batch was opened by {@link #startPoll()} (the raw iterator), not by a poll method. */
-    private boolean rawBatch;
+	}
 
-    /**
-     * @param efa the efadv_cq readers of an EFA CQ, or null
-     */
-    ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
-            boolean batchIterator, ProviderCalls calls, @Nullable EfaReaders efa) {
-        super(context, context == null ? "stand-in" : context.deviceName(), cq, attributes.channel(),
-                attributes.compVector(), calls);
-        this.wcFlags = attributes.wcFlagsMask();
-        this.createFlags = CqCreateFlag.mask(attributes.flags());
-        var l = Layouts.IBV_CQ_EX;
-        this.startPoll = cq.get(ADDRESS, Layouts.off(l, "start_poll"));
-        this.nextPoll = cq.get(ADDRESS, Layouts.off(l, "next_poll"));
-        this.endPoll = cq.get(ADDRESS, Layouts.off(l, "end_poll"));
-        this.readers = new CqExReaders(cq, wcFlags, Native.unscoped(arena.allocate(16, 8)), efa);
-        this.current = new ExtendedCompletionView(this, readers);
-        this.batchIterator = batchIterator;
-    }
+	private static final int ENOENT = Errno.ENOENT;
 
-    /** Whether to drain with next_poll (see the class comment). */
-    static boolean batchIterator(Context context, IteratorMode mode) {
-        return switch (mode) {
-            case BATCH -> true;
-            case ONE_PER_BATCH -> false;
-            case AUTO -> !(context.queryDevice().isSoftRoce() && !Rdma.softRoceDrainIsSafe());
-        };
-    }
+	private final long wcFlags;
 
-    /**
-     * A stand-in of the tests and benchmarks: memory laid out as {@code struct ibv_cq_ex} whose iterator and readers
-     * are native functions of theirs (a CQ without a device), polled exactly like a provider's CQ; never destroyed
-     * natively.
-     */
-    static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes, boolean batchIterator,
-            MemorySegment destroyFn) {
-        for (String f : new String[] {"start_poll", "next_poll", "end_poll"}) {
-            if (Native.isNull(fakeCq.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, f)))) {
-                throw new IllegalArgumentException("the stand-in's " + f + " is NULL");
-            }
-        }
-        return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator,
-                new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn), null);
-    }
+	private final int createFlags;
 
-    /**
-     * Checks what the provider returned before any Java object wraps it: the iterator pointers must be set. On
-     * failure destroys the CQ and throws.
-     */
-    static MemorySegment checkIterator(MemorySegment cq, String verb) {
-        var l = Layouts.IBV_CQ_EX;
-        for (String f : new String[] {"start_poll", "next_poll", "end_poll"}) {
-            if (Native.isNull(cq.get(ADDRESS, Layouts.off(l, f)))) {
-                try {
-                    int ignored = (int) Ibverbs.DESTROY_CQ.invokeExact(cq);
-                } catch (Throwable t) {
-                    throw new IllegalStateException(t);
-                }
-                throw new VerbsException(verb, Errno.EOPNOTSUPP, "the provider left " + f + " NULL");
-            }
-        }
-        return cq;
-    }
+	final boolean batchIterator;
 
-    static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes) {
-        return create(context, attributes, IteratorMode.AUTO);
-    }
+	private final Arena arena = Arena.ofShared();
 
-    static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes, IteratorMode mode) {
-        checkChannel(context, attributes.channel());
-        boolean batch = batchIterator(context, mode);
-        MemorySegment cq;
-        context.acquire();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
-            if (Native.isNull(fn)) {
-                throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
-                        "the provider of " + context.deviceName() + " has no create_cq_ex");
-            }
-            MemorySegment attr = fill(a, attributes);
-            MemorySegment capture = Native.allocateCapture(a);
-            Libc.clearErrno();
-            cq = (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, context.handle, attr);
-            if (Native.isNull(cq)) {
-                throw new VerbsException("ibv_create_cq_ex", Native.errno(capture), describe(context, attributes));
-            }
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
-        } finally {
-            context.release();
-        }
-        return new ExtendedCompletionQueue(context,
-                checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch,
-                ProviderCalls.of(context), null);
-    }
+	private final long pollAttrAddress = arena.allocate(Layouts.IBV_POLL_CQ_ATTR).address();
 
-    static MemorySegment fill(Arena a, CqInitAttributes attributes) {
-        var l = Layouts.IBV_CQ_INIT_ATTR_EX;
-        MemorySegment attr = a.allocate(l);
-        attr.set(JAVA_INT, Layouts.off(l, "cqe"), attributes.cqe());
-        attr.set(ADDRESS, Layouts.off(l, "cq_context"), MemorySegment.NULL);
-        attr.set(ADDRESS, Layouts.off(l, "channel"),
-                attributes.channel() == null ? MemorySegment.NULL : attributes.channel().handle);
-        attr.set(JAVA_INT, Layouts.off(l, "comp_vector"), attributes.compVector());
-        attr.set(JAVA_LONG, Layouts.off(l, "wc_flags"), attributes.wcFlagsMask());
-        attr.set(JAVA_INT, Layouts.off(l, "comp_mask"), attributes.compMask());
-        attr.set(JAVA_INT, Layouts.off(l, "flags"), CqCreateFlag.mask(attributes.flags()));
-        attr.set(ADDRESS, Layouts.off(l, "parent_domain"),
-                attributes.parentDomain() == null ? MemorySegment.NULL : attributes.parentDomain().handle);
-        return attr;
-    }
+	private final MemorySegment startPoll;
 
-    static String describe(Context context, CqInitAttributes a) {
-        return "cqe=" + a.cqe() + ", comp_vector=" + a.compVector() + " of " + context.numCompVectors()
-                + ", wc_flags=" + a.wcFlags() + " (0x" + Long.toHexString(a.wcFlagsMask()) + "), flags=" + a.flags()
-                + ", device " + context.deviceName();
-    }
+	private final MemorySegment nextPoll;
 
-    /** The {@code wc_flags} requested at creation. */
-    public long wcFlags() {
-        return wcFlags;
-    }
+	private final MemorySegment endPoll;
 
-    /** True when field {@code flag} was requested at creation and can be read. */
-    public boolean provides(WcExFlag flag) {
-        return (wcFlags & flag.bit()) != 0;
-    }
+	/**
+	 * The provider's readers of the current completion (and, for an EFA CQ, the efadv_cq
+	 * ones).
+	 */
+	private final CqExReaders readers;
 
-    /** The {@code flags} given at creation ({@link CqCreateFlag} bits). */
-    public int createFlags() {
-        return createFlags;
-    }
+	/** The lazy view handed to handlers: one per CQ, reused. */
+	private final ExtendedCompletionView current;
 
-    /** False when this CQ polls one completion per start/end batch (Soft-RoCE before rdma-core 59). */
-    public boolean usesBatchIterator() {
-        return batchIterator;
-    }
+	/**
+	 * The thread between a successful start_poll and its end_poll (it holds the exclusive
+	 * slot then), or null.
+	 */
+	private @Nullable Thread batchThread;
 
-    /** True while this thread has an iterator batch of this CQ open (the lazy view is readable then). */
-    final boolean inBatchOnCurrentThread() {
-        return batchThread == Thread.currentThread();
-    }
+	/**
+	 * True while that batch was opened by {@link #startPoll()} (the raw iterator), not by
+	 * a poll method.
+	 */
+	private boolean rawBatch;
 
-    // ------------------------------------------------------------------ the raw iterator
+	/**
+	 * @param efa the efadv_cq readers of an EFA CQ, or null
+	 */
+	ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
+			boolean batchIterator, ProviderCalls calls, @Nullable EfaReaders efa) {
+		super(context, context == null ? "stand-in" : context.deviceName(), cq, attributes.channel(),
+				attributes.compVector(), calls);
+		this.wcFlags = attributes.wcFlagsMask();
+		this.createFlags = CqCreateFlag.mask(attributes.flags());
+		var l = Layouts.IBV_CQ_EX;
+		this.startPoll = cq.get(ADDRESS, Layouts.off(l, "start_poll"));
+		this.nextPoll = cq.get(ADDRESS, Layouts.off(l, "next_poll"));
+		this.endPoll = cq.get(ADDRESS, Layouts.off(l, "end_poll"));
+		this.readers = new CqExReaders(cq, wcFlags, Native.unscoped(arena.allocate(16, 8)), efa);
+		this.current = new ExtendedCompletionView(this, readers);
+		this.batchIterator = batchIterator;
+	}
 
-    /**
-     * {@code ibv_start_poll}: starts a batch. Returns false (ENOENT) when the CQ is empty; then no
-     * {@link #endPoll()} may follow. After true, {@link #current()} is the first completion and {@link #endPoll()}
-     * must be called exactly once, on this thread; until then the CQ is this thread's alone (its exclusive slot):
-     * another thread's poll waits, this thread's poll, resize, close or second startPoll() is refused.
-     *
-     * @throws VerbsException on a provider error (no {@code end_poll} then)
-     * @throws IllegalStateException when closed, or when this thread is already inside a poll or batch of this CQ
-     */
-    public boolean startPoll() {
-        enterExclusive("ibv_start_poll");
-        int rc;
-        try {
-            rc = start();
-        } catch (RuntimeException | Error e) {
-            exitExclusive();
-            throw e;
-        }
-        if (rc == 0) {
-            batchThread = Thread.currentThread();
-            rawBatch = true;
-            return true;
-        }
-        exitExclusive();
-        if (rc == ENOENT) {
-            return false;
-        }
-        throw new VerbsException("ibv_start_poll", rc, describe());
-    }
+	/** Whether to drain with next_poll (see the class comment). */
+	static boolean batchIterator(Context context, IteratorMode mode) {
+		return switch (mode) {
+			case BATCH -> true;
+			case ONE_PER_BATCH -> false;
+			case AUTO -> !(context.queryDevice().isSoftRoce() && !Rdma.softRoceDrainIsSafe());
+		};
+	}
 
-    /**
-     * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when there is none in this batch;
-     * call {@link #endPoll()}, a later {@link #startPoll()} finds what arrived since. Where the provider corrupts the CQ
-     * on that ENOENT (Soft-RoCE before rdma-core 55, see the class comment) a batch holds one completion: this returns
-     * false without calling the provider.
-     *
-     * @throws VerbsException on a provider error; {@link #endPoll()} must still be called
-     * @throws IllegalStateException without a batch started by {@link #startPoll()} on this thread
-     */
-    public boolean nextPoll() {
-        requireRawBatch("ibv_next_poll");
-        if (!batchIterator) {
-            return false;
-        }
-        int rc = next();
-        if (rc == 0) {
-            return true;
-        }
-        if (rc == ENOENT) {
-            return false;
-        }
-        throw new VerbsException("ibv_next_poll", rc, describe());
-    }
+	/**
+	 * A stand-in of the tests and benchmarks: memory laid out as {@code struct ibv_cq_ex}
+	 * whose iterator and readers are native functions of theirs (a CQ without a device),
+	 * polled exactly like a provider's CQ; never destroyed natively.
+	 */
+	static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes, boolean batchIterator,
+			MemorySegment destroyFn) {
+		for (String f : new String[] { "start_poll", "next_poll", "end_poll" }) {
+			if (Native.isNull(fakeCq.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, f)))) {
+				throw new IllegalArgumentException("the stand-in's " + f + " is NULL");
+			}
+		}
+		return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator,
+				new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn), null);
+	}
 
-    /**
-     * {@code ibv_end_poll}: ends the batch opened by a successful {@link #startPoll()} on this thread and frees the CQ
-     * for other threads.
-     *
-     * @throws IllegalStateException without a batch started by {@link #startPoll()} on this thread
-     */
-    public void endPoll() {
-        requireRawBatch("ibv_end_poll");
-        batchThread = null;
-        rawBatch = false;
-        try {
-            end();
-        } finally {
-            exitExclusive();
-        }
-    }
+	/**
+	 * Checks what the provider returned before any Java object wraps it: the iterator
+	 * pointers must be set. On failure destroys the CQ and throws.
+	 */
+	static MemorySegment checkIterator(MemorySegment cq, String verb) {
+		var l = Layouts.IBV_CQ_EX;
+		for (String f : new String[] { "start_poll", "next_poll", "end_poll" }) {
+			if (Native.isNull(cq.get(ADDRESS, Layouts.off(l, f)))) {
+				try {
+					int ignored = (int) Ibverbs.DESTROY_CQ.invokeExact(cq);
+				}
+				catch (Throwable t) {
+					throw new IllegalStateException(t);
+				}
+				throw new VerbsException(verb, Errno.EOPNOTSUPP, "the provider left " + f + " NULL");
+			}
+		}
+		return cq;
+	}
 
-    private void requireRawBatch(String verb) {
-        if (batchThread != Thread.currentThread() || !rawBatch) {
-            throw new IllegalStateException(verb + " without a batch started by startPoll() on this thread on "
-                    + describe());
-        }
-    }
+	static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes) {
+		return create(context, attributes, IteratorMode.AUTO);
+	}
 
-    /** The current completion of the open batch: a lazy view, valid until the next {@code next_poll}/{@code end_poll}. */
-    public WorkCompletion current() {
-        requireRawBatch("reading a completion");
-        return current;
-    }
+	static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes, IteratorMode mode) {
+		checkChannel(context, attributes.channel());
+		boolean batch = batchIterator(context, mode);
+		MemorySegment cq;
+		context.acquire();
+		try (Arena a = Arena.ofConfined()) {
+			MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
+			if (Native.isNull(fn)) {
+				throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
+						"the provider of " + context.deviceName() + " has no create_cq_ex");
+			}
+			MemorySegment attr = fill(a, attributes);
+			MemorySegment capture = Native.allocateCapture(a);
+			Libc.clearErrno();
+			cq = (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, context.handle, attr);
+			if (Native.isNull(cq)) {
+				throw new VerbsException("ibv_create_cq_ex", Native.errno(capture), describe(context, attributes));
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			context.release();
+		}
+		return new ExtendedCompletionQueue(context,
+				checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch,
+				ProviderCalls.of(context), null);
+	}
 
-    /*
-     * Each downcall sits in its own method of a few bytecodes: the JIT inlines methods that small at every call site,
-     * where larger ones were left as calls at the sites it judged not hot enough (-XX:+PrintInlining: "callee is too
-     * large"), on a path that makes three downcalls per completion on rxe.
-     */
-    private int start() {
-        try {
-            return (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, cq, pollAttrAddress);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	static MemorySegment fill(Arena a, CqInitAttributes attributes) {
+		var l = Layouts.IBV_CQ_INIT_ATTR_EX;
+		MemorySegment attr = a.allocate(l);
+		attr.set(JAVA_INT, Layouts.off(l, "cqe"), attributes.cqe());
+		attr.set(ADDRESS, Layouts.off(l, "cq_context"), MemorySegment.NULL);
+		attr.set(ADDRESS, Layouts.off(l, "channel"),
+				attributes.channel() == null ? MemorySegment.NULL : attributes.channel().handle);
+		attr.set(JAVA_INT, Layouts.off(l, "comp_vector"), attributes.compVector());
+		attr.set(JAVA_LONG, Layouts.off(l, "wc_flags"), attributes.wcFlagsMask());
+		attr.set(JAVA_INT, Layouts.off(l, "comp_mask"), attributes.compMask());
+		attr.set(JAVA_INT, Layouts.off(l, "flags"), CqCreateFlag.mask(attributes.flags()));
+		attr.set(ADDRESS, Layouts.off(l, "parent_domain"),
+				attributes.parentDomain() == null ? MemorySegment.NULL : attributes.parentDomain().handle);
+		return attr;
+	}
 
-    private int next() {
-        return readers.readInt(nextPoll);
-    }
+	static String describe(Context context, CqInitAttributes a) {
+		return "cqe=" + a.cqe() + ", comp_vector=" + a.compVector() + " of " + context.numCompVectors() + ", wc_flags="
+				+ a.wcFlags() + " (0x" + Long.toHexString(a.wcFlagsMask()) + "), flags=" + a.flags() + ", device "
+				+ context.deviceName();
+	}
 
-    private void end() {
-        try {
-            Ibverbs.FP_END_POLL.invokeExact(endPoll, cq);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	/** The {@code wc_flags} requested at creation. */
+	public long wcFlags() {
+		return wcFlags;
+	}
 
-    // ------------------------------------------------------------------ polling
+	/** True when field {@code flag} was requested at creation and can be read. */
+	public boolean provides(WcExFlag flag) {
+		return (wcFlags & flag.bit()) != 0;
+	}
 
-    /**
-     * Drains up to {@code buffer.capacity()} completions with the iterator, handing each to {@code handler} as a lazy
-     * view (fields are read through the provider's readers only when asked for). Allocation-free.
-     * (It overrides the legacy poll whole, not a hook inside it: a hook's call site, shared by both kinds, would carry
-     * one JIT type profile for both.)
-     */
-    @Override
-    public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
-        enterExclusive("ibv_start_poll");
-        try {
-            buffer.claim();
-            try {
-                return iterate(buffer.capacity(), handler, null);
-            } finally {
-                buffer.unclaim();
-            }
-        } finally {
-            exitExclusive();
-        }
-    }
+	/** The {@code flags} given at creation ({@link CqCreateFlag} bits). */
+	public int createFlags() {
+		return createFlags;
+	}
 
-    /**
-     * Drains up to {@code buffer.capacity()} completions and copies every field this CQ provides into
-     * {@code buffer} (the extended fields included), for batch consumers. Allocation-free.
-     */
-    @Override
-    public int poll(WorkCompletionBuffer buffer) {
-        enterExclusive("ibv_start_poll");
-        try {
-            buffer.claim();
-            try {
-                int n = iterate(buffer.capacity(), null, buffer);
-                buffer.filledByIterator(n, wcFlags, readers.efaFlags());
-                return n;
-            } finally {
-                buffer.unclaim();
-            }
-        } finally {
-            exitExclusive();
-        }
-    }
+	/**
+	 * False when this CQ polls one completion per start/end batch (Soft-RoCE before
+	 * rdma-core 59).
+	 */
+	public boolean usesBatchIterator() {
+		return batchIterator;
+	}
 
+	/**
+	 * True while this thread has an iterator batch of this CQ open (the lazy view is
+	 * readable then).
+	 */
+	final boolean inBatchOnCurrentThread() {
+		return batchThread == Thread.currentThread();
+	}
 
-    private int iterate(int max, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {
-        // An empty CQ, what a busy poller sees most: one downcall and nothing more. This method stays small enough to
-        // be inlined into the poll; the loop of iterateFrom is not.
-        int rc = start();
-        return rc == ENOENT ? 0 : iterateFrom(rc, max, handler, copyTo);
-    }
+	// ------------------------------------------------------------------ the raw iterator
 
-    /** The iterator from a start_poll that returned {@code rc} (not ENOENT), up to {@code max} completions. */
-    private int iterateFrom(int rc, int max, @Nullable CompletionHandler handler,
-            @Nullable WorkCompletionBuffer copyTo) {
-        int n = 0;
-        while (true) {
-            if (rc != 0) {
-                throw new VerbsException("ibv_start_poll", rc, describe());
-            }
-            batchThread = Thread.currentThread();
-            try {
-                deliver(n++, handler, copyTo);
-                if (batchIterator) {
-                    while (n < max) {
-                        rc = next();
-                        if (rc == ENOENT) {
-                            return n;
-                        }
-                        if (rc != 0) {
-                            throw new VerbsException("ibv_next_poll", rc, describe());
-                        }
-                        deliver(n++, handler, copyTo);
-                    }
-                    return n;
-                }
-            } finally {
-                batchThread = null;
-                end();
-            }
-            if (n >= max) {
-                return n;
-            }
-            rc = start();
-            if (rc == ENOENT) {
-                return n;
-            }
-        }
-    }
+	/**
+	 * {@code ibv_start_poll}: starts a batch. Returns false (ENOENT) when the CQ is
+	 * empty; then no {@link #endPoll()} may follow. After true, {@link #current()} is the
+	 * first completion and {@link #endPoll()} must be called exactly once, on this
+	 * thread; until then the CQ is this thread's alone (its exclusive slot): another
+	 * thread's poll waits, this thread's poll, resize, close or second startPoll() is
+	 * refused.
+	 * @throws VerbsException on a provider error (no {@code end_poll} then)
+	 * @throws IllegalStateException when closed, or when this thread is already inside a
+	 * poll or batch of this CQ
+	 */
+	public boolean startPoll() {
+		enterExclusive("ibv_start_poll");
+		int rc;
+		try {
+			rc = start();
+		}
+		catch (RuntimeException | Error e) {
+			exitExclusive();
+			throw e;
+		}
+		if (rc == 0) {
+			batchThread = Thread.currentThread();
+			rawBatch = true;
+			return true;
+		}
+		exitExclusive();
+		if (rc == ENOENT) {
+			return false;
+		}
+		throw new VerbsException("ibv_start_poll", rc, describe());
+	}
 
-    private void deliver(int index, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {
-        if (handler != null) {
-            handler.onCompletion(current);
-        } else {
-            copyTo.copyCurrent(index, readers);
-        }
-    }
+	/**
+	 * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when
+	 * there is none in this batch; call {@link #endPoll()}, a later {@link #startPoll()}
+	 * finds what arrived since. Where the provider corrupts the CQ on that ENOENT
+	 * (Soft-RoCE before rdma-core 55, see the class comment) a batch holds one
+	 * completion: this returns false without calling the provider.
+	 * @throws VerbsException on a provider error; {@link #endPoll()} must still be called
+	 * @throws IllegalStateException without a batch started by {@link #startPoll()} on
+	 * this thread
+	 */
+	public boolean nextPoll() {
+		requireRawBatch("ibv_next_poll");
+		if (!batchIterator) {
+			return false;
+		}
+		int rc = next();
+		if (rc == 0) {
+			return true;
+		}
+		if (rc == ENOENT) {
+			return false;
+		}
+		throw new VerbsException("ibv_next_poll", rc, describe());
+	}
 
-    @Override
-    void destroyed() {
-        arena.close();
-    }
+	/**
+	 * {@code ibv_end_poll}: ends the batch opened by a successful {@link #startPoll()} on
+	 * this thread and frees the CQ for other threads.
+	 * @throws IllegalStateException without a batch started by {@link #startPoll()} on
+	 * this thread
+	 */
+	public void endPoll() {
+		requireRawBatch("ibv_end_poll");
+		batchThread = null;
+		rawBatch = false;
+		try {
+			end();
+		}
+		finally {
+			exitExclusive();
+		}
+	}
+
+	private void requireRawBatch(String verb) {
+		if (batchThread != Thread.currentThread() || !rawBatch) {
+			throw new IllegalStateException(
+					verb + " without a batch started by startPoll() on this thread on " + describe());
+		}
+	}
+
+	/**
+	 * The current completion of the open batch: a lazy view, valid until the next
+	 * {@code next_poll}/{@code end_poll}.
+	 */
+	public WorkCompletion current() {
+		requireRawBatch("reading a completion");
+		return current;
+	}
+
+	/*
+	 * Each downcall sits in its own method of a few bytecodes: the JIT inlines methods
+	 * that small at every call site, where larger ones were left as calls at the sites it
+	 * judged not hot enough (-XX:+PrintInlining: "callee is too large"), on a path that
+	 * makes three downcalls per completion on rxe.
+	 */
+	private int start() {
+		try {
+			return (int) Ibverbs.FP_START_POLL.invokeExact(startPoll, cq, pollAttrAddress);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	private int next() {
+		return readers.readInt(nextPoll);
+	}
+
+	private void end() {
+		try {
+			Ibverbs.FP_END_POLL.invokeExact(endPoll, cq);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	// ------------------------------------------------------------------ polling
+
+	/**
+	 * Drains up to {@code buffer.capacity()} completions with the iterator, handing each
+	 * to {@code handler} as a lazy view (fields are read through the provider's readers
+	 * only when asked for). Allocation-free. (It overrides the legacy poll whole, not a
+	 * hook inside it: a hook's call site, shared by both kinds, would carry one JIT type
+	 * profile for both.)
+	 */
+	@Override
+	public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
+		enterExclusive("ibv_start_poll");
+		try {
+			buffer.claim();
+			try {
+				return iterate(buffer.capacity(), handler, null);
+			}
+			finally {
+				buffer.unclaim();
+			}
+		}
+		finally {
+			exitExclusive();
+		}
+	}
+
+	/**
+	 * Drains up to {@code buffer.capacity()} completions and copies every field this CQ
+	 * provides into {@code buffer} (the extended fields included), for batch consumers.
+	 * Allocation-free.
+	 */
+	@Override
+	public int poll(WorkCompletionBuffer buffer) {
+		enterExclusive("ibv_start_poll");
+		try {
+			buffer.claim();
+			try {
+				int n = iterate(buffer.capacity(), null, buffer);
+				buffer.filledByIterator(n, wcFlags, readers.efaFlags());
+				return n;
+			}
+			finally {
+				buffer.unclaim();
+			}
+		}
+		finally {
+			exitExclusive();
+		}
+	}
+
+	private int iterate(int max, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {
+		// An empty CQ, what a busy poller sees most: one downcall and nothing more. This
+		// method stays small enough to
+		// be inlined into the poll; the loop of iterateFrom is not.
+		int rc = start();
+		return rc == ENOENT ? 0 : iterateFrom(rc, max, handler, copyTo);
+	}
+
+	/**
+	 * The iterator from a start_poll that returned {@code rc} (not ENOENT), up to
+	 * {@code max} completions.
+	 */
+	private int iterateFrom(int rc, int max, @Nullable CompletionHandler handler,
+			@Nullable WorkCompletionBuffer copyTo) {
+		int n = 0;
+		while (true) {
+			if (rc != 0) {
+				throw new VerbsException("ibv_start_poll", rc, describe());
+			}
+			batchThread = Thread.currentThread();
+			try {
+				deliver(n++, handler, copyTo);
+				if (batchIterator) {
+					while (n < max) {
+						rc = next();
+						if (rc == ENOENT) {
+							return n;
+						}
+						if (rc != 0) {
+							throw new VerbsException("ibv_next_poll", rc, describe());
+						}
+						deliver(n++, handler, copyTo);
+					}
+					return n;
+				}
+			}
+			finally {
+				batchThread = null;
+				end();
+			}
+			if (n >= max) {
+				return n;
+			}
+			rc = start();
+			if (rc == ENOENT) {
+				return n;
+			}
+		}
+	}
+
+	private void deliver(int index, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {
+		if (handler != null) {
+			handler.onCompletion(current);
+		}
+		else {
+			copyTo.copyCurrent(index, readers);
+		}
+	}
+
+	@Override
+	void destroyed() {
+		arena.close();
+	}
+
 }

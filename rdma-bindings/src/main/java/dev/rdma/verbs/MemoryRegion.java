@@ -11,87 +11,95 @@ import java.util.Set;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * A registered memory region ({@code struct ibv_mr *}, {@code ibv_reg_mr} / {@code ibv_dereg_mr}) over native memory
- * that the binding allocated and frees on {@link #close()}. {@link #buffer()} is the memory; do not use it after
- * close.
+ * A registered memory region ({@code struct ibv_mr *}, {@code ibv_reg_mr} /
+ * {@code ibv_dereg_mr}) over native memory that the binding allocated and frees on
+ * {@link #close()}. {@link #buffer()} is the memory; do not use it after close.
  */
 public final class MemoryRegion extends NativeObject {
 
-    /** {@code enum ibv_access_flags}. */
-    public enum Access {
-        LOCAL_WRITE(1), REMOTE_WRITE(1 << 1), REMOTE_READ(1 << 2), REMOTE_ATOMIC(1 << 3);
+	/** {@code enum ibv_access_flags}. */
+	public enum Access {
 
-        final int bit;
+		LOCAL_WRITE(1), REMOTE_WRITE(1 << 1), REMOTE_READ(1 << 2), REMOTE_ATOMIC(1 << 3);
 
-        Access(int bit) {
-            this.bit = bit;
-        }
-    }
+		final int bit;
 
-    private final Arena arena;
-    private final MemorySegment buffer;
-    private final int lkey;
-    private final int rkey;
+		Access(int bit) {
+			this.bit = bit;
+		}
 
-    private MemoryRegion(ProtectionDomain pd, MemorySegment mr, Arena arena, MemorySegment buffer) {
-        super(mr, pd);
-        this.arena = arena;
-        this.buffer = buffer;
-        this.lkey = mr.get(JAVA_INT, Layouts.off(Layouts.IBV_MR, "lkey"));
-        this.rkey = mr.get(JAVA_INT, Layouts.off(Layouts.IBV_MR, "rkey"));
-    }
+	}
 
-    static MemoryRegion register(ProtectionDomain pd, long size, Set<Access> access) {
-        if (size <= 0) {
-            throw new IllegalArgumentException("memory region size must be > 0, got " + size);
-        }
-        int flags = 0;
-        for (Access a : access) {
-            flags |= a.bit;
-        }
-        Arena arena = Arena.ofShared();
-        pd.acquire();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment buffer = arena.allocate(size, 4096);
-            MemorySegment capture = Native.allocateCapture(a);
-            MemorySegment mr = (MemorySegment) Ibverbs.REG_MR.invokeExact(capture, pd.handle, buffer, size, flags);
-            if (Native.isNull(mr)) {
-                throw new VerbsException("ibv_reg_mr", Native.errno(capture), size + " bytes, access " + access);
-            }
-            return new MemoryRegion(pd, mr.reinterpret(Layouts.IBV_MR.byteSize()), arena, buffer);
-        } catch (Throwable t) {
-            arena.close();
-            if (t instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new IllegalStateException(t);
-        } finally {
-            pd.release();
-        }
-    }
+	private final Arena arena;
 
-    /** The registered memory. */
-    public MemorySegment buffer() {
-        ensureOpen();
-        return buffer;
-    }
+	private final MemorySegment buffer;
 
-    public int lkey() {
-        return lkey;
-    }
+	private final int lkey;
 
-    public int rkey() {
-        return rkey;
-    }
+	private final int rkey;
 
-    /** The address of the first byte (for remote_addr of RDMA operations). */
-    public long bufferAddress() {
-        return buffer.address();
-    }
+	private MemoryRegion(ProtectionDomain pd, MemorySegment mr, Arena arena, MemorySegment buffer) {
+		super(mr, pd);
+		this.arena = arena;
+		this.buffer = buffer;
+		this.lkey = mr.get(JAVA_INT, Layouts.off(Layouts.IBV_MR, "lkey"));
+		this.rkey = mr.get(JAVA_INT, Layouts.off(Layouts.IBV_MR, "rkey"));
+	}
 
-    @Override
-    void destroy() {
-        destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
-        arena.close();
-    }
+	static MemoryRegion register(ProtectionDomain pd, long size, Set<Access> access) {
+		if (size <= 0) {
+			throw new IllegalArgumentException("memory region size must be > 0, got " + size);
+		}
+		int flags = 0;
+		for (Access a : access) {
+			flags |= a.bit;
+		}
+		Arena arena = Arena.ofShared();
+		pd.acquire();
+		try (Arena a = Arena.ofConfined()) {
+			MemorySegment buffer = arena.allocate(size, 4096);
+			MemorySegment capture = Native.allocateCapture(a);
+			MemorySegment mr = (MemorySegment) Ibverbs.REG_MR.invokeExact(capture, pd.handle, buffer, size, flags);
+			if (Native.isNull(mr)) {
+				throw new VerbsException("ibv_reg_mr", Native.errno(capture), size + " bytes, access " + access);
+			}
+			return new MemoryRegion(pd, mr.reinterpret(Layouts.IBV_MR.byteSize()), arena, buffer);
+		}
+		catch (Throwable t) {
+			arena.close();
+			if (t instanceof RuntimeException r) {
+				throw r;
+			}
+			throw new IllegalStateException(t);
+		}
+		finally {
+			pd.release();
+		}
+	}
+
+	/** The registered memory. */
+	public MemorySegment buffer() {
+		ensureOpen();
+		return buffer;
+	}
+
+	public int lkey() {
+		return lkey;
+	}
+
+	public int rkey() {
+		return rkey;
+	}
+
+	/** The address of the first byte (for remote_addr of RDMA operations). */
+	public long bufferAddress() {
+		return buffer.address();
+	}
+
+	@Override
+	void destroy() {
+		destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
+		arena.close();
+	}
+
 }

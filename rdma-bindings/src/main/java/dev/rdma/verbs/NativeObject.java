@@ -8,218 +8,258 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * A native rdma-core object owned by Java: the common lifecycle of every class in this package.
+ * A native rdma-core object owned by Java: the common lifecycle of every class in this
+ * package.
  *
  * <ul>
- *   <li>{@link #close()} is idempotent and thread-safe. It closes the object's dependants first (a context its CQs,
- *       channels and PDs; a PD its QPs and MRs), waits for calls in flight on this object to finish, then destroys
- *       the native object.</li>
- *   <li>A closed object throws {@link IllegalStateException} instead of touching freed memory.</li>
- *   <li>When the destroy verb fails (EBUSY: a QP still uses this CQ, a CQ still uses this channel) the
- *       {@link VerbsException} is thrown and the object stays open and usable.</li>
+ * <li>{@link #close()} is idempotent and thread-safe. It closes the object's dependants
+ * first (a context its CQs, channels and PDs; a PD its QPs and MRs), waits for calls in
+ * flight on this object to finish, then destroys the native object.</li>
+ * <li>A closed object throws {@link IllegalStateException} instead of touching freed
+ * memory.</li>
+ * <li>When the destroy verb fails (EBUSY: a QP still uses this CQ, a CQ still uses this
+ * channel) the {@link VerbsException} is thrown and the object stays open and
+ * usable.</li>
  * </ul>
  */
 public abstract class NativeObject implements AutoCloseable {
 
-    private static final long CLOSING = Long.MIN_VALUE;
-    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+	private static final long CLOSING = Long.MIN_VALUE;
 
-    /** Number of calls in flight; the sign bit is set while closing or once closed. */
-    private final AtomicLong uses = new AtomicLong();
-    private final Object closeLock = new Object();
-    private final List<NativeObject> dependants = new ArrayList<>();
-    private final NativeObject owner;
-    private volatile boolean closed;
-    final MemorySegment handle;
+	private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
-    NativeObject(MemorySegment handle, NativeObject owner) {
-        this.handle = handle;
-        this.owner = owner;
-        if (owner != null) {
-            owner.addDependant(this);
-        }
-        NativeObjects.opened(getClass());
-    }
+	/** Number of calls in flight; the sign bit is set while closing or once closed. */
+	private final AtomicLong uses = new AtomicLong();
 
-    /** The native address of the object, e.g. the {@code struct ibv_cq *}. */
-    public final long address() {
-        return handle.address();
-    }
+	private final Object closeLock = new Object();
 
-    /** True once {@link #close()} has destroyed the native object. */
-    public final boolean isClosed() {
-        return closed;
-    }
+	private final List<NativeObject> dependants = new ArrayList<>();
 
-    /** Marks the start of a call that touches native memory; throws when closed or closing. */
-    final void acquire() {
-        if (uses.getAndIncrement() < 0) {
-            uses.getAndDecrement();
-            throw closedException();
-        }
-    }
+	private final NativeObject owner;
 
-    final void release() {
-        uses.getAndDecrement();
-    }
+	private volatile boolean closed;
 
-    /** Throws {@link IllegalStateException} when closed; for calls that need no in-flight accounting. */
-    final void ensureOpen() {
-        if (uses.get() < 0) {
-            throw closedException();
-        }
-    }
+	final MemorySegment handle;
 
-    IllegalStateException closedException() {
-        return new IllegalStateException(describe() + " is closed");
-    }
+	NativeObject(MemorySegment handle, NativeObject owner) {
+		this.handle = handle;
+		this.owner = owner;
+		if (owner != null) {
+			owner.addDependant(this);
+		}
+		NativeObjects.opened(getClass());
+	}
 
-    /** A short description for messages, e.g. {@code CompletionQueue[cqe=31]}. */
-    String describe() {
-        return getClass().getSimpleName() + "@0x" + Long.toHexString(handle.address());
-    }
+	/** The native address of the object, e.g. the {@code struct ibv_cq *}. */
+	public final long address() {
+		return handle.address();
+	}
 
-    @Override
-    public String toString() {
-        return describe() + (closed ? " (closed)" : "");
-    }
+	/** True once {@link #close()} has destroyed the native object. */
+	public final boolean isClosed() {
+		return closed;
+	}
 
-    private void addDependant(NativeObject dependant) {
-        synchronized (dependants) {
-            ensureOpen();
-            dependants.add(dependant);
-        }
-    }
+	/**
+	 * Marks the start of a call that touches native memory; throws when closed or
+	 * closing.
+	 */
+	final void acquire() {
+		if (uses.getAndIncrement() < 0) {
+			uses.getAndDecrement();
+			throw closedException();
+		}
+	}
 
-    private void removeDependant(NativeObject dependant) {
-        synchronized (dependants) {
-            dependants.remove(dependant);
-        }
-    }
+	final void release() {
+		uses.getAndDecrement();
+	}
 
-    /** Open dependants of the given type, oldest first. */
-    final <T extends NativeObject> List<T> dependants(Class<T> type) {
-        List<T> out = new ArrayList<>();
-        synchronized (dependants) {
-            for (NativeObject d : dependants) {
-                if (type.isInstance(d)) {
-                    out.add(type.cast(d));
-                }
-            }
-        }
-        return out;
-    }
+	/**
+	 * Throws {@link IllegalStateException} when closed; for calls that need no in-flight
+	 * accounting.
+	 */
+	final void ensureOpen() {
+		if (uses.get() < 0) {
+			throw closedException();
+		}
+	}
 
-    /** Closes the dependants, newest first. Subclasses with a stricter teardown order override this. */
-    void closeDependants() {
-        List<NativeObject> snapshot;
-        synchronized (dependants) {
-            snapshot = new ArrayList<>(dependants);
-        }
-        for (int i = snapshot.size() - 1; i >= 0; i--) {
-            snapshot.get(i).close();
-        }
-    }
+	IllegalStateException closedException() {
+		return new IllegalStateException(describe() + " is closed");
+	}
 
-    /**
-     * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a positive errno value, and throws
-     * {@link VerbsException} naming {@code verb} and {@code what} when it fails.
-     */
-    static void destroyVerb(java.lang.invoke.MethodHandle handle, MemorySegment object, String verb, String what) {
-        int rc = dev.rdma.verbs.ffm.Native.callIntVerb(handle, object);
-        if (rc != 0) {
-            throw new VerbsException(verb, rc, what);
-        }
-    }
+	/** A short description for messages, e.g. {@code CompletionQueue[cqe=31]}. */
+	String describe() {
+		return getClass().getSimpleName() + "@0x" + Long.toHexString(handle.address());
+	}
 
-    /** Puts {@code fd} into non-blocking mode, or throws {@link VerbsException} naming {@code what}. */
-    static void setNonBlocking(int fd, String what) {
-        int errno = dev.rdma.verbs.ffm.Libc.setNonBlocking(fd);
-        if (errno != 0) {
-            throw new VerbsException("fcntl(F_SETFL, O_NONBLOCK)", errno, what);
-        }
-    }
+	@Override
+	public String toString() {
+		return describe() + (closed ? " (closed)" : "");
+	}
 
-    /** Destroys the native object; throws {@link VerbsException} (object stays usable) when the verb refuses. */
-    abstract void destroy();
+	private void addDependant(NativeObject dependant) {
+		synchronized (dependants) {
+			ensureOpen();
+			dependants.add(dependant);
+		}
+	}
 
-    /** Called with the close lock held, before waiting for in-flight calls: lets a waiter be woken up. */
-    void beforeClose() {
-    }
+	private void removeDependant(NativeObject dependant) {
+		synchronized (dependants) {
+			dependants.remove(dependant);
+		}
+	}
 
-    /** True when no call outside the {@link #acquire()} accounting is in flight (see CompletionQueue's poll path). */
-    boolean idle() {
-        return true;
-    }
+	/** Open dependants of the given type, oldest first. */
+	final <T extends NativeObject> List<T> dependants(Class<T> type) {
+		List<T> out = new ArrayList<>();
+		synchronized (dependants) {
+			for (NativeObject d : dependants) {
+				if (type.isInstance(d)) {
+					out.add(type.cast(d));
+				}
+			}
+		}
+		return out;
+	}
 
-    /** True once close() has started (or finished); a cheap read for paths that do their own in-flight accounting. */
-    final boolean closing() {
-        return uses.get() < 0;
-    }
+	/**
+	 * Closes the dependants, newest first. Subclasses with a stricter teardown order
+	 * override this.
+	 */
+	void closeDependants() {
+		List<NativeObject> snapshot;
+		synchronized (dependants) {
+			snapshot = new ArrayList<>(dependants);
+		}
+		for (int i = snapshot.size() - 1; i >= 0; i--) {
+			snapshot.get(i).close();
+		}
+	}
 
-    /**
-     * Destroys the native object after its dependants. Idempotent and thread-safe. Waits (at most 10 s) for calls in
-     * flight on other threads, e.g. a poll, to return. Calling it from inside such a call on the same object (a poll
-     * callback closing its own CQ) throws {@link IllegalStateException}.
-     *
-     * @throws VerbsException when the destroy verb fails; the object then stays open
-     */
-    @Override
-    public final void close() {
-        synchronized (closeLock) {
-            if (closed) {
-                return;
-            }
-            checkCloseAllowed();
-            long s;
-            do {
-                s = uses.get();
-            } while (!uses.compareAndSet(s, s | CLOSING));
-            try {
-                closeDependants();
-                beforeClose();
-                awaitIdle();
-                destroy();
-            } catch (RuntimeException | Error e) {
-                uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
-                closeRefused();
-                throw e;
-            }
-            closed = true;
-        }
-        if (owner != null) {
-            owner.removeDependant(this);
-        }
-        NativeObjects.closed(getClass());
-    }
+	/**
+	 * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a
+	 * positive errno value, and throws {@link VerbsException} naming {@code verb} and
+	 * {@code what} when it fails.
+	 */
+	static void destroyVerb(java.lang.invoke.MethodHandle handle, MemorySegment object, String verb, String what) {
+		int rc = dev.rdma.verbs.ffm.Native.callIntVerb(handle, object);
+		if (rc != 0) {
+			throw new VerbsException(verb, rc, what);
+		}
+	}
 
-    /**
-     * Throws when closing now is refused, before anything changes: a programming error (e.g. from inside this
-     * object's own poll callback) or a refusal the binding can foresee (EBUSY: the object is still in use).
-     */
-    void checkCloseAllowed() {
-    }
+	/**
+	 * Puts {@code fd} into non-blocking mode, or throws {@link VerbsException} naming
+	 * {@code what}.
+	 */
+	static void setNonBlocking(int fd, String what) {
+		int errno = dev.rdma.verbs.ffm.Libc.setNonBlocking(fd);
+		if (errno != 0) {
+			throw new VerbsException("fcntl(F_SETFL, O_NONBLOCK)", errno, what);
+		}
+	}
 
-    /**
-     * Called after a close that failed half way (a destroy verb refused, a wait timed out) has reopened the object:
-     * undoes what {@link #beforeClose()} did, so the object is exactly as usable as before, waits included.
-     */
-    void closeRefused() {
-    }
+	/**
+	 * Destroys the native object; throws {@link VerbsException} (object stays usable)
+	 * when the verb refuses.
+	 */
+	abstract void destroy();
 
-    private void awaitIdle() {
-        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
-        int spins = 0;
-        while ((uses.get() & ~CLOSING) != 0 || !idle()) {
-            if (System.nanoTime() - deadline > 0) {
-                throw new IllegalStateException("cannot close " + describe() + ": still in use by another thread "
-                        + "after 10 s");
-            }
-            if (++spins < 100) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(50_000);
-            }
-        }
-    }
+	/**
+	 * Called with the close lock held, before waiting for in-flight calls: lets a waiter
+	 * be woken up.
+	 */
+	void beforeClose() {
+	}
+
+	/**
+	 * True when no call outside the {@link #acquire()} accounting is in flight (see
+	 * CompletionQueue's poll path).
+	 */
+	boolean idle() {
+		return true;
+	}
+
+	/**
+	 * True once close() has started (or finished); a cheap read for paths that do their
+	 * own in-flight accounting.
+	 */
+	final boolean closing() {
+		return uses.get() < 0;
+	}
+
+	/**
+	 * Destroys the native object after its dependants. Idempotent and thread-safe. Waits
+	 * (at most 10 s) for calls in flight on other threads, e.g. a poll, to return.
+	 * Calling it from inside such a call on the same object (a poll callback closing its
+	 * own CQ) throws {@link IllegalStateException}.
+	 * @throws VerbsException when the destroy verb fails; the object then stays open
+	 */
+	@Override
+	public final void close() {
+		synchronized (closeLock) {
+			if (closed) {
+				return;
+			}
+			checkCloseAllowed();
+			long s;
+			do {
+				s = uses.get();
+			}
+			while (!uses.compareAndSet(s, s | CLOSING));
+			try {
+				closeDependants();
+				beforeClose();
+				awaitIdle();
+				destroy();
+			}
+			catch (RuntimeException | Error e) {
+				uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
+				closeRefused();
+				throw e;
+			}
+			closed = true;
+		}
+		if (owner != null) {
+			owner.removeDependant(this);
+		}
+		NativeObjects.closed(getClass());
+	}
+
+	/**
+	 * Throws when closing now is refused, before anything changes: a programming error
+	 * (e.g. from inside this object's own poll callback) or a refusal the binding can
+	 * foresee (EBUSY: the object is still in use).
+	 */
+	void checkCloseAllowed() {
+	}
+
+	/**
+	 * Called after a close that failed half way (a destroy verb refused, a wait timed
+	 * out) has reopened the object: undoes what {@link #beforeClose()} did, so the object
+	 * is exactly as usable as before, waits included.
+	 */
+	void closeRefused() {
+	}
+
+	private void awaitIdle() {
+		long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+		int spins = 0;
+		while ((uses.get() & ~CLOSING) != 0 || !idle()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new IllegalStateException(
+						"cannot close " + describe() + ": still in use by another thread " + "after 10 s");
+			}
+			if (++spins < 100) {
+				Thread.onSpinWait();
+			}
+			else {
+				LockSupport.parkNanos(50_000);
+			}
+		}
+	}
+
 }

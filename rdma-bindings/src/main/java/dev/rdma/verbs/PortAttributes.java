@@ -9,28 +9,32 @@ package dev.rdma.verbs;
  * @param linkLayer InfiniBand or Ethernet (RoCE)
  */
 public record PortAttributes(PortState state, int maxMtu, int activeMtu, int gidTableLength, int lid,
-        LinkLayer linkLayer, int activeWidth, int activeSpeed, int physState, int portCapFlags) {
+		LinkLayer linkLayer, int activeWidth, int activeSpeed, int physState, int portCapFlags) {
 
-    /** {@code enum ibv_port_state}. */
-    public enum PortState {
-        NOP, DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER, UNKNOWN;
+	/** {@code enum ibv_port_state}. */
+	public enum PortState {
 
-        static PortState of(int code) {
-            return code >= 0 && code < UNKNOWN.ordinal() ? values()[code] : UNKNOWN;
-        }
-    }
+		NOP, DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER, UNKNOWN;
 
-    /** {@code IBV_LINK_LAYER_*}. */
-    public enum LinkLayer {
-        UNSPECIFIED, INFINIBAND, ETHERNET, UNKNOWN;
+		static PortState of(int code) {
+			return code >= 0 && code < UNKNOWN.ordinal() ? values()[code] : UNKNOWN;
+		}
 
-        static LinkLayer of(int code) {
-            return code >= 0 && code < UNKNOWN.ordinal() ? values()[code] : UNKNOWN;
-        }
-    }
+	}
 
-    /** {@code enum ibv_mtu} (1 = 256 ... 5 = 4096) to bytes. */
-    static int mtuBytes(int code) {
-        return code >= 1 && code <= 5 ? 128 << code : 0;
-    }
+	/** {@code IBV_LINK_LAYER_*}. */
+	public enum LinkLayer {
+
+		UNSPECIFIED, INFINIBAND, ETHERNET, UNKNOWN;
+
+		static LinkLayer of(int code) {
+			return code >= 0 && code < UNKNOWN.ordinal() ? values()[code] : UNKNOWN;
+		}
+
+	}
+
+	/** {@code enum ibv_mtu} (1 = 256 ... 5 = 4096) to bytes. */
+	static int mtuBytes(int code) {
+		return code >= 1 && code <= 5 ? 128 << code : 0;
+	}
 }

@@ -1,44 +1,47 @@
 package dev.rdma.verbs;
 
-/** {@code enum ibv_wc_opcode}. Send-side opcodes are below 128, receive-side ones have bit 7 set. */
+/**
+ * {@code enum ibv_wc_opcode}. Send-side opcodes are below 128, receive-side ones have bit
+ * 7 set.
+ */
 public enum WcOpcode {
-    SEND(0), RDMA_WRITE(1), RDMA_READ(2), COMP_SWAP(3), FETCH_ADD(4), BIND_MW(5), LOCAL_INV(6), TSO(7),
-    /** rdma-core 45+. */
-    FLUSH(8),
-    ATOMIC_WRITE(9),
-    RECV(128), RECV_RDMA_WITH_IMM(129), TM_ADD(130), TM_DEL(131), TM_SYNC(132), TM_RECV(133), TM_NO_TAG(134),
-    DRIVER1(135), DRIVER2(136), DRIVER3(137),
-    /** A code this binding does not know. */
-    UNKNOWN(-1);
 
-    private static final WcOpcode[] BY_CODE = new WcOpcode[256];
+	SEND(0), RDMA_WRITE(1), RDMA_READ(2), COMP_SWAP(3), FETCH_ADD(4), BIND_MW(5), LOCAL_INV(6), TSO(7),
+	/** rdma-core 45+. */
+	FLUSH(8), ATOMIC_WRITE(9), RECV(128), RECV_RDMA_WITH_IMM(129), TM_ADD(130), TM_DEL(131), TM_SYNC(132), TM_RECV(133),
+	TM_NO_TAG(134), DRIVER1(135), DRIVER2(136), DRIVER3(137),
+	/** A code this binding does not know. */
+	UNKNOWN(-1);
 
-    static {
-        java.util.Arrays.fill(BY_CODE, UNKNOWN);
-        for (WcOpcode o : values()) {
-            if (o.code >= 0) {
-                BY_CODE[o.code] = o;
-            }
-        }
-    }
+	private static final WcOpcode[] BY_CODE = new WcOpcode[256];
 
-    private final int code;
+	static {
+		java.util.Arrays.fill(BY_CODE, UNKNOWN);
+		for (WcOpcode o : values()) {
+			if (o.code >= 0) {
+				BY_CODE[o.code] = o;
+			}
+		}
+	}
 
-    WcOpcode(int code) {
-        this.code = code;
-    }
+	private final int code;
 
-    public int code() {
-        return code;
-    }
+	WcOpcode(int code) {
+		this.code = code;
+	}
 
-    /** True for completions of receive work requests. */
-    public boolean isReceive() {
-        return code >= 128;
-    }
+	public int code() {
+		return code;
+	}
 
-    /** Allocation-free lookup. */
-    public static WcOpcode of(int code) {
-        return code >= 0 && code < 256 ? BY_CODE[code] : UNKNOWN;
-    }
+	/** True for completions of receive work requests. */
+	public boolean isReceive() {
+		return code >= 128;
+	}
+
+	/** Allocation-free lookup. */
+	public static WcOpcode of(int code) {
+		return code >= 0 && code < 256 ? BY_CODE[code] : UNKNOWN;
+	}
+
 }

@@ -3,108 +3,147 @@ package dev.rdma.verbs;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One work completion: a view over a native {@code struct ibv_wc} (legacy CQs, {@link WorkCompletionBuffer}) or over
- * the current completion of an extended CQ's iterator ({@code ibv_start_poll}/{@code ibv_next_poll}).
+ * One work completion: a view over a native {@code struct ibv_wc} (legacy CQs,
+ * {@link WorkCompletionBuffer}) or over the current completion of an extended CQ's
+ * iterator ({@code ibv_start_poll}/{@code ibv_next_poll}).
  *
- * <p><b>Lifetime.</b> A view is valid only inside the callback (or until the next poll of its buffer) that handed it
- * out: the same object is reused for the next completion, and the native memory behind it is overwritten. Fields are
- * read lazily, from native memory, when called. Call {@link #copy()} to keep a completion.
+ * <p>
+ * <b>Lifetime.</b> A view is valid only inside the callback (or until the next poll of
+ * its buffer) that handed it out: the same object is reused for the next completion, and
+ * the native memory behind it is overwritten. Fields are read lazily, from native memory,
+ * when called. Call {@link #copy()} to keep a completion.
  *
- * <p><b>Validity.</b> When {@link #status()} is not {@link WcStatus#SUCCESS}, only {@link #wrId()},
- * {@link #status()}, {@link #qpNum()} and {@link #vendorErr()} are meaningful; the other fields are undefined
- * (rdma-core's rule). On an extended CQ, reading a field whose {@link WcExFlag} was not requested at creation throws
+ * <p>
+ * <b>Validity.</b> When {@link #status()} is not {@link WcStatus#SUCCESS}, only
+ * {@link #wrId()}, {@link #status()}, {@link #qpNum()} and {@link #vendorErr()} are
+ * meaningful; the other fields are undefined (rdma-core's rule). On an extended CQ,
+ * reading a field whose {@link WcExFlag} was not requested at creation throws
  * {@link IllegalStateException} (the provider's reader for it may be a NULL pointer).
  *
- * <p>Not thread-safe: use a view on the thread that polled it.
+ * <p>
+ * Not thread-safe: use a view on the thread that polled it.
  */
 public interface WorkCompletion {
 
-    /** {@code wr_id}: the caller's id of the work request. */
-    long wrId();
+	/** {@code wr_id}: the caller's id of the work request. */
+	long wrId();
 
-    /** {@code status} as a number ({@code enum ibv_wc_status}). */
-    int statusCode();
+	/** {@code status} as a number ({@code enum ibv_wc_status}). */
+	int statusCode();
 
-    /** {@code status}. */
-    default WcStatus status() {
-        return WcStatus.of(statusCode());
-    }
+	/** {@code status}. */
+	default WcStatus status() {
+		return WcStatus.of(statusCode());
+	}
 
-    default boolean isSuccess() {
-        return statusCode() == 0;
-    }
+	default boolean isSuccess() {
+		return statusCode() == 0;
+	}
 
-    /** {@code opcode} as a number ({@code ibv_wc_read_opcode} on extended CQs). */
-    int opcodeCode();
+	/** {@code opcode} as a number ({@code ibv_wc_read_opcode} on extended CQs). */
+	int opcodeCode();
 
-    default WcOpcode opcode() {
-        return WcOpcode.of(opcodeCode());
-    }
+	default WcOpcode opcode() {
+		return WcOpcode.of(opcodeCode());
+	}
 
-    /** {@code vendor_err} ({@code ibv_wc_read_vendor_err}). */
-    int vendorErr();
+	/** {@code vendor_err} ({@code ibv_wc_read_vendor_err}). */
+	int vendorErr();
 
-    /** {@code byte_len}, unsigned ({@code ibv_wc_read_byte_len}; extended CQs need {@link WcExFlag#BYTE_LEN}). */
-    int byteLen();
+	/**
+	 * {@code byte_len}, unsigned ({@code ibv_wc_read_byte_len}; extended CQs need
+	 * {@link WcExFlag#BYTE_LEN}).
+	 */
+	int byteLen();
 
-    /**
-     * {@code imm_data} converted to host order (the verb gives it in network order). Valid when
-     * {@link WcFlag#WITH_IMM} is set. Extended CQs need {@link WcExFlag#IMM}.
-     */
-    int immData();
+	/**
+	 * {@code imm_data} converted to host order (the verb gives it in network order).
+	 * Valid when {@link WcFlag#WITH_IMM} is set. Extended CQs need {@link WcExFlag#IMM}.
+	 */
+	int immData();
 
-    /** {@code invalidated_rkey}, host order; valid when {@link WcFlag#WITH_INV} is set. Extended: {@link WcExFlag#IMM}. */
-    int invalidatedRkey();
+	/**
+	 * {@code invalidated_rkey}, host order; valid when {@link WcFlag#WITH_INV} is set.
+	 * Extended: {@link WcExFlag#IMM}.
+	 */
+	int invalidatedRkey();
 
-    /** {@code qp_num}: the local QP of the completed work request. Extended CQs need {@link WcExFlag#QP_NUM}. */
-    int qpNum();
+	/**
+	 * {@code qp_num}: the local QP of the completed work request. Extended CQs need
+	 * {@link WcExFlag#QP_NUM}.
+	 */
+	int qpNum();
 
-    /** {@code src_qp}: the remote QP (UD only). Extended CQs need {@link WcExFlag#SRC_QP}. */
-    int srcQp();
+	/**
+	 * {@code src_qp}: the remote QP (UD only). Extended CQs need {@link WcExFlag#SRC_QP}.
+	 */
+	int srcQp();
 
-    /** {@code wc_flags}: bits of {@link WcFlag}. */
-    int wcFlags();
+	/** {@code wc_flags}: bits of {@link WcFlag}. */
+	int wcFlags();
 
-    default boolean hasFlag(WcFlag flag) {
-        return flag.isSet(wcFlags());
-    }
+	default boolean hasFlag(WcFlag flag) {
+		return flag.isSet(wcFlags());
+	}
 
-    /** {@code pkey_index} (GSI QPs only). Legacy completions only: verbs.h has no extended reader for it. */
-    int pkeyIndex();
+	/**
+	 * {@code pkey_index} (GSI QPs only). Legacy completions only: verbs.h has no extended
+	 * reader for it.
+	 */
+	int pkeyIndex();
 
-    /** {@code slid}: u16 in {@code ibv_wc}, u32 from {@code ibv_wc_read_slid}. Extended: {@link WcExFlag#SLID}. */
-    int slid();
+	/**
+	 * {@code slid}: u16 in {@code ibv_wc}, u32 from {@code ibv_wc_read_slid}. Extended:
+	 * {@link WcExFlag#SLID}.
+	 */
+	int slid();
 
-    /** {@code sl}, u8. Extended: {@link WcExFlag#SL}. */
-    int sl();
+	/** {@code sl}, u8. Extended: {@link WcExFlag#SL}. */
+	int sl();
 
-    /** {@code dlid_path_bits}, u8. Extended: {@link WcExFlag#DLID_PATH_BITS}. */
-    int dlidPathBits();
+	/** {@code dlid_path_bits}, u8. Extended: {@link WcExFlag#DLID_PATH_BITS}. */
+	int dlidPathBits();
 
-    /** {@code ibv_wc_read_completion_ts}, HCA clock units. Needs {@link WcExFlag#COMPLETION_TIMESTAMP}. */
-    long completionTimestamp();
+	/**
+	 * {@code ibv_wc_read_completion_ts}, HCA clock units. Needs
+	 * {@link WcExFlag#COMPLETION_TIMESTAMP}.
+	 */
+	long completionTimestamp();
 
-    /** {@code ibv_wc_read_completion_wallclock_ns}. Needs {@link WcExFlag#COMPLETION_TIMESTAMP_WALLCLOCK}. */
-    long completionWallclockNanos();
+	/**
+	 * {@code ibv_wc_read_completion_wallclock_ns}. Needs
+	 * {@link WcExFlag#COMPLETION_TIMESTAMP_WALLCLOCK}.
+	 */
+	long completionWallclockNanos();
 
-    /** {@code ibv_wc_read_cvlan}, u16. Needs {@link WcExFlag#CVLAN}. */
-    int cvlan();
+	/** {@code ibv_wc_read_cvlan}, u16. Needs {@link WcExFlag#CVLAN}. */
+	int cvlan();
 
-    /** {@code ibv_wc_read_flow_tag}. Needs {@link WcExFlag#FLOW_TAG}. */
-    int flowTag();
+	/** {@code ibv_wc_read_flow_tag}. Needs {@link WcExFlag#FLOW_TAG}. */
+	int flowTag();
 
-    /** {@code ibv_wc_read_tm_info}. Needs {@link WcExFlag#TM_INFO}. Allocates the result. */
-    TmInfo tmInfo();
+	/**
+	 * {@code ibv_wc_read_tm_info}. Needs {@link WcExFlag#TM_INFO}. Allocates the result.
+	 */
+	TmInfo tmInfo();
 
-    /**
-     * {@code efadv_wc_read_sgid}: the source GID when the source AH is unknown, null when the provider reports it
-     * known (negative return). EFA CQs created with {@link EfaWcFlag#SGID} only. Allocates the result.
-     */
-    @Nullable Gid sgid();
+	/**
+	 * {@code efadv_wc_read_sgid}: the source GID when the source AH is unknown, null when
+	 * the provider reports it known (negative return). EFA CQs created with
+	 * {@link EfaWcFlag#SGID} only. Allocates the result.
+	 */
+	@Nullable Gid sgid();
 
-    /** {@code efadv_wc_is_unsolicited}. EFA CQs created with {@link EfaWcFlag#IS_UNSOLICITED} only. */
-    boolean isUnsolicited();
+	/**
+	 * {@code efadv_wc_is_unsolicited}. EFA CQs created with
+	 * {@link EfaWcFlag#IS_UNSOLICITED} only.
+	 */
+	boolean isUnsolicited();
 
-    /** An immutable copy of every field this completion can provide, for callers that keep it. */
-    WorkCompletionSnapshot copy();
+	/**
+	 * An immutable copy of every field this completion can provide, for callers that keep
+	 * it.
+	 */
+	WorkCompletionSnapshot copy();
+
 }

@@ -16,46 +16,49 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The package structure of rdma-bindings (docs/architecture.md), checked on its compiled classes with ArchUnit: the
- * documented packages, no package cycle, the FFM plumbing independent of the API (only the API calls into it), and
- * {@code @NullMarked} on every package. (ModuleLayoutTest checks that only the API is exported.)
+ * The package structure of rdma-bindings (docs/architecture.md), checked on its compiled
+ * classes with ArchUnit: the documented packages, no package cycle, the FFM plumbing
+ * independent of the API (only the API calls into it), and {@code @NullMarked} on every
+ * package. (ModuleLayoutTest checks that only the API is exported.)
  */
 class ArchitectureTests {
 
-    private static final String API = "dev.rdma.verbs";
-    private static final String FFM = API + ".ffm";
+	private static final String API = "dev.rdma.verbs";
 
-    private static JavaClasses classes;
+	private static final String FFM = API + ".ffm";
 
-    @BeforeAll
-    static void importClasses() {
-        classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-            .importPackages(API);
-    }
+	private static JavaClasses classes;
 
-    @Test
-    void theModuleHasTheDocumentedPackages() {
-        Set<String> packages = new TreeSet<>();
-        for (JavaClass type : classes) {
-            packages.add(type.getPackageName());
-        }
-        assertThat(packages).containsExactly(API, FFM);
-    }
+	@BeforeAll
+	static void importClasses() {
+		classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.importPackages(API);
+	}
 
-    @Test
-    void noPackageCycle() {
-        slices().matching("dev.rdma.(**)").should().beFreeOfCycles().check(classes);
-    }
+	@Test
+	void theModuleHasTheDocumentedPackages() {
+		Set<String> packages = new TreeSet<>();
+		for (JavaClass type : classes) {
+			packages.add(type.getPackageName());
+		}
+		assertThat(packages).containsExactly(API, FFM);
+	}
 
-    @Test
-    void thePlumbingKnowsNothingOfTheApi() {
-        noClasses().that().resideInAPackage(FFM).should().dependOnClassesThat().resideInAPackage(API).check(classes);
-    }
+	@Test
+	void noPackageCycle() {
+		slices().matching("dev.rdma.(**)").should().beFreeOfCycles().check(classes);
+	}
 
-    @Test
-    void everyPackageIsNullMarked() {
-        for (String pkg : Set.of(API, FFM)) {
-            assertThat(classes.getPackage(pkg).isAnnotatedWith(NullMarked.class)).as(pkg + " is @NullMarked").isTrue();
-        }
-    }
+	@Test
+	void thePlumbingKnowsNothingOfTheApi() {
+		noClasses().that().resideInAPackage(FFM).should().dependOnClassesThat().resideInAPackage(API).check(classes);
+	}
+
+	@Test
+	void everyPackageIsNullMarked() {
+		for (String pkg : Set.of(API, FFM)) {
+			assertThat(classes.getPackage(pkg).isAnnotatedWith(NullMarked.class)).as(pkg + " is @NullMarked").isTrue();
+		}
+	}
+
 }

@@ -20,197 +20,206 @@ import org.junit.jupiter.api.io.TempDir;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Proves every size and offset the binding uses against the installed C headers: generates a C probe from
- * {@link Layouts} (each struct's size, each member's offset and size, the verbs_context-relative offsets) and from the
- * enums (each constant's value), compiles it with gcc against {@code <infiniband/verbs.h>} and
+ * Proves every size and offset the binding uses against the installed C headers:
+ * generates a C probe from {@link Layouts} (each struct's size, each member's offset and
+ * size, the verbs_context-relative offsets) and from the enums (each constant's value),
+ * compiles it with gcc against {@code <infiniband/verbs.h>} and
  * {@code <infiniband/efadv.h>}, runs it and compares.
  */
 class LayoutConformanceTest {
 
-    private static final Map<String, Long> JAVA = new LinkedHashMap<>();
-    private static final List<String> C_LINES = new ArrayList<>();
-    private static Map<String, Long> c;
+	private static final Map<String, Long> JAVA = new LinkedHashMap<>();
 
-    private static void expect(String key, long javaValue, String cExpression) {
-        JAVA.put(key, javaValue);
-        C_LINES.add("  printf(\"%s %lld\\n\", \"" + key + "\", (long long)(" + cExpression + "));");
-    }
+	private static final List<String> C_LINES = new ArrayList<>();
 
-    @BeforeAll
-    static void probe(@TempDir Path dir) throws Exception {
-        for (GroupLayout layout : Layouts.ALL) {
-            String type = Layouts.cType(layout);
-            expect(type + " sizeof", layout.byteSize(), "sizeof(" + type + ")");
-            expect(type + " alignof", layout.byteAlignment(), "_Alignof(" + type + ")");
-            Layouts.members(layout).forEach((path, offSize) -> {
-                expect(type + "." + path + " offset", offSize[0], "offsetof(" + type + ", " + path + ")");
-                expect(type + "." + path + " size", offSize[1], "sizeof(((" + type + " *)0)->" + path + ")");
-            });
-        }
-        Layouts.VERBS_CONTEXT_RELATIVE.forEach((member, rel) -> expect("verbs_context." + member + " - context", rel,
-                "(long)offsetof(struct verbs_context, " + member + ") - (long)offsetof(struct verbs_context, context)"));
-        expect("sizeof(struct ibv_context)", Layouts.IBV_CONTEXT.byteSize(), "sizeof(struct ibv_context)");
-        expect("__VERBS_ABI_IS_EXTENDED", Layouts.VERBS_ABI_IS_EXTENDED, "(long)__VERBS_ABI_IS_EXTENDED");
-        // efadv_cq.wc_is_unsolicited (rdma-core 52+) follows wc_read_sgid: in a v44 header the struct ends there.
-        expect("efadv_cq.wc_is_unsolicited offset", Layouts.EFADV_CQ_WC_IS_UNSOLICITED,
-                "offsetof(struct efadv_cq, wc_read_sgid) + sizeof(void *)");
+	private static Map<String, Long> c;
 
-        for (WcStatus s : WcStatus.values()) {
-            if (s != WcStatus.UNKNOWN) {
-                expect("IBV_WC_" + s.name(), s.code(), "IBV_WC_" + s.name());
-            }
-        }
-        for (WcOpcode o : WcOpcode.values()) {
-            if (o != WcOpcode.UNKNOWN && o != WcOpcode.FLUSH) { // IBV_WC_FLUSH is rdma-core 45+
-                expect("IBV_WC_" + o.name(), o.code(), "IBV_WC_" + o.name());
-            }
-        }
-        for (WcFlag f : WcFlag.values()) {
-            expect("IBV_WC_" + f.name(), f.bit(), "IBV_WC_" + f.name());
-        }
-        for (WcExFlag f : WcExFlag.values()) {
-            expect("IBV_WC_EX_WITH_" + f.name(), f.bit(), "IBV_WC_EX_WITH_" + f.name());
-        }
-        expect("IBV_WC_STANDARD_FLAGS", WcExFlag.STANDARD, "IBV_WC_STANDARD_FLAGS");
-        expect("IBV_CREATE_CQ_SUP_WC_FLAGS", WcExFlag.SUPPORTED, "IBV_CREATE_CQ_SUP_WC_FLAGS");
-        for (CqCreateFlag f : CqCreateFlag.values()) {
-            expect("IBV_CREATE_CQ_ATTR_" + f.name(), f.bit(), "IBV_CREATE_CQ_ATTR_" + f.name());
-        }
-        expect("IBV_CQ_INIT_ATTR_MASK_FLAGS", CqInitAttributes.IBV_CQ_INIT_ATTR_MASK_FLAGS,
-                "IBV_CQ_INIT_ATTR_MASK_FLAGS");
-        expect("IBV_CQ_INIT_ATTR_MASK_PD", CqInitAttributes.IBV_CQ_INIT_ATTR_MASK_PD, "IBV_CQ_INIT_ATTR_MASK_PD");
-        expect("EFADV_WC_EX_WITH_SGID", EfaWcFlag.SGID.bit(), "EFADV_WC_EX_WITH_SGID");
-        for (AsyncEventType t : AsyncEventType.values()) {
-            if (t != AsyncEventType.UNKNOWN) {
-                expect("IBV_EVENT_" + t.name(), t.ordinal(), "IBV_EVENT_" + t.name());
-            }
-        }
-        for (PortAttributes.PortState s : PortAttributes.PortState.values()) {
-            if (s != PortAttributes.PortState.UNKNOWN) {
-                expect("IBV_PORT_" + s.name(), s.ordinal(), "IBV_PORT_" + s.name());
-            }
-        }
-        for (QueuePair.State s : QueuePair.State.values()) {
-            if (s != QueuePair.State.UNKNOWN) {
-                expect("IBV_QPS_" + s.name(), s.ordinal(), "IBV_QPS_" + s.name());
-            }
-        }
-        for (QueuePair.SendOpcode o : QueuePair.SendOpcode.values()) {
-            expect("IBV_WR_" + o.name(), o.code, "IBV_WR_" + o.name());
-        }
-        for (MemoryRegion.Access a : MemoryRegion.Access.values()) {
-            expect("IBV_ACCESS_" + a.name(), a.bit, "IBV_ACCESS_" + a.name());
-        }
-        for (QueuePair.Type t : QueuePair.Type.values()) {
-            expect("IBV_QPT_" + t.name(), t.code, "IBV_QPT_" + t.name());
-        }
-        expect("sizeof(struct ibv_grh)", QueuePair.GRH_BYTES, "sizeof(struct ibv_grh)");
-        expect("IBV_QP_QKEY", QueuePair.QP_QKEY, "IBV_QP_QKEY");
-        expect("IBV_QP_STATE", QueuePair.QP_STATE, "IBV_QP_STATE");
-        expect("IBV_QP_ACCESS_FLAGS", QueuePair.QP_ACCESS_FLAGS, "IBV_QP_ACCESS_FLAGS");
-        expect("IBV_QP_PKEY_INDEX", QueuePair.QP_PKEY_INDEX, "IBV_QP_PKEY_INDEX");
-        expect("IBV_QP_PORT", QueuePair.QP_PORT, "IBV_QP_PORT");
-        expect("IBV_QP_AV", QueuePair.QP_AV, "IBV_QP_AV");
-        expect("IBV_QP_PATH_MTU", QueuePair.QP_PATH_MTU, "IBV_QP_PATH_MTU");
-        expect("IBV_QP_TIMEOUT", QueuePair.QP_TIMEOUT, "IBV_QP_TIMEOUT");
-        expect("IBV_QP_RETRY_CNT", QueuePair.QP_RETRY_CNT, "IBV_QP_RETRY_CNT");
-        expect("IBV_QP_RNR_RETRY", QueuePair.QP_RNR_RETRY, "IBV_QP_RNR_RETRY");
-        expect("IBV_QP_RQ_PSN", QueuePair.QP_RQ_PSN, "IBV_QP_RQ_PSN");
-        expect("IBV_QP_MAX_QP_RD_ATOMIC", QueuePair.QP_MAX_QP_RD_ATOMIC, "IBV_QP_MAX_QP_RD_ATOMIC");
-        expect("IBV_QP_MIN_RNR_TIMER", QueuePair.QP_MIN_RNR_TIMER, "IBV_QP_MIN_RNR_TIMER");
-        expect("IBV_QP_SQ_PSN", QueuePair.QP_SQ_PSN, "IBV_QP_SQ_PSN");
-        expect("IBV_QP_MAX_DEST_RD_ATOMIC", QueuePair.QP_MAX_DEST_RD_ATOMIC, "IBV_QP_MAX_DEST_RD_ATOMIC");
-        expect("IBV_QP_DEST_QPN", QueuePair.QP_DEST_QPN, "IBV_QP_DEST_QPN");
-        expect("IBV_SEND_SIGNALED", QueuePair.SEND_SIGNALED, "IBV_SEND_SIGNALED");
-        expect("IBV_SEND_SOLICITED", QueuePair.SEND_SOLICITED, "IBV_SEND_SOLICITED");
-        expect("POLLIN", Libc.POLLIN, "POLLIN");
-        expect("O_NONBLOCK", Libc.O_NONBLOCK, "O_NONBLOCK");
-        expect("F_GETFL", Libc.F_GETFL, "F_GETFL");
-        expect("F_SETFL", Libc.F_SETFL, "F_SETFL");
-        expect("EFD_NONBLOCK", Libc.EFD_NONBLOCK, "EFD_NONBLOCK");
-        expect("EFD_CLOEXEC", Libc.EFD_CLOEXEC, "EFD_CLOEXEC");
-        for (var f : Errno.class.getFields()) {
-            if (f.getType() == int.class) {
-                expect(f.getName(), f.getInt(null), f.getName());
-            }
-        }
+	private static void expect(String key, long javaValue, String cExpression) {
+		JAVA.put(key, javaValue);
+		C_LINES.add("  printf(\"%s %lld\\n\", \"" + key + "\", (long long)(" + cExpression + "));");
+	}
 
-        // device attributes ex: enum ibv_device_cap_flags (the structs and query_device_ex are in Layouts.ALL and
-        // VERBS_CONTEXT_RELATIVE)
-        for (DeviceCapability d : DeviceCapability.values()) {
-            expect("IBV_DEVICE_" + d.name(), d.bit(), "IBV_DEVICE_" + d.name());
-        }
+	@BeforeAll
+	static void probe(@TempDir Path dir) throws Exception {
+		for (GroupLayout layout : Layouts.ALL) {
+			String type = Layouts.cType(layout);
+			expect(type + " sizeof", layout.byteSize(), "sizeof(" + type + ")");
+			expect(type + " alignof", layout.byteAlignment(), "_Alignof(" + type + ")");
+			Layouts.members(layout).forEach((path, offSize) -> {
+				expect(type + "." + path + " offset", offSize[0], "offsetof(" + type + ", " + path + ")");
+				expect(type + "." + path + " size", offSize[1], "sizeof(((" + type + " *)0)->" + path + ")");
+			});
+		}
+		Layouts.VERBS_CONTEXT_RELATIVE.forEach((member, rel) -> expect("verbs_context." + member + " - context", rel,
+				"(long)offsetof(struct verbs_context, " + member
+						+ ") - (long)offsetof(struct verbs_context, context)"));
+		expect("sizeof(struct ibv_context)", Layouts.IBV_CONTEXT.byteSize(), "sizeof(struct ibv_context)");
+		expect("__VERBS_ABI_IS_EXTENDED", Layouts.VERBS_ABI_IS_EXTENDED, "(long)__VERBS_ABI_IS_EXTENDED");
+		// efadv_cq.wc_is_unsolicited (rdma-core 52+) follows wc_read_sgid: in a v44
+		// header the struct ends there.
+		expect("efadv_cq.wc_is_unsolicited offset", Layouts.EFADV_CQ_WC_IS_UNSOLICITED,
+				"offsetof(struct efadv_cq, wc_read_sgid) + sizeof(void *)");
 
-        Path header = Path.of("/usr/include/infiniband/verbs.h");
-        assertThat(header).as("the rdma-core headers (apt-get install libibverbs-dev) are needed for this test")
-                .exists();
-        StringBuilder src = new StringBuilder("""
-                #include <stddef.h>
-                #include <stdio.h>
-                #include <errno.h>
-                #include <fcntl.h>
-                #include <poll.h>
-                #include <sys/eventfd.h>
-                #include <infiniband/verbs.h>
-                #include <infiniband/efadv.h>
-                int main(void) {
-                """);
-        C_LINES.forEach(l -> src.append(l).append('\n'));
-        src.append("  return 0;\n}\n");
-        Path c = dir.resolve("probe.c");
-        Files.writeString(c, src);
-        Path exe = dir.resolve("probe");
-        String out = run(dir, "gcc", "-std=gnu11", "-Wall", "-Werror", "-o", exe.toString(), c.toString());
-        assertThat(Files.exists(exe)).as("gcc failed:\n" + out).isTrue();
-        LayoutConformanceTest.c = new LinkedHashMap<>();
-        for (String line : run(dir, exe.toString()).split("\n")) {
-            int at = line.lastIndexOf(' ');
-            LayoutConformanceTest.c.put(line.substring(0, at), Long.parseLong(line.substring(at + 1).trim()));
-        }
-    }
+		for (WcStatus s : WcStatus.values()) {
+			if (s != WcStatus.UNKNOWN) {
+				expect("IBV_WC_" + s.name(), s.code(), "IBV_WC_" + s.name());
+			}
+		}
+		for (WcOpcode o : WcOpcode.values()) {
+			if (o != WcOpcode.UNKNOWN && o != WcOpcode.FLUSH) { // IBV_WC_FLUSH is
+																// rdma-core 45+
+				expect("IBV_WC_" + o.name(), o.code(), "IBV_WC_" + o.name());
+			}
+		}
+		for (WcFlag f : WcFlag.values()) {
+			expect("IBV_WC_" + f.name(), f.bit(), "IBV_WC_" + f.name());
+		}
+		for (WcExFlag f : WcExFlag.values()) {
+			expect("IBV_WC_EX_WITH_" + f.name(), f.bit(), "IBV_WC_EX_WITH_" + f.name());
+		}
+		expect("IBV_WC_STANDARD_FLAGS", WcExFlag.STANDARD, "IBV_WC_STANDARD_FLAGS");
+		expect("IBV_CREATE_CQ_SUP_WC_FLAGS", WcExFlag.SUPPORTED, "IBV_CREATE_CQ_SUP_WC_FLAGS");
+		for (CqCreateFlag f : CqCreateFlag.values()) {
+			expect("IBV_CREATE_CQ_ATTR_" + f.name(), f.bit(), "IBV_CREATE_CQ_ATTR_" + f.name());
+		}
+		expect("IBV_CQ_INIT_ATTR_MASK_FLAGS", CqInitAttributes.IBV_CQ_INIT_ATTR_MASK_FLAGS,
+				"IBV_CQ_INIT_ATTR_MASK_FLAGS");
+		expect("IBV_CQ_INIT_ATTR_MASK_PD", CqInitAttributes.IBV_CQ_INIT_ATTR_MASK_PD, "IBV_CQ_INIT_ATTR_MASK_PD");
+		expect("EFADV_WC_EX_WITH_SGID", EfaWcFlag.SGID.bit(), "EFADV_WC_EX_WITH_SGID");
+		for (AsyncEventType t : AsyncEventType.values()) {
+			if (t != AsyncEventType.UNKNOWN) {
+				expect("IBV_EVENT_" + t.name(), t.ordinal(), "IBV_EVENT_" + t.name());
+			}
+		}
+		for (PortAttributes.PortState s : PortAttributes.PortState.values()) {
+			if (s != PortAttributes.PortState.UNKNOWN) {
+				expect("IBV_PORT_" + s.name(), s.ordinal(), "IBV_PORT_" + s.name());
+			}
+		}
+		for (QueuePair.State s : QueuePair.State.values()) {
+			if (s != QueuePair.State.UNKNOWN) {
+				expect("IBV_QPS_" + s.name(), s.ordinal(), "IBV_QPS_" + s.name());
+			}
+		}
+		for (QueuePair.SendOpcode o : QueuePair.SendOpcode.values()) {
+			expect("IBV_WR_" + o.name(), o.code, "IBV_WR_" + o.name());
+		}
+		for (MemoryRegion.Access a : MemoryRegion.Access.values()) {
+			expect("IBV_ACCESS_" + a.name(), a.bit, "IBV_ACCESS_" + a.name());
+		}
+		for (QueuePair.Type t : QueuePair.Type.values()) {
+			expect("IBV_QPT_" + t.name(), t.code, "IBV_QPT_" + t.name());
+		}
+		expect("sizeof(struct ibv_grh)", QueuePair.GRH_BYTES, "sizeof(struct ibv_grh)");
+		expect("IBV_QP_QKEY", QueuePair.QP_QKEY, "IBV_QP_QKEY");
+		expect("IBV_QP_STATE", QueuePair.QP_STATE, "IBV_QP_STATE");
+		expect("IBV_QP_ACCESS_FLAGS", QueuePair.QP_ACCESS_FLAGS, "IBV_QP_ACCESS_FLAGS");
+		expect("IBV_QP_PKEY_INDEX", QueuePair.QP_PKEY_INDEX, "IBV_QP_PKEY_INDEX");
+		expect("IBV_QP_PORT", QueuePair.QP_PORT, "IBV_QP_PORT");
+		expect("IBV_QP_AV", QueuePair.QP_AV, "IBV_QP_AV");
+		expect("IBV_QP_PATH_MTU", QueuePair.QP_PATH_MTU, "IBV_QP_PATH_MTU");
+		expect("IBV_QP_TIMEOUT", QueuePair.QP_TIMEOUT, "IBV_QP_TIMEOUT");
+		expect("IBV_QP_RETRY_CNT", QueuePair.QP_RETRY_CNT, "IBV_QP_RETRY_CNT");
+		expect("IBV_QP_RNR_RETRY", QueuePair.QP_RNR_RETRY, "IBV_QP_RNR_RETRY");
+		expect("IBV_QP_RQ_PSN", QueuePair.QP_RQ_PSN, "IBV_QP_RQ_PSN");
+		expect("IBV_QP_MAX_QP_RD_ATOMIC", QueuePair.QP_MAX_QP_RD_ATOMIC, "IBV_QP_MAX_QP_RD_ATOMIC");
+		expect("IBV_QP_MIN_RNR_TIMER", QueuePair.QP_MIN_RNR_TIMER, "IBV_QP_MIN_RNR_TIMER");
+		expect("IBV_QP_SQ_PSN", QueuePair.QP_SQ_PSN, "IBV_QP_SQ_PSN");
+		expect("IBV_QP_MAX_DEST_RD_ATOMIC", QueuePair.QP_MAX_DEST_RD_ATOMIC, "IBV_QP_MAX_DEST_RD_ATOMIC");
+		expect("IBV_QP_DEST_QPN", QueuePair.QP_DEST_QPN, "IBV_QP_DEST_QPN");
+		expect("IBV_SEND_SIGNALED", QueuePair.SEND_SIGNALED, "IBV_SEND_SIGNALED");
+		expect("IBV_SEND_SOLICITED", QueuePair.SEND_SOLICITED, "IBV_SEND_SOLICITED");
+		expect("POLLIN", Libc.POLLIN, "POLLIN");
+		expect("O_NONBLOCK", Libc.O_NONBLOCK, "O_NONBLOCK");
+		expect("F_GETFL", Libc.F_GETFL, "F_GETFL");
+		expect("F_SETFL", Libc.F_SETFL, "F_SETFL");
+		expect("EFD_NONBLOCK", Libc.EFD_NONBLOCK, "EFD_NONBLOCK");
+		expect("EFD_CLOEXEC", Libc.EFD_CLOEXEC, "EFD_CLOEXEC");
+		for (var f : Errno.class.getFields()) {
+			if (f.getType() == int.class) {
+				expect(f.getName(), f.getInt(null), f.getName());
+			}
+		}
 
-    private static String run(Path dir, String... command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        assertThat(p.exitValue()).as(String.join(" ", command) + ":\n" + out).isZero();
-        return out;
-    }
+		// device attributes ex: enum ibv_device_cap_flags (the structs and
+		// query_device_ex are in Layouts.ALL and
+		// VERBS_CONTEXT_RELATIVE)
+		for (DeviceCapability d : DeviceCapability.values()) {
+			expect("IBV_DEVICE_" + d.name(), d.bit(), "IBV_DEVICE_" + d.name());
+		}
 
-    @Test
-    void everySizeOffsetAndConstantEqualsTheCHeaders() {
-        assertThat(c).hasSameSizeAs(JAVA);
-        List<String> mismatches = new ArrayList<>();
-        JAVA.forEach((key, value) -> {
-            if (!value.equals(c.get(key))) {
-                mismatches.add(key + ": Java " + value + ", C " + c.get(key));
-            }
-        });
-        assertThat(mismatches).as("Java layouts/constants that differ from the installed headers").isEmpty();
-        assertThat(JAVA.size()).as("entries compared").isGreaterThan(400);
-    }
+		Path header = Path.of("/usr/include/infiniband/verbs.h");
+		assertThat(header).as("the rdma-core headers (apt-get install libibverbs-dev) are needed for this test")
+			.exists();
+		StringBuilder src = new StringBuilder("""
+				#include <stddef.h>
+				#include <stdio.h>
+				#include <errno.h>
+				#include <fcntl.h>
+				#include <poll.h>
+				#include <sys/eventfd.h>
+				#include <infiniband/verbs.h>
+				#include <infiniband/efadv.h>
+				int main(void) {
+				""");
+		C_LINES.forEach(l -> src.append(l).append('\n'));
+		src.append("  return 0;\n}\n");
+		Path c = dir.resolve("probe.c");
+		Files.writeString(c, src);
+		Path exe = dir.resolve("probe");
+		String out = run(dir, "gcc", "-std=gnu11", "-Wall", "-Werror", "-o", exe.toString(), c.toString());
+		assertThat(Files.exists(exe)).as("gcc failed:\n" + out).isTrue();
+		LayoutConformanceTest.c = new LinkedHashMap<>();
+		for (String line : run(dir, exe.toString()).split("\n")) {
+			int at = line.lastIndexOf(' ');
+			LayoutConformanceTest.c.put(line.substring(0, at), Long.parseLong(line.substring(at + 1).trim()));
+		}
+	}
 
-    @Test
-    void keyOffsetsMatchTheNativeAbiNotes() {
-        assertThat(Layouts.CONTEXT_POLL_CQ).isEqualTo(96);
-        assertThat(Layouts.CONTEXT_REQ_NOTIFY_CQ).isEqualTo(104);
-        assertThat(Layouts.CONTEXT_NUM_COMP_VECTORS).isEqualTo(272);
-        assertThat(Layouts.CONTEXT_ABI_COMPAT).isEqualTo(320);
-        assertThat(Layouts.CQ_CQE).isEqualTo(28);
-        assertThat(Layouts.IBV_CQ_EX.byteSize()).isEqualTo(288);
-        assertThat(Layouts.off(Layouts.IBV_CQ_EX, "start_poll")).isEqualTo(144);
-        assertThat(Layouts.off(Layouts.IBV_CQ_EX, "read_completion_wallclock_ns")).isEqualTo(280);
-        assertThat(Layouts.WC_SIZE).isEqualTo(48);
-        assertThat(Layouts.IBV_CQ_INIT_ATTR_EX.byteSize()).isEqualTo(56);
-        assertThat(Layouts.VCTX_CREATE_CQ_EX).isEqualTo(-120);
-    }
+	private static String run(Path dir, String... command) throws IOException, InterruptedException {
+		Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
+		String out = new String(p.getInputStream().readAllBytes());
+		assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+		assertThat(p.exitValue()).as(String.join(" ", command) + ":\n" + out).isZero();
+		return out;
+	}
 
-    @Test
-    void deviceAttributesExOffsets() { // device attributes ex: what ibv_query_device_ex reads, as gcc printed them
-        assertThat(Layouts.IBV_DEVICE_ATTR_EX.byteSize()).isEqualTo(400);
-        assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "completion_timestamp_mask")).isEqualTo(264);
-        assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "hca_core_clock")).isEqualTo(272);
-        assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "device_cap_flags_ex")).isEqualTo(280);
-        assertThat(Layouts.VCTX_QUERY_DEVICE_EX).isEqualTo(-104);
-    }
+	@Test
+	void everySizeOffsetAndConstantEqualsTheCHeaders() {
+		assertThat(c).hasSameSizeAs(JAVA);
+		List<String> mismatches = new ArrayList<>();
+		JAVA.forEach((key, value) -> {
+			if (!value.equals(c.get(key))) {
+				mismatches.add(key + ": Java " + value + ", C " + c.get(key));
+			}
+		});
+		assertThat(mismatches).as("Java layouts/constants that differ from the installed headers").isEmpty();
+		assertThat(JAVA.size()).as("entries compared").isGreaterThan(400);
+	}
+
+	@Test
+	void keyOffsetsMatchTheNativeAbiNotes() {
+		assertThat(Layouts.CONTEXT_POLL_CQ).isEqualTo(96);
+		assertThat(Layouts.CONTEXT_REQ_NOTIFY_CQ).isEqualTo(104);
+		assertThat(Layouts.CONTEXT_NUM_COMP_VECTORS).isEqualTo(272);
+		assertThat(Layouts.CONTEXT_ABI_COMPAT).isEqualTo(320);
+		assertThat(Layouts.CQ_CQE).isEqualTo(28);
+		assertThat(Layouts.IBV_CQ_EX.byteSize()).isEqualTo(288);
+		assertThat(Layouts.off(Layouts.IBV_CQ_EX, "start_poll")).isEqualTo(144);
+		assertThat(Layouts.off(Layouts.IBV_CQ_EX, "read_completion_wallclock_ns")).isEqualTo(280);
+		assertThat(Layouts.WC_SIZE).isEqualTo(48);
+		assertThat(Layouts.IBV_CQ_INIT_ATTR_EX.byteSize()).isEqualTo(56);
+		assertThat(Layouts.VCTX_CREATE_CQ_EX).isEqualTo(-120);
+	}
+
+	@Test
+	void deviceAttributesExOffsets() { // device attributes ex: what ibv_query_device_ex
+										// reads, as gcc printed them
+		assertThat(Layouts.IBV_DEVICE_ATTR_EX.byteSize()).isEqualTo(400);
+		assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "completion_timestamp_mask")).isEqualTo(264);
+		assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "hca_core_clock")).isEqualTo(272);
+		assertThat(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "device_cap_flags_ex")).isEqualTo(280);
+		assertThat(Layouts.VCTX_QUERY_DEVICE_EX).isEqualTo(-104);
+	}
+
 }

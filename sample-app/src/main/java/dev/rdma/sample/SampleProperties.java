@@ -14,12 +14,12 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 @ConfigurationProperties("sample")
 public record SampleProperties(int messages, int messageSize, Duration timeout) {
 
-    public SampleProperties {
-        if (messages < 1) {
-            throw new IllegalArgumentException("sample.messages must be >= 1, got " + messages);
-        }
-        if (messageSize < 16 || messageSize > 4096) {
-            throw new IllegalArgumentException("sample.message-size must be 16..4096, got " + messageSize);
-        }
-    }
+	public SampleProperties {
+		if (messages < 1) {
+			throw new IllegalArgumentException("sample.messages must be >= 1, got " + messages);
+		}
+		if (messageSize < 16 || messageSize > 4096) {
+			throw new IllegalArgumentException("sample.message-size must be 16..4096, got " + messageSize);
+		}
+	}
 }

@@ -11,30 +11,33 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The sample on this host: without an RDMA device it must refuse to start with a message naming rdma.required (the
- * sample runs on rxe0 in the device tier, see scripts/test); with one, a short ping-pong must deliver everything.
+ * The sample on this host: without an RDMA device it must refuse to start with a message
+ * naming rdma.required (the sample runs on rxe0 in the device tier, see scripts/test);
+ * with one, a short ping-pong must deliver everything.
  */
 class SampleApplicationTests {
 
-    private static boolean hasDevice() {
-        try (DeviceList list = DeviceList.open()) {
-            return !list.devices().isEmpty();
-        }
-    }
+	private static boolean hasDevice() {
+		try (DeviceList list = DeviceList.open()) {
+			return !list.devices().isEmpty();
+		}
+	}
 
-    @Test
-    void failsClearlyWithoutADeviceOrDeliversEveryMessageWithOne() {
-        SpringApplication app = new SpringApplication(SampleApplication.class);
-        app.setWebApplicationType(WebApplicationType.NONE);
-        long open = NativeObjects.open();
-        if (!hasDevice()) {
-            assertThatThrownBy(() -> app.run("--sample.messages=10"))
-                    .hasStackTraceContaining("rdma.required=true but no RDMA device found");
-        } else {
-            try (ConfigurableApplicationContext context = app.run("--sample.messages=200")) {
-                assertThat(SpringApplication.exit(context)).isZero();
-            }
-        }
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+	@Test
+	void failsClearlyWithoutADeviceOrDeliversEveryMessageWithOne() {
+		SpringApplication app = new SpringApplication(SampleApplication.class);
+		app.setWebApplicationType(WebApplicationType.NONE);
+		long open = NativeObjects.open();
+		if (!hasDevice()) {
+			assertThatThrownBy(() -> app.run("--sample.messages=10"))
+				.hasStackTraceContaining("rdma.required=true but no RDMA device found");
+		}
+		else {
+			try (ConfigurableApplicationContext context = app.run("--sample.messages=200")) {
+				assertThat(SpringApplication.exit(context)).isZero();
+			}
+		}
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
 }

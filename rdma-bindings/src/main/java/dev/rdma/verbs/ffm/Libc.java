@@ -12,230 +12,285 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-/** The few libc calls the binding needs: poll(2), eventfd(2), fcntl(2), read/write/close, strerror. */
+/**
+ * The few libc calls the binding needs: poll(2), eventfd(2), fcntl(2), read/write/close,
+ * strerror.
+ */
 public final class Libc {
 
-    private Libc() {
-    }
+	private Libc() {
+	}
 
-    public static final int F_GETFL = 3;
-    public static final int F_SETFL = 4;
-    public static final int O_NONBLOCK = 0x800;
-    public static final int EFD_CLOEXEC = 0x80000;
-    public static final int EFD_NONBLOCK = 0x800;
-    public static final short POLLIN = 0x1;
+	public static final int F_GETFL = 3;
 
-    private static final Optional<java.lang.foreign.SymbolLookup> LIBC =
-            Optional.of(Native.LINKER.defaultLookup());
+	public static final int F_SETFL = 4;
 
-    private static final MethodHandle STRERROR = Native.symbol(LIBC, "strerror",
-            FunctionDescriptor.of(ADDRESS, JAVA_INT));
-    private static final MethodHandle ERRNO_LOCATION = Native.symbol(LIBC, "__errno_location",
-            FunctionDescriptor.of(ADDRESS));
-    /*
-     * The calls of the event path (poll, read and write of eventfds) come in two linkages: without errno capture for
-     * the common case, and with it, used only to learn errno after a failure. A downcall that captures errno slices
-     * its capture segment (an object) on every call unless the JIT inlines the whole call, and the event path is
-     * never hot enough for that: a poller thread would allocate on every wake-up.
-     */
-    private static final MethodHandle POLL = Native.symbol(LIBC, "poll",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), Native.CAPTURE_ERRNO);
-    private static final MethodHandle POLL_NO_ERRNO = Native.symbol(LIBC, "poll",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-    private static final MethodHandle EVENTFD = Native.symbol(LIBC, "eventfd",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
-    private static final MethodHandle FCNTL_GET = Native.symbol(LIBC, "fcntl",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
-    private static final MethodHandle FCNTL_SET = Native.symbol(LIBC, "fcntl",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
-            Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle READ = Native.symbol(LIBC, "read",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
-    private static final MethodHandle READ_NO_ERRNO = Native.symbol(LIBC, "read",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle WRITE = Native.symbol(LIBC, "write",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
-    private static final MethodHandle WRITE_NO_ERRNO = Native.symbol(LIBC, "write",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle CLOSE = Native.symbol(LIBC, "close",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+	public static final int O_NONBLOCK = 0x800;
 
-    private static final long SYS_MEMBARRIER = 324; // x86_64
-    private static final int MEMBARRIER_CMD_QUERY = 0;
-    private static final int MEMBARRIER_CMD_GLOBAL = 1;
-    private static final int MEMBARRIER_CMD_PRIVATE_EXPEDITED = 8;
-    private static final int MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED = 16;
-    private static final MethodHandle SYSCALL = Native.symbol(LIBC, "syscall",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
-            Linker.Option.firstVariadicArg(1));
-    /** The membarrier(2) command {@link #membarrier()} uses, or -1 when the kernel offers none. */
-    private static final int MEMBARRIER_CMD = membarrierCommand();
+	public static final int EFD_CLOEXEC = 0x80000;
 
-    /**
-     * True when {@link #membarrier()} is available (Linux 4.14+ for the process-private expedited command, 4.3+ for
-     * the global one, unless filtered by seccomp).
-     */
-    public static final boolean MEMBARRIER = MEMBARRIER_CMD != -1;
+	public static final int EFD_NONBLOCK = 0x800;
 
-    private static int membarrierCommand() {
-        long commands = membarrier(MEMBARRIER_CMD_QUERY);
-        if (commands <= 0) {
-            return -1;
-        }
-        if ((commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
-                && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
-            return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
-        }
-        return (commands & MEMBARRIER_CMD_GLOBAL) != 0 ? MEMBARRIER_CMD_GLOBAL : -1;
-    }
+	public static final short POLLIN = 0x1;
 
-    private static long membarrier(int cmd) {
-        try (Arena arena = Arena.ofConfined()) {
-            return (long) SYSCALL.invokeExact(Native.allocateCapture(arena), SYS_MEMBARRIER, cmd, 0);
-        } catch (Throwable t) {
-            return -1;
-        }
-    }
+	private static final Optional<java.lang.foreign.SymbolLookup> LIBC = Optional.of(Native.LINKER.defaultLookup());
 
-    /**
-     * membarrier(2): when it returns, every running thread of this process has passed a full memory barrier, so the
-     * caller sees their earlier stores and they see the caller's (the slow side of an asymmetric Dekker pair whose
-     * fast side uses plain stores). Microseconds (expedited: an IPI per CPU running a thread of the process) to
-     * milliseconds (global: an RCU grace period): rare paths only. Requires {@link #MEMBARRIER}.
-     */
-    public static void membarrier() {
-        if (membarrier(MEMBARRIER_CMD) != 0) {
-            throw new IllegalStateException("membarrier(" + MEMBARRIER_CMD + ") failed although the kernel offers it");
-        }
-    }
+	private static final MethodHandle STRERROR = Native.symbol(LIBC, "strerror",
+			FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
-    public static String strerror(int errno) {
-        try {
-            MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
-            String s = Native.string(text);
-            return s == null ? "errno " + errno : s;
-        } catch (Throwable t) {
-            return "errno " + errno;
-        }
-    }
+	private static final MethodHandle ERRNO_LOCATION = Native.symbol(LIBC, "__errno_location",
+			FunctionDescriptor.of(ADDRESS));
 
-    /** Sets this thread's errno to 0, so that a verb that fails without setting it is not blamed on a stale one. */
-    public static void clearErrno() {
-        try {
-            MemorySegment location = (MemorySegment) ERRNO_LOCATION.invokeExact();
-            location.reinterpret(4).set(JAVA_INT, 0, 0);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	/*
+	 * The calls of the event path (poll, read and write of eventfds) come in two
+	 * linkages: without errno capture for the common case, and with it, used only to
+	 * learn errno after a failure. A downcall that captures errno slices its capture
+	 * segment (an object) on every call unless the JIT inlines the whole call, and the
+	 * event path is never hot enough for that: a poller thread would allocate on every
+	 * wake-up.
+	 */
+	private static final MethodHandle POLL = Native.symbol(LIBC, "poll",
+			FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), Native.CAPTURE_ERRNO);
 
-    /** Puts {@code fd} into non-blocking mode ({@code fcntl(F_GETFL)}, {@code fcntl(F_SETFL)}): 0, or the errno. */
-    public static int setNonBlocking(int fd) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = Native.allocateCapture(arena);
-            int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
-            if (flags < 0) {
-                return Native.errno(capture);
-            }
-            int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags | O_NONBLOCK);
-            return rc < 0 ? Native.errno(capture) : 0;
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
-        }
-    }
+	private static final MethodHandle POLL_NO_ERRNO = Native.symbol(LIBC, "poll",
+			FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
 
-    public static boolean isNonBlocking(int fd) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = Native.allocateCapture(arena);
-            int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
-            return flags >= 0 && (flags & O_NONBLOCK) != 0;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	private static final MethodHandle EVENTFD = Native.symbol(LIBC, "eventfd",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
 
-    /** {@code eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)}: the fd, or minus the errno. */
-    public static int eventfd() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment capture = Native.allocateCapture(arena);
-            int fd = (int) EVENTFD.invokeExact(capture, 0, EFD_CLOEXEC | EFD_NONBLOCK);
-            return fd < 0 ? -Native.errno(capture) : fd;
-        } catch (Throwable t) {
-            throw Native.unchecked(t);
-        }
-    }
+	private static final MethodHandle FCNTL_GET = Native.symbol(LIBC, "fcntl",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
 
-    /**
-     * poll(2); returns the count of ready fds, 0 on timeout, or -errno. Allocation-free: after a failure (EINTR) the
-     * call is repeated once with a zero timeout and errno captured, which either reports the fds ready by then or the
-     * errno of a persistent failure.
-     */
-    public static int poll(MemorySegment fds, int nfds, int timeoutMillis, MemorySegment capture) {
-        try {
-            int rc = (int) POLL_NO_ERRNO.invokeExact(fds, (long) nfds, timeoutMillis);
-            if (rc >= 0) {
-                return rc;
-            }
-            rc = (int) POLL.invokeExact(capture, fds, (long) nfds, 0);
-            return rc < 0 ? -Native.errno(capture) : rc;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	private static final MethodHandle FCNTL_SET = Native.symbol(LIBC, "fcntl",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
+			Linker.Option.firstVariadicArg(2));
 
-    /**
-     * read(2) of 8 bytes (an eventfd); returns bytes read or -errno. A failed read (nothing to read: EAGAIN) is
-     * repeated once with errno captured: nothing is lost, the repeat reads what arrived in between or fails the same.
-     */
-    public static long read8(int fd, MemorySegment buf8, MemorySegment capture) {
-        try {
-            long rc = (long) READ_NO_ERRNO.invokeExact(fd, buf8, 8L);
-            if (rc >= 0) {
-                return rc;
-            }
-            rc = (long) READ.invokeExact(capture, fd, buf8, 8L);
-            return rc < 0 ? -Native.errno(capture) : rc;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	private static final MethodHandle READ = Native.symbol(LIBC, "read",
+			FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
 
-    /** write(2) of 8 bytes (an eventfd); returns bytes written or -errno. A failed write wrote nothing: repeated once. */
-    public static long write8(int fd, MemorySegment buf8, MemorySegment capture) {
-        try {
-            long rc = (long) WRITE_NO_ERRNO.invokeExact(fd, buf8, 8L);
-            if (rc >= 0) {
-                return rc;
-            }
-            rc = (long) WRITE.invokeExact(capture, fd, buf8, 8L);
-            return rc < 0 ? -Native.errno(capture) : rc;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	private static final MethodHandle READ_NO_ERRNO = Native.symbol(LIBC, "read",
+			FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
 
-    public static void close(int fd) {
-        try {
-            int ignored = (int) CLOSE.invokeExact(fd);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
+	private static final MethodHandle WRITE = Native.symbol(LIBC, "write",
+			FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), Native.CAPTURE_ERRNO);
 
-    /** Sets the {@code pollfd} at {@code index}. */
-    public static void pollfd(MemorySegment fds, int index, int fd) {
-        long base = index * POLLFD_SIZE;
-        fds.set(JAVA_INT, base + POLLFD_FD, fd);
-        fds.set(JAVA_SHORT, base + POLLFD_EVENTS, POLLIN);
-        fds.set(JAVA_SHORT, base + POLLFD_REVENTS, (short) 0);
-    }
+	private static final MethodHandle WRITE_NO_ERRNO = Native.symbol(LIBC, "write",
+			FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
 
-    public static boolean readable(MemorySegment fds, int index) {
-        return fds.get(JAVA_SHORT, index * POLLFD_SIZE + POLLFD_REVENTS) != 0;
-    }
+	private static final MethodHandle CLOSE = Native.symbol(LIBC, "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
-    private static final long POLLFD_SIZE = Layouts.POLLFD.byteSize();
-    private static final long POLLFD_FD = Layouts.off(Layouts.POLLFD, "fd");
-    private static final long POLLFD_EVENTS = Layouts.off(Layouts.POLLFD, "events");
-    private static final long POLLFD_REVENTS = Layouts.off(Layouts.POLLFD, "revents");
+	private static final long SYS_MEMBARRIER = 324; // x86_64
+
+	private static final int MEMBARRIER_CMD_QUERY = 0;
+
+	private static final int MEMBARRIER_CMD_GLOBAL = 1;
+
+	private static final int MEMBARRIER_CMD_PRIVATE_EXPEDITED = 8;
+
+	private static final int MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED = 16;
+
+	private static final MethodHandle SYSCALL = Native.symbol(LIBC, "syscall",
+			FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO,
+			Linker.Option.firstVariadicArg(1));
+
+	/**
+	 * The membarrier(2) command {@link #membarrier()} uses, or -1 when the kernel offers
+	 * none.
+	 */
+	private static final int MEMBARRIER_CMD = membarrierCommand();
+
+	/**
+	 * True when {@link #membarrier()} is available (Linux 4.14+ for the process-private
+	 * expedited command, 4.3+ for the global one, unless filtered by seccomp).
+	 */
+	public static final boolean MEMBARRIER = MEMBARRIER_CMD != -1;
+
+	private static int membarrierCommand() {
+		long commands = membarrier(MEMBARRIER_CMD_QUERY);
+		if (commands <= 0) {
+			return -1;
+		}
+		if ((commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+				&& membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0) {
+			return MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+		}
+		return (commands & MEMBARRIER_CMD_GLOBAL) != 0 ? MEMBARRIER_CMD_GLOBAL : -1;
+	}
+
+	private static long membarrier(int cmd) {
+		try (Arena arena = Arena.ofConfined()) {
+			return (long) SYSCALL.invokeExact(Native.allocateCapture(arena), SYS_MEMBARRIER, cmd, 0);
+		}
+		catch (Throwable t) {
+			return -1;
+		}
+	}
+
+	/**
+	 * membarrier(2): when it returns, every running thread of this process has passed a
+	 * full memory barrier, so the caller sees their earlier stores and they see the
+	 * caller's (the slow side of an asymmetric Dekker pair whose fast side uses plain
+	 * stores). Microseconds (expedited: an IPI per CPU running a thread of the process)
+	 * to milliseconds (global: an RCU grace period): rare paths only. Requires
+	 * {@link #MEMBARRIER}.
+	 */
+	public static void membarrier() {
+		if (membarrier(MEMBARRIER_CMD) != 0) {
+			throw new IllegalStateException("membarrier(" + MEMBARRIER_CMD + ") failed although the kernel offers it");
+		}
+	}
+
+	public static String strerror(int errno) {
+		try {
+			MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
+			String s = Native.string(text);
+			return s == null ? "errno " + errno : s;
+		}
+		catch (Throwable t) {
+			return "errno " + errno;
+		}
+	}
+
+	/**
+	 * Sets this thread's errno to 0, so that a verb that fails without setting it is not
+	 * blamed on a stale one.
+	 */
+	public static void clearErrno() {
+		try {
+			MemorySegment location = (MemorySegment) ERRNO_LOCATION.invokeExact();
+			location.reinterpret(4).set(JAVA_INT, 0, 0);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * Puts {@code fd} into non-blocking mode ({@code fcntl(F_GETFL)},
+	 * {@code fcntl(F_SETFL)}): 0, or the errno.
+	 */
+	public static int setNonBlocking(int fd) {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
+			if (flags < 0) {
+				return Native.errno(capture);
+			}
+			int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags | O_NONBLOCK);
+			return rc < 0 ? Native.errno(capture) : 0;
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+	public static boolean isNonBlocking(int fd) {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
+			return flags >= 0 && (flags & O_NONBLOCK) != 0;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/** {@code eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)}: the fd, or minus the errno. */
+	public static int eventfd() {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			int fd = (int) EVENTFD.invokeExact(capture, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+			return fd < 0 ? -Native.errno(capture) : fd;
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+	/**
+	 * poll(2); returns the count of ready fds, 0 on timeout, or -errno. Allocation-free:
+	 * after a failure (EINTR) the call is repeated once with a zero timeout and errno
+	 * captured, which either reports the fds ready by then or the errno of a persistent
+	 * failure.
+	 */
+	public static int poll(MemorySegment fds, int nfds, int timeoutMillis, MemorySegment capture) {
+		try {
+			int rc = (int) POLL_NO_ERRNO.invokeExact(fds, (long) nfds, timeoutMillis);
+			if (rc >= 0) {
+				return rc;
+			}
+			rc = (int) POLL.invokeExact(capture, fds, (long) nfds, 0);
+			return rc < 0 ? -Native.errno(capture) : rc;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * read(2) of 8 bytes (an eventfd); returns bytes read or -errno. A failed read
+	 * (nothing to read: EAGAIN) is repeated once with errno captured: nothing is lost,
+	 * the repeat reads what arrived in between or fails the same.
+	 */
+	public static long read8(int fd, MemorySegment buf8, MemorySegment capture) {
+		try {
+			long rc = (long) READ_NO_ERRNO.invokeExact(fd, buf8, 8L);
+			if (rc >= 0) {
+				return rc;
+			}
+			rc = (long) READ.invokeExact(capture, fd, buf8, 8L);
+			return rc < 0 ? -Native.errno(capture) : rc;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * write(2) of 8 bytes (an eventfd); returns bytes written or -errno. A failed write
+	 * wrote nothing: repeated once.
+	 */
+	public static long write8(int fd, MemorySegment buf8, MemorySegment capture) {
+		try {
+			long rc = (long) WRITE_NO_ERRNO.invokeExact(fd, buf8, 8L);
+			if (rc >= 0) {
+				return rc;
+			}
+			rc = (long) WRITE.invokeExact(capture, fd, buf8, 8L);
+			return rc < 0 ? -Native.errno(capture) : rc;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	public static void close(int fd) {
+		try {
+			int ignored = (int) CLOSE.invokeExact(fd);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/** Sets the {@code pollfd} at {@code index}. */
+	public static void pollfd(MemorySegment fds, int index, int fd) {
+		long base = index * POLLFD_SIZE;
+		fds.set(JAVA_INT, base + POLLFD_FD, fd);
+		fds.set(JAVA_SHORT, base + POLLFD_EVENTS, POLLIN);
+		fds.set(JAVA_SHORT, base + POLLFD_REVENTS, (short) 0);
+	}
+
+	public static boolean readable(MemorySegment fds, int index) {
+		return fds.get(JAVA_SHORT, index * POLLFD_SIZE + POLLFD_REVENTS) != 0;
+	}
+
+	private static final long POLLFD_SIZE = Layouts.POLLFD.byteSize();
+
+	private static final long POLLFD_FD = Layouts.off(Layouts.POLLFD, "fd");
+
+	private static final long POLLFD_EVENTS = Layouts.off(Layouts.POLLFD, "events");
+
+	private static final long POLLFD_REVENTS = Layouts.off(Layouts.POLLFD, "revents");
+
 }

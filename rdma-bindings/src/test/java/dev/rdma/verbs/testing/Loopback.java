@@ -7,7 +7,8 @@ import dev.rdma.verbs.LoopbackQueuePair;
 /** The tests' name for {@link LoopbackQueuePair}. */
 public final class Loopback extends LoopbackQueuePair {
 
-    public Loopback(Context context, CompletionQueue sendCq, CompletionQueue recvCq, int depth, int slotSize) {
-        super(context, sendCq, recvCq, depth, slotSize);
-    }
+	public Loopback(Context context, CompletionQueue sendCq, CompletionQueue recvCq, int depth, int slotSize) {
+		super(context, sendCq, recvCq, depth, slotSize);
+	}
+
 }

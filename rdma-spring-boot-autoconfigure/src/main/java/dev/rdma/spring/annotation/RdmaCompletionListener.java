@@ -10,8 +10,8 @@ import dev.rdma.spring.listener.RdmaCompletionErrorHandler;
 import dev.rdma.verbs.WcExFlag;
 
 /**
- * Marks a bean method that receives the completions of a configured completion queue, on that queue's own poller
- * thread ({@code rdma-poller-<queue>}), in CQ order.
+ * Marks a bean method that receives the completions of a configured completion queue, on
+ * that queue's own poller thread ({@code rdma-poller-<queue>}), in CQ order.
  *
  * <pre>
  * &#64;RdmaCompletionListener(queue = "rx")
@@ -21,27 +21,36 @@ import dev.rdma.verbs.WcExFlag;
  * void onBatch(CompletionBatch batch) { ... }
  * </pre>
  *
- * The completion (or batch) is a view valid only during the call; {@code copy()} what must be kept. Completions with a
- * status other than success reach the listener too, unless {@link #errorHandler()} names a
- * {@link RdmaCompletionErrorHandler} bean. A listener that throws is counted and logged; polling goes on.
+ * The completion (or batch) is a view valid only during the call; {@code copy()} what
+ * must be kept. Completions with a status other than success reach the listener too,
+ * unless {@link #errorHandler()} names a {@link RdmaCompletionErrorHandler} bean. A
+ * listener that throws is counted and logged; polling goes on.
  */
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
 public @interface RdmaCompletionListener {
 
-    /** Key of the completion queue under {@code rdma.completion-queues}. */
-    String queue();
+	/** Key of the completion queue under {@code rdma.completion-queues}. */
+	String queue();
 
-    /** True for a method taking a {@code CompletionBatch} (one call per poll), false for a {@code WorkCompletion}. */
-    boolean batch() default false;
+	/**
+	 * True for a method taking a {@code CompletionBatch} (one call per poll), false for a
+	 * {@code WorkCompletion}.
+	 */
+	boolean batch() default false;
 
-    /** Name of a {@link RdmaCompletionErrorHandler} bean that receives failed completions instead; empty = none. */
-    String errorHandler() default "";
+	/**
+	 * Name of a {@link RdmaCompletionErrorHandler} bean that receives failed completions
+	 * instead; empty = none.
+	 */
+	String errorHandler() default "";
 
-    /**
-     * The extended completion fields the method reads. Startup fails when the queue does not provide one of them
-     * (its {@code wc-flags}; a legacy queue provides the standard fields).
-     */
-    WcExFlag[] fields() default {};
+	/**
+	 * The extended completion fields the method reads. Startup fails when the queue does
+	 * not provide one of them (its {@code wc-flags}; a legacy queue provides the standard
+	 * fields).
+	 */
+	WcExFlag[] fields() default {};
+
 }

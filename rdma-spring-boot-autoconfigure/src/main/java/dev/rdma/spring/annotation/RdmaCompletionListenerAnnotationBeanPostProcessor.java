@@ -32,131 +32,149 @@ import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.WorkCompletion;
 
 /**
- * Finds {@link RdmaCompletionListener} methods on every bean (through AOP proxies), checks each (an instance method
- * with one parameter it can supply; its queue and fields through the {@link RdmaListenerEndpointValidator} bean, if
- * any), binds it to a {@link ListenerInvoker} and, once all singletons exist, registers an {@link RdmaListenerEndpoint}
- * per listener with the {@link RdmaListenerEndpointRegistry}, which asks the
- * {@value RdmaListenerContainerFactory#DEFAULT_BEAN_NAME} bean for its container. A listener that cannot be bound fails
- * the creation of its bean with a {@link RdmaConfigurationException} naming it.
+ * Finds {@link RdmaCompletionListener} methods on every bean (through AOP proxies),
+ * checks each (an instance method with one parameter it can supply; its queue and fields
+ * through the {@link RdmaListenerEndpointValidator} bean, if any), binds it to a
+ * {@link ListenerInvoker} and, once all singletons exist, registers an
+ * {@link RdmaListenerEndpoint} per listener with the
+ * {@link RdmaListenerEndpointRegistry}, which asks the
+ * {@value RdmaListenerContainerFactory#DEFAULT_BEAN_NAME} bean for its container. A
+ * listener that cannot be bound fails the creation of its bean with a
+ * {@link RdmaConfigurationException} naming it.
  */
 public class RdmaCompletionListenerAnnotationBeanPostProcessor
-        implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
+		implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
 
-    /** Bean name of this post-processor. */
-    public static final String BEAN_NAME = "rdmaCompletionListenerAnnotationBeanPostProcessor";
+	/** Bean name of this post-processor. */
+	public static final String BEAN_NAME = "rdmaCompletionListenerAnnotationBeanPostProcessor";
 
-    private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
-    private final Map<String, RdmaListenerEndpoint> endpointsByQueue = new LinkedHashMap<>();
-    private @Nullable BeanFactory beanFactory;
-    private @Nullable RdmaListenerEndpointValidator validator;
+	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
 
-    @Override
-    public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-        this.beanFactory = beanFactory;
-    }
+	private final Map<String, RdmaListenerEndpoint> endpointsByQueue = new LinkedHashMap<>();
 
-    /** The validator to use; when none is set, the {@link RdmaListenerEndpointValidator} bean, if there is one. */
-    public void setEndpointValidator(RdmaListenerEndpointValidator validator) {
-        this.validator = validator;
-    }
+	private @Nullable BeanFactory beanFactory;
 
-    @Override
-    public int getOrder() {
-        return LOWEST_PRECEDENCE;
-    }
+	private @Nullable RdmaListenerEndpointValidator validator;
 
-    private RdmaListenerEndpointValidator validator() {
-        RdmaListenerEndpointValidator v = validator;
-        if (v == null) {
-            BeanFactory factory = beanFactory;
-            v = factory == null ? RdmaListenerEndpointValidator.NONE
-                    : factory.getBeanProvider(RdmaListenerEndpointValidator.class)
-                        .getIfAvailable(() -> RdmaListenerEndpointValidator.NONE);
-            validator = v;
-        }
-        return v;
-    }
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+		this.beanFactory = beanFactory;
+	}
 
-    @Override
-    public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
-        Class<?> targetClass = AopUtils.getTargetClass(bean);
-        if (nonAnnotatedClasses.contains(targetClass)
-                || !AnnotationUtils.isCandidateClass(targetClass, RdmaCompletionListener.class)) {
-            return bean;
-        }
-        Map<Method, RdmaCompletionListener> methods = MethodIntrospector.selectMethods(targetClass,
-                (MethodIntrospector.MetadataLookup<RdmaCompletionListener>) m -> AnnotatedElementUtils
-                        .findMergedAnnotation(m, RdmaCompletionListener.class));
-        if (methods.isEmpty()) {
-            nonAnnotatedClasses.add(targetClass);
-            return bean;
-        }
-        methods.forEach((method, annotation) -> register(bean, beanName, method, annotation));
-        return bean;
-    }
+	/**
+	 * The validator to use; when none is set, the {@link RdmaListenerEndpointValidator}
+	 * bean, if there is one.
+	 */
+	public void setEndpointValidator(RdmaListenerEndpointValidator validator) {
+		this.validator = validator;
+	}
 
-    private synchronized void register(Object bean, String beanName, Method method, RdmaCompletionListener annotation) {
-        String id = RdmaListenerEndpoint.describe(beanName, method);
-        String queue = annotation.queue();
-        if (Modifier.isStatic(method.getModifiers())) {
-            throw error(id, id + " is static", "Make the listener method an instance method.");
-        }
-        validator().validateQueue(id, queue);
-        Class<?>[] parameters = method.getParameterTypes();
-        if (parameters.length != 1) {
-            throw error(id, id + " has " + parameters.length + " parameters; a listener takes exactly one: "
-                    + (annotation.batch() ? "CompletionBatch" : "WorkCompletion"),
-                    "Declare the method as void " + method.getName() + "("
-                            + (annotation.batch() ? "CompletionBatch batch" : "WorkCompletion completion") + ").");
-        }
-        Class<?> parameter = parameters[0];
-        boolean takesBatch = parameter != Object.class && parameter.isAssignableFrom(CompletionBatch.class);
-        boolean takesSingle = parameter != Object.class && parameter.isAssignableFrom(WorkCompletion.class);
-        if (annotation.batch() && !takesBatch) {
-            throw error(id, id + " is declared batch = true but its parameter is " + parameter.getSimpleName()
-                    + ", not CompletionBatch", takesSingle ? "Remove batch = true, or take a CompletionBatch."
-                            : "Take a CompletionBatch parameter.");
-        }
-        if (!annotation.batch() && !takesSingle) {
-            throw error(id, id + " takes a " + parameter.getSimpleName() + (takesBatch
-                    ? " but is not declared batch = true" : ", which a completion listener cannot supply"),
-                    takesBatch ? "Add batch = true to the annotation." : "Take a WorkCompletion (or, with batch = true, a CompletionBatch).");
-        }
-        validator().validateFields(id, queue, List.of(annotation.fields()));
-        RdmaListenerEndpoint previous = endpointsByQueue.get(queue);
-        if (previous != null) {
-            throw error(id, "queue '" + queue + "' has two listeners: " + previous.id() + " and " + id
-                    + "; a queue is drained by exactly one listener", "Remove one of the listeners, or configure a second queue.");
-        }
-        String errorHandler = annotation.errorHandler().isBlank() ? null : annotation.errorHandler();
-        Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
-        ListenerInvoker invoker = ListenerInvoker.bind(bean, invocable);
-        endpointsByQueue.put(queue, new RdmaListenerEndpoint(id, beanName, method, queue, annotation.batch(),
-                errorHandler, invoker));
-    }
+	@Override
+	public int getOrder() {
+		return LOWEST_PRECEDENCE;
+	}
 
-    private static RdmaConfigurationException error(String id, String reason, String action) {
-        return new RdmaConfigurationException(id, reason, action);
-    }
+	private RdmaListenerEndpointValidator validator() {
+		RdmaListenerEndpointValidator v = validator;
+		if (v == null) {
+			BeanFactory factory = beanFactory;
+			v = factory == null ? RdmaListenerEndpointValidator.NONE
+					: factory.getBeanProvider(RdmaListenerEndpointValidator.class)
+						.getIfAvailable(() -> RdmaListenerEndpointValidator.NONE);
+			validator = v;
+		}
+		return v;
+	}
 
-    /** The endpoints found so far. */
-    public synchronized List<RdmaListenerEndpoint> endpoints() {
-        return new ArrayList<>(endpointsByQueue.values());
-    }
+	@Override
+	public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
+		Class<?> targetClass = AopUtils.getTargetClass(bean);
+		if (nonAnnotatedClasses.contains(targetClass)
+				|| !AnnotationUtils.isCandidateClass(targetClass, RdmaCompletionListener.class)) {
+			return bean;
+		}
+		Map<Method, RdmaCompletionListener> methods = MethodIntrospector.selectMethods(targetClass,
+				(MethodIntrospector.MetadataLookup<RdmaCompletionListener>) m -> AnnotatedElementUtils
+					.findMergedAnnotation(m, RdmaCompletionListener.class));
+		if (methods.isEmpty()) {
+			nonAnnotatedClasses.add(targetClass);
+			return bean;
+		}
+		methods.forEach((method, annotation) -> register(bean, beanName, method, annotation));
+		return bean;
+	}
 
-    @Override
-    public void afterSingletonsInstantiated() {
-        List<RdmaListenerEndpoint> endpoints = endpoints();
-        BeanFactory factory = beanFactory;
-        if (endpoints.isEmpty() || factory == null) {
-            return;
-        }
-        RdmaListenerEndpointRegistry registry = factory.getBean(RdmaListenerEndpointRegistry.BEAN_NAME,
-                RdmaListenerEndpointRegistry.class);
-        RdmaListenerContainerFactory containerFactory = factory.getBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME,
-                RdmaListenerContainerFactory.class);
-        for (RdmaListenerEndpoint endpoint : endpoints) {
-            registry.registerListenerContainer(endpoint, containerFactory);
-        }
-    }
+	private synchronized void register(Object bean, String beanName, Method method, RdmaCompletionListener annotation) {
+		String id = RdmaListenerEndpoint.describe(beanName, method);
+		String queue = annotation.queue();
+		if (Modifier.isStatic(method.getModifiers())) {
+			throw error(id, id + " is static", "Make the listener method an instance method.");
+		}
+		validator().validateQueue(id, queue);
+		Class<?>[] parameters = method.getParameterTypes();
+		if (parameters.length != 1) {
+			throw error(id,
+					id + " has " + parameters.length + " parameters; a listener takes exactly one: "
+							+ (annotation.batch() ? "CompletionBatch" : "WorkCompletion"),
+					"Declare the method as void " + method.getName() + "("
+							+ (annotation.batch() ? "CompletionBatch batch" : "WorkCompletion completion") + ").");
+		}
+		Class<?> parameter = parameters[0];
+		boolean takesBatch = parameter != Object.class && parameter.isAssignableFrom(CompletionBatch.class);
+		boolean takesSingle = parameter != Object.class && parameter.isAssignableFrom(WorkCompletion.class);
+		if (annotation.batch() && !takesBatch) {
+			throw error(id,
+					id + " is declared batch = true but its parameter is " + parameter.getSimpleName()
+							+ ", not CompletionBatch",
+					takesSingle ? "Remove batch = true, or take a CompletionBatch."
+							: "Take a CompletionBatch parameter.");
+		}
+		if (!annotation.batch() && !takesSingle) {
+			throw error(id,
+					id + " takes a " + parameter.getSimpleName()
+							+ (takesBatch ? " but is not declared batch = true"
+									: ", which a completion listener cannot supply"),
+					takesBatch ? "Add batch = true to the annotation."
+							: "Take a WorkCompletion (or, with batch = true, a CompletionBatch).");
+		}
+		validator().validateFields(id, queue, List.of(annotation.fields()));
+		RdmaListenerEndpoint previous = endpointsByQueue.get(queue);
+		if (previous != null) {
+			throw error(id,
+					"queue '" + queue + "' has two listeners: " + previous.id() + " and " + id
+							+ "; a queue is drained by exactly one listener",
+					"Remove one of the listeners, or configure a second queue.");
+		}
+		String errorHandler = annotation.errorHandler().isBlank() ? null : annotation.errorHandler();
+		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
+		ListenerInvoker invoker = ListenerInvoker.bind(bean, invocable);
+		endpointsByQueue.put(queue,
+				new RdmaListenerEndpoint(id, beanName, method, queue, annotation.batch(), errorHandler, invoker));
+	}
+
+	private static RdmaConfigurationException error(String id, String reason, String action) {
+		return new RdmaConfigurationException(id, reason, action);
+	}
+
+	/** The endpoints found so far. */
+	public synchronized List<RdmaListenerEndpoint> endpoints() {
+		return new ArrayList<>(endpointsByQueue.values());
+	}
+
+	@Override
+	public void afterSingletonsInstantiated() {
+		List<RdmaListenerEndpoint> endpoints = endpoints();
+		BeanFactory factory = beanFactory;
+		if (endpoints.isEmpty() || factory == null) {
+			return;
+		}
+		RdmaListenerEndpointRegistry registry = factory.getBean(RdmaListenerEndpointRegistry.BEAN_NAME,
+				RdmaListenerEndpointRegistry.class);
+		RdmaListenerContainerFactory containerFactory = factory.getBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME,
+				RdmaListenerContainerFactory.class);
+		for (RdmaListenerEndpoint endpoint : endpoints) {
+			registry.registerListenerContainer(endpoint, containerFactory);
+		}
+	}
+
 }

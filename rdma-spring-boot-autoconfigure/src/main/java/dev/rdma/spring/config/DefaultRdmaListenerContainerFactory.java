@@ -22,100 +22,119 @@ import dev.rdma.spring.listener.RdmaCompletionErrorHandler;
 import dev.rdma.verbs.CompletionQueue;
 
 /**
- * Makes a {@link CompletionQueueListenerContainer} per listener: looks up the queue bean and the error handler bean by
- * name, gives the container a copy of the queue's {@link PollerSettings} (or of the default settings), the queue's
- * {@link PollerMetrics} and the listener, then applies the {@link RdmaListenerContainerCustomizer}s in order. The
- * containers it makes share one {@link CompletionEventRouter}, so queues sharing a completion channel wake each other.
+ * Makes a {@link CompletionQueueListenerContainer} per listener: looks up the queue bean
+ * and the error handler bean by name, gives the container a copy of the queue's
+ * {@link PollerSettings} (or of the default settings), the queue's {@link PollerMetrics}
+ * and the listener, then applies the {@link RdmaListenerContainerCustomizer}s in order.
+ * The containers it makes share one {@link CompletionEventRouter}, so queues sharing a
+ * completion channel wake each other.
  *
- * <p>Configure it before the listeners are registered (the starter's {@code RdmaListenerContainerFactoryConfigurer}
- * does so from the {@code rdma.*} properties); it must be a bean, or be given a {@link BeanFactory}.
+ * <p>
+ * Configure it before the listeners are registered (the starter's
+ * {@code RdmaListenerContainerFactoryConfigurer} does so from the {@code rdma.*}
+ * properties); it must be a bean, or be given a {@link BeanFactory}.
  */
 public class DefaultRdmaListenerContainerFactory implements RdmaListenerContainerFactory, BeanFactoryAware {
 
-    private final Map<String, PollerSettings> pollerSettings = new LinkedHashMap<>();
-    private PollerSettings defaultPollerSettings = new PollerSettings();
-    private PollerMetrics.Factory metrics = PollerMetrics.Factory.NONE;
-    private final List<RdmaListenerContainerCustomizer> customizers = new ArrayList<>();
-    private final CompletionEventRouter router = new CompletionEventRouter();
-    private @Nullable BeanFactory beanFactory;
+	private final Map<String, PollerSettings> pollerSettings = new LinkedHashMap<>();
 
-    @Override
-    public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-        this.beanFactory = beanFactory;
-    }
+	private PollerSettings defaultPollerSettings = new PollerSettings();
 
-    /** The settings of the poller of {@code queue}. */
-    public void setPollerSettings(String queue, PollerSettings settings) {
-        pollerSettings.put(queue, Objects.requireNonNull(settings, "settings"));
-    }
+	private PollerMetrics.Factory metrics = PollerMetrics.Factory.NONE;
 
-    /** The settings of the pollers of queues without settings of their own. */
-    public void setDefaultPollerSettings(PollerSettings settings) {
-        this.defaultPollerSettings = Objects.requireNonNull(settings, "settings");
-    }
+	private final List<RdmaListenerContainerCustomizer> customizers = new ArrayList<>();
 
-    /** The settings a container for {@code queue} starts from (a copy is handed to it). */
-    public PollerSettings getPollerSettings(String queue) {
-        return pollerSettings.getOrDefault(queue, defaultPollerSettings);
-    }
+	private final CompletionEventRouter router = new CompletionEventRouter();
 
-    /** Where the pollers report; {@link PollerMetrics.Factory#NONE} (the default) reports nothing. */
-    public void setMetrics(PollerMetrics.Factory metrics) {
-        this.metrics = Objects.requireNonNull(metrics, "metrics");
-    }
+	private @Nullable BeanFactory beanFactory;
 
-    /** Replaces the customizers; they run in the given order on each container. */
-    public void setContainerCustomizers(List<? extends RdmaListenerContainerCustomizer> customizers) {
-        this.customizers.clear();
-        this.customizers.addAll(customizers);
-    }
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+		this.beanFactory = beanFactory;
+	}
 
-    public void addContainerCustomizer(RdmaListenerContainerCustomizer customizer) {
-        this.customizers.add(Objects.requireNonNull(customizer, "customizer"));
-    }
+	/** The settings of the poller of {@code queue}. */
+	public void setPollerSettings(String queue, PollerSettings settings) {
+		pollerSettings.put(queue, Objects.requireNonNull(settings, "settings"));
+	}
 
-    @Override
-    public CompletionQueueListenerContainer createListenerContainer(RdmaListenerEndpoint endpoint) {
-        BeanFactory factory = this.beanFactory;
-        if (factory == null) {
-            throw new IllegalStateException("DefaultRdmaListenerContainerFactory has no BeanFactory: define it as a bean");
-        }
-        RdmaCompletionErrorHandler errorHandler = null;
-        String errorHandlerName = endpoint.errorHandler();
-        if (errorHandlerName != null) {
-            try {
-                errorHandler = factory.getBean(errorHandlerName, RdmaCompletionErrorHandler.class);
-            }
-            catch (BeansException ex) {
-                throw new RdmaConfigurationException(endpoint.id(), endpoint.id() + " names errorHandler '"
-                        + errorHandlerName + "', which is not a RdmaCompletionErrorHandler bean",
-                        "Define a bean named '" + errorHandlerName
-                                + "' implementing RdmaCompletionErrorHandler, or remove errorHandler.", ex);
-            }
-        }
-        CompletionQueue queue;
-        try {
-            queue = factory.getBean(endpoint.queue(), CompletionQueue.class);
-        }
-        catch (NoSuchBeanDefinitionException ex) {
-            throw new RdmaConfigurationException(endpoint.id(), endpoint.id() + " listens to queue '"
-                    + endpoint.queue() + "', but no completion queue bean of that name exists",
-                    "Check that RDMA auto-configuration is active (rdma.required=true shows why it is not).", ex);
-        }
-        CompletionQueueListenerContainer container = new CompletionQueueListenerContainer(endpoint.queue(), queue,
-                getPollerSettings(endpoint.queue()).copy(), router);
-        try {
-            container.setupListener(endpoint.id(), endpoint.invoker(), endpoint.batch());
-            container.setErrorHandler(errorHandlerName, errorHandler);
-            container.setMetrics(metrics.forQueue(endpoint.queue()));
-            for (RdmaListenerContainerCustomizer customizer : customizers) {
-                customizer.customize(container);
-            }
-        }
-        catch (RuntimeException ex) {
-            container.awaitStop(System.nanoTime()); // never started: frees its waker
-            throw ex;
-        }
-        return container;
-    }
+	/** The settings of the pollers of queues without settings of their own. */
+	public void setDefaultPollerSettings(PollerSettings settings) {
+		this.defaultPollerSettings = Objects.requireNonNull(settings, "settings");
+	}
+
+	/**
+	 * The settings a container for {@code queue} starts from (a copy is handed to it).
+	 */
+	public PollerSettings getPollerSettings(String queue) {
+		return pollerSettings.getOrDefault(queue, defaultPollerSettings);
+	}
+
+	/**
+	 * Where the pollers report; {@link PollerMetrics.Factory#NONE} (the default) reports
+	 * nothing.
+	 */
+	public void setMetrics(PollerMetrics.Factory metrics) {
+		this.metrics = Objects.requireNonNull(metrics, "metrics");
+	}
+
+	/** Replaces the customizers; they run in the given order on each container. */
+	public void setContainerCustomizers(List<? extends RdmaListenerContainerCustomizer> customizers) {
+		this.customizers.clear();
+		this.customizers.addAll(customizers);
+	}
+
+	public void addContainerCustomizer(RdmaListenerContainerCustomizer customizer) {
+		this.customizers.add(Objects.requireNonNull(customizer, "customizer"));
+	}
+
+	@Override
+	public CompletionQueueListenerContainer createListenerContainer(RdmaListenerEndpoint endpoint) {
+		BeanFactory factory = this.beanFactory;
+		if (factory == null) {
+			throw new IllegalStateException(
+					"DefaultRdmaListenerContainerFactory has no BeanFactory: define it as a bean");
+		}
+		RdmaCompletionErrorHandler errorHandler = null;
+		String errorHandlerName = endpoint.errorHandler();
+		if (errorHandlerName != null) {
+			try {
+				errorHandler = factory.getBean(errorHandlerName, RdmaCompletionErrorHandler.class);
+			}
+			catch (BeansException ex) {
+				throw new RdmaConfigurationException(endpoint.id(),
+						endpoint.id() + " names errorHandler '" + errorHandlerName
+								+ "', which is not a RdmaCompletionErrorHandler bean",
+						"Define a bean named '" + errorHandlerName
+								+ "' implementing RdmaCompletionErrorHandler, or remove errorHandler.",
+						ex);
+			}
+		}
+		CompletionQueue queue;
+		try {
+			queue = factory.getBean(endpoint.queue(), CompletionQueue.class);
+		}
+		catch (NoSuchBeanDefinitionException ex) {
+			throw new RdmaConfigurationException(endpoint.id(),
+					endpoint.id() + " listens to queue '" + endpoint.queue()
+							+ "', but no completion queue bean of that name exists",
+					"Check that RDMA auto-configuration is active (rdma.required=true shows why it is not).", ex);
+		}
+		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer(endpoint.queue(), queue,
+				getPollerSettings(endpoint.queue()).copy(), router);
+		try {
+			container.setupListener(endpoint.id(), endpoint.invoker(), endpoint.batch());
+			container.setErrorHandler(errorHandlerName, errorHandler);
+			container.setMetrics(metrics.forQueue(endpoint.queue()));
+			for (RdmaListenerContainerCustomizer customizer : customizers) {
+				customizer.customize(container);
+			}
+		}
+		catch (RuntimeException ex) {
+			container.awaitStop(System.nanoTime()); // never started: frees its waker
+			throw ex;
+		}
+		return container;
+	}
+
 }

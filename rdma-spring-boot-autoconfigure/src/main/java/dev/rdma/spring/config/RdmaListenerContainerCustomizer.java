@@ -4,10 +4,11 @@ import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 
 /**
  * Changes a listener container after its factory set it up and before it starts: its
- * {@link CompletionQueueListenerContainer#getSettings() poller settings} (mode, batch size, spin, ack batch), its error
- * handler or its metrics. The starter's auto-configuration hands every bean of this type, in {@code @Order}, to its
- * {@link DefaultRdmaListenerContainerFactory}, so an application can change a poller without replacing the
- * auto-configuration:
+ * {@link CompletionQueueListenerContainer#getSettings() poller settings} (mode, batch
+ * size, spin, ack batch), its error handler or its metrics. The starter's
+ * auto-configuration hands every bean of this type, in {@code @Order}, to its
+ * {@link DefaultRdmaListenerContainerFactory}, so an application can change a poller
+ * without replacing the auto-configuration:
  *
  * <pre>
  * &#64;Bean
@@ -23,5 +24,6 @@ import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 @FunctionalInterface
 public interface RdmaListenerContainerCustomizer {
 
-    void customize(CompletionQueueListenerContainer container);
+	void customize(CompletionQueueListenerContainer container);
+
 }

@@ -21,119 +21,128 @@ import org.springframework.context.SmartLifecycle;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 
 /**
- * Holds one {@link CompletionQueueListenerContainer} per queue with a listener, each made by a
- * {@link RdmaListenerContainerFactory}, and runs them as a {@link SmartLifecycle}: they start last and stop first.
- * The registry registers itself as a dependant of every queue it polls, so the container destroys it (stopping any
- * poller still running) before it closes those queues.
+ * Holds one {@link CompletionQueueListenerContainer} per queue with a listener, each made
+ * by a {@link RdmaListenerContainerFactory}, and runs them as a {@link SmartLifecycle}:
+ * they start last and stop first. The registry registers itself as a dependant of every
+ * queue it polls, so the container destroys it (stopping any poller still running) before
+ * it closes those queues.
  */
 public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableBean, BeanFactoryAware {
 
-    /** Bean name of the registry. */
-    public static final String BEAN_NAME = "rdmaListenerEndpointRegistry";
+	/** Bean name of the registry. */
+	public static final String BEAN_NAME = "rdmaListenerEndpointRegistry";
 
-    private static final Log logger = LogFactory.getLog(RdmaListenerEndpointRegistry.class);
+	private static final Log logger = LogFactory.getLog(RdmaListenerEndpointRegistry.class);
 
-    private final Map<String, CompletionQueueListenerContainer> containers = new LinkedHashMap<>();
-    private Duration shutdownTimeout = Duration.ofSeconds(5);
-    private @Nullable BeanFactory beanFactory;
-    private volatile boolean running;
+	private final Map<String, CompletionQueueListenerContainer> containers = new LinkedHashMap<>();
 
-    @Override
-    public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-        this.beanFactory = beanFactory;
-    }
+	private Duration shutdownTimeout = Duration.ofSeconds(5);
 
-    /** How long {@link #stop()} waits, for all pollers together, for their batches in flight. */
-    public void setShutdownTimeout(Duration shutdownTimeout) {
-        this.shutdownTimeout = Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
-    }
+	private @Nullable BeanFactory beanFactory;
 
-    public Duration getShutdownTimeout() {
-        return shutdownTimeout;
-    }
+	private volatile boolean running;
 
-    /**
-     * Asks {@code factory} for the container of {@code endpoint} and keeps it; called for every listener once all
-     * singletons exist, before the registry starts.
-     *
-     * @throws IllegalStateException when the endpoint's queue already has a container
-     */
-    public synchronized void registerListenerContainer(RdmaListenerEndpoint endpoint,
-            RdmaListenerContainerFactory factory) {
-        if (containers.containsKey(endpoint.queue())) {
-            throw new IllegalStateException("queue '" + endpoint.queue() + "' already has a listener container: "
-                    + containers.get(endpoint.queue()));
-        }
-        CompletionQueueListenerContainer container = factory.createListenerContainer(endpoint);
-        if (beanFactory instanceof ConfigurableBeanFactory configurable) {
-            configurable.registerDependentBean(endpoint.queue(), BEAN_NAME);
-        }
-        containers.put(endpoint.queue(), container);
-    }
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+		this.beanFactory = beanFactory;
+	}
 
-    /** The container of a queue, or null. */
-    public synchronized @Nullable CompletionQueueListenerContainer getListenerContainer(String queue) {
-        return containers.get(queue);
-    }
+	/**
+	 * How long {@link #stop()} waits, for all pollers together, for their batches in
+	 * flight.
+	 */
+	public void setShutdownTimeout(Duration shutdownTimeout) {
+		this.shutdownTimeout = Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+	}
 
-    /** Every container, in registration order. */
-    public synchronized List<CompletionQueueListenerContainer> getListenerContainers() {
-        return new ArrayList<>(containers.values());
-    }
+	public Duration getShutdownTimeout() {
+		return shutdownTimeout;
+	}
 
-    @Override
-    public synchronized void start() {
-        if (running) {
-            return;
-        }
-        List<CompletionQueueListenerContainer> started = new ArrayList<>();
-        try {
-            for (CompletionQueueListenerContainer container : containers.values()) {
-                container.start();
-                started.add(container);
-            }
-        }
-        catch (RuntimeException ex) {
-            stop(started);
-            throw ex;
-        }
-        running = true;
-    }
+	/**
+	 * Asks {@code factory} for the container of {@code endpoint} and keeps it; called for
+	 * every listener once all singletons exist, before the registry starts.
+	 * @throws IllegalStateException when the endpoint's queue already has a container
+	 */
+	public synchronized void registerListenerContainer(RdmaListenerEndpoint endpoint,
+			RdmaListenerContainerFactory factory) {
+		if (containers.containsKey(endpoint.queue())) {
+			throw new IllegalStateException("queue '" + endpoint.queue() + "' already has a listener container: "
+					+ containers.get(endpoint.queue()));
+		}
+		CompletionQueueListenerContainer container = factory.createListenerContainer(endpoint);
+		if (beanFactory instanceof ConfigurableBeanFactory configurable) {
+			configurable.registerDependentBean(endpoint.queue(), BEAN_NAME);
+		}
+		containers.put(endpoint.queue(), container);
+	}
 
-    @Override
-    public synchronized void stop() {
-        if (!running) {
-            return;
-        }
-        running = false;
-        stop(new ArrayList<>(containers.values()));
-    }
+	/** The container of a queue, or null. */
+	public synchronized @Nullable CompletionQueueListenerContainer getListenerContainer(String queue) {
+		return containers.get(queue);
+	}
 
-    private void stop(List<CompletionQueueListenerContainer> list) {
-        list.forEach(CompletionQueueListenerContainer::signalStop);
-        long deadline = System.nanoTime() + shutdownTimeout.toNanos();
-        for (CompletionQueueListenerContainer container : list) {
-            if (!container.awaitStop(deadline)) {
-                logger.warn("Poller of queue '" + container.queue() + "' did not stop within the shutdown timeout ("
-                        + shutdownTimeout + "); shutdown proceeds (closing the queue acks its events)");
-            }
-        }
-    }
+	/** Every container, in registration order. */
+	public synchronized List<CompletionQueueListenerContainer> getListenerContainers() {
+		return new ArrayList<>(containers.values());
+	}
 
-    @Override
-    public boolean isRunning() {
-        return running;
-    }
+	@Override
+	public synchronized void start() {
+		if (running) {
+			return;
+		}
+		List<CompletionQueueListenerContainer> started = new ArrayList<>();
+		try {
+			for (CompletionQueueListenerContainer container : containers.values()) {
+				container.start();
+				started.add(container);
+			}
+		}
+		catch (RuntimeException ex) {
+			stop(started);
+			throw ex;
+		}
+		running = true;
+	}
 
-    @Override
-    public int getPhase() {
-        return Integer.MAX_VALUE - 100;
-    }
+	@Override
+	public synchronized void stop() {
+		if (!running) {
+			return;
+		}
+		running = false;
+		stop(new ArrayList<>(containers.values()));
+	}
 
-    @Override
-    public void destroy() {
-        stop();
-        long now = System.nanoTime();
-        getListenerContainers().forEach(c -> c.awaitStop(now)); // frees the wakers of containers that never started
-    }
+	private void stop(List<CompletionQueueListenerContainer> list) {
+		list.forEach(CompletionQueueListenerContainer::signalStop);
+		long deadline = System.nanoTime() + shutdownTimeout.toNanos();
+		for (CompletionQueueListenerContainer container : list) {
+			if (!container.awaitStop(deadline)) {
+				logger.warn("Poller of queue '" + container.queue() + "' did not stop within the shutdown timeout ("
+						+ shutdownTimeout + "); shutdown proceeds (closing the queue acks its events)");
+			}
+		}
+	}
+
+	@Override
+	public boolean isRunning() {
+		return running;
+	}
+
+	@Override
+	public int getPhase() {
+		return Integer.MAX_VALUE - 100;
+	}
+
+	@Override
+	public void destroy() {
+		stop();
+		long now = System.nanoTime();
+		getListenerContainers().forEach(c -> c.awaitStop(now)); // frees the wakers of
+																// containers that never
+																// started
+	}
+
 }

@@ -13,198 +13,236 @@ import dev.rdma.verbs.Waker;
 import dev.rdma.verbs.WorkCompletionBuffer;
 
 /**
- * The poll loop of one completion queue, run by its container's thread ({@code rdma-poller-<queue>}); what happens to
- * each completion is the {@link CompletionDispatcher}'s business.
+ * The poll loop of one completion queue, run by its container's thread
+ * ({@code rdma-poller-<queue>}); what happens to each completion is the
+ * {@link CompletionDispatcher}'s business.
  *
- * <p>The loop ({@link #run()}), in order:
+ * <p>
+ * The loop ({@link #run()}), in order:
  * <ol>
- *   <li><b>drain</b>: poll batches of up to batch-size completions until the CQ is empty, handing each completion
- *       (or each batch) to the dispatcher;</li>
- *   <li><b>busy</b>: with nothing polled, busy mode (and adaptive mode for {@code spin} after the last completion)
- *       spins with {@link Thread#onSpinWait()} and drains again;</li>
- *   <li><b>arm</b>: event mode arms the CQ ({@code ibv_req_notify_cq}) and <b>drains</b> once more, so a completion
- *       that arrived before the arm is never left waiting for an event that will not come;</li>
- *   <li><b>wait</b> on the channel with this poller's own {@link Waker} and a timeout, so {@link #stop()} (followed by
- *       a wake-up) is noticed at once and a lost wake-up at the latest after the timeout;</li>
- *   <li><b>get the event</b> ({@code ibv_get_cq_event}, non-blocking): one per wait; more pending events make the
- *       next wait return at once. An event of another CQ sharing the channel was counted on that CQ by the binding;
- *       its poller is woken through the {@link CompletionEventRouter};</li>
- *   <li><b>count and ack</b>: the events of this CQ (also those a peer poller took for it) are counted and acked
- *       every ack-batch events; back to 1, which drains and re-arms.</li>
+ * <li><b>drain</b>: poll batches of up to batch-size completions until the CQ is empty,
+ * handing each completion (or each batch) to the dispatcher;</li>
+ * <li><b>busy</b>: with nothing polled, busy mode (and adaptive mode for {@code spin}
+ * after the last completion) spins with {@link Thread#onSpinWait()} and drains
+ * again;</li>
+ * <li><b>arm</b>: event mode arms the CQ ({@code ibv_req_notify_cq}) and <b>drains</b>
+ * once more, so a completion that arrived before the arm is never left waiting for an
+ * event that will not come;</li>
+ * <li><b>wait</b> on the channel with this poller's own {@link Waker} and a timeout, so
+ * {@link #stop()} (followed by a wake-up) is noticed at once and a lost wake-up at the
+ * latest after the timeout;</li>
+ * <li><b>get the event</b> ({@code ibv_get_cq_event}, non-blocking): one per wait; more
+ * pending events make the next wait return at once. An event of another CQ sharing the
+ * channel was counted on that CQ by the binding; its poller is woken through the
+ * {@link CompletionEventRouter};</li>
+ * <li><b>count and ack</b>: the events of this CQ (also those a peer poller took for it)
+ * are counted and acked every ack-batch events; back to 1, which drains and re-arms.</li>
  * </ol>
- * Spurious events (an event whose completion the previous drain already took) are harmless: the drain finds nothing.
- * On exit every got event is acked, so the queue can be destroyed. Nothing is allocated per completion.
+ * Spurious events (an event whose completion the previous drain already took) are
+ * harmless: the drain finds nothing. On exit every got event is acked, so the queue can
+ * be destroyed. Nothing is allocated per completion.
  */
 final class PollLoop implements Runnable {
 
-    private static final Log logger = LogFactory.getLog(PollLoop.class);
+	private static final Log logger = LogFactory.getLog(PollLoop.class);
 
-    /** The longest a wait on the channel lasts; the waker normally ends it much sooner. */
-    private static final long WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
-    /** Pause after a failed poll (e.g. a CQ in the error state after an overrun). */
-    private static final long ERROR_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+	/**
+	 * The longest a wait on the channel lasts; the waker normally ends it much sooner.
+	 */
+	private static final long WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
-    private final String queueName;
-    private final CompletionQueue queue;
-    /** The queue's channel; null only in busy mode. */
-    private final @Nullable CompletionChannel channel;
-    private final PollingMode mode;
-    private final int batchSize;
-    private final long spinNanos;
-    private final int ackBatch;
-    private final boolean batchListener;
-    private final CompletionDispatcher dispatcher;
-    private final PollerMetrics metrics;
-    private final CompletionEventRouter router;
-    private final Waker waker;
+	/** Pause after a failed poll (e.g. a CQ in the error state after an overrun). */
+	private static final long ERROR_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
-    private volatile boolean running = true;
+	private final String queueName;
 
-    // Scratch of the poller thread.
-    private long eventsSeen;
-    private boolean pollErrorLogged;
+	private final CompletionQueue queue;
 
-    PollLoop(String queueName, CompletionQueue queue, PollingMode mode, PollerSettings settings, boolean batchListener,
-            CompletionDispatcher dispatcher, PollerMetrics metrics, CompletionEventRouter router, Waker waker) {
-        this.queueName = queueName;
-        this.queue = queue;
-        this.channel = queue.channel();
-        this.mode = mode;
-        this.batchSize = settings.getBatchSize();
-        this.spinNanos = settings.getSpin().toNanos();
-        this.ackBatch = settings.getAckBatch();
-        this.batchListener = batchListener;
-        this.dispatcher = dispatcher;
-        this.metrics = metrics;
-        this.router = router;
-        this.waker = waker;
-        if (mode != PollingMode.BUSY && channel == null) {
-            throw new IllegalArgumentException("queue " + queueName + " has no channel for " + mode + " polling");
-        }
-        if (batchSize < 1 || ackBatch < 1 || spinNanos < 0) {
-            throw new IllegalArgumentException("queue " + queueName + ": batch size and ack batch must be at least 1 and"
-                    + " spin must not be negative (" + settings + ")");
-        }
-    }
+	/** The queue's channel; null only in busy mode. */
+	private final @Nullable CompletionChannel channel;
 
-    // ------------------------------------------------------------------ the loop
+	private final PollingMode mode;
 
-    @Override
-    public void run() {
-        eventsSeen = queue.eventsGot();
-        try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(batchSize)) {
-            long idleSince = System.nanoTime();
-            while (running) {
-                try {
-                    // 1. drain
-                    if (drain(buffer) > 0) {
-                        idleSince = dispatcher.lastDelivery();
-                        continue;
-                    }
-                    // 2. busy: spin (busy mode always, adaptive mode for `spin` after the last completion)
-                    if (mode == PollingMode.BUSY
-                            || (mode == PollingMode.ADAPTIVE && System.nanoTime() - idleSince < spinNanos)) {
-                        Thread.onSpinWait();
-                        continue;
-                    }
-                    // 3. arm, then drain what arrived before the arm
-                    queue.requestNotify(false);
-                    if (drain(buffer) > 0) {
-                        idleSince = dispatcher.lastDelivery();
-                        continue;
-                    }
-                    // 4. wait on the channel (own waker: stop, or a peer routing our event)
-                    if (channel.await(WAIT_NANOS, waker) == CompletionChannel.WaitResult.READY) {
-                        // 5. get the event; route one of another CQ to its poller
-                        takeEvent(channel);
-                    }
-                    // 6. count our events and ack them in batches; the next turn drains and re-arms
-                    countAndAck(false);
-                    idleSince = System.nanoTime();
-                }
-                catch (RuntimeException ex) {
-                    pollFailed(ex);
-                }
-            }
-        }
-        finally {
-            countAndAck(true);
-        }
-    }
+	private final int batchSize;
 
-    /** Polls until the CQ is empty (or stop is requested); returns the number of completions. */
-    private int drain(WorkCompletionBuffer buffer) {
-        int total = 0;
-        while (running) {
-            int n;
-            if (batchListener) {
-                n = queue.poll(buffer); // up to batch-size completions into the buffer ...
-                dispatcher.deliverBatch(buffer, n); // ... then the listener once for all of them
-            }
-            else {
-                dispatcher.startBatch();
-                n = queue.poll(buffer, dispatcher); // the listener once per completion, during the poll
-                dispatcher.endBatch(n);
-            }
-            total += n;
-            if (n < batchSize) {
-                break;
-            }
-        }
-        return total;
-    }
+	private final long spinNanos;
 
-    /**
-     * One event per wait, not "until none is left": the last get of such a loop always fails (EAGAIN), one more
-     * system call per wake-up, and pending events are found by the next wait anyway.
-     */
-    private void takeEvent(CompletionChannel channel) {
-        CompletionQueue fired = channel.getEvent();
-        if (fired != null && fired != queue) {
-            router.wake(fired);
-        }
-    }
+	private final int ackBatch;
 
-    private void countAndAck(boolean all) {
-        try {
-            long got = queue.eventsGot();
-            if (got != eventsSeen) {
-                metrics.events(got - eventsSeen);
-                eventsSeen = got;
-            }
-            long unacked = queue.eventsUnacked();
-            if (unacked > 0 && (all || unacked >= ackBatch)) {
-                metrics.acks(queue.ackEvents());
-            }
-        }
-        catch (IllegalStateException ex) {
-            // the queue is already closed; closing acked every event
-        }
-    }
+	private final boolean batchListener;
 
-    private void pollFailed(RuntimeException ex) {
-        metrics.pollError(ex);
-        if (queue.isClosed()) {
-            // closed under the poller (not by the container's ordered shutdown): nothing left to poll, ever
-            running = false;
-            logger.warn("Queue '" + queueName + "' was closed while its poller ran; the poller stops");
-            return;
-        }
-        if (!pollErrorLogged) {
-            pollErrorLogged = true;
-            logger.error("Polling queue '" + queueName + "' failed (async CQ errors so far: " + queue.asyncErrors()
-                    + "); retrying every " + TimeUnit.NANOSECONDS.toMillis(ERROR_PAUSE_NANOS) + " ms", ex);
-        }
-        if (running && channel != null) {
-            channel.await(ERROR_PAUSE_NANOS, waker);
-        }
-        else if (running) {
-            LockSupport.parkNanos(ERROR_PAUSE_NANOS);
-        }
-    }
+	private final CompletionDispatcher dispatcher;
 
-    /** Asks the loop to end after the batch in flight; the caller wakes the waker so that a wait returns at once. */
-    void stop() {
-        running = false;
-    }
+	private final PollerMetrics metrics;
+
+	private final CompletionEventRouter router;
+
+	private final Waker waker;
+
+	private volatile boolean running = true;
+
+	// Scratch of the poller thread.
+	private long eventsSeen;
+
+	private boolean pollErrorLogged;
+
+	PollLoop(String queueName, CompletionQueue queue, PollingMode mode, PollerSettings settings, boolean batchListener,
+			CompletionDispatcher dispatcher, PollerMetrics metrics, CompletionEventRouter router, Waker waker) {
+		this.queueName = queueName;
+		this.queue = queue;
+		this.channel = queue.channel();
+		this.mode = mode;
+		this.batchSize = settings.getBatchSize();
+		this.spinNanos = settings.getSpin().toNanos();
+		this.ackBatch = settings.getAckBatch();
+		this.batchListener = batchListener;
+		this.dispatcher = dispatcher;
+		this.metrics = metrics;
+		this.router = router;
+		this.waker = waker;
+		if (mode != PollingMode.BUSY && channel == null) {
+			throw new IllegalArgumentException("queue " + queueName + " has no channel for " + mode + " polling");
+		}
+		if (batchSize < 1 || ackBatch < 1 || spinNanos < 0) {
+			throw new IllegalArgumentException(
+					"queue " + queueName + ": batch size and ack batch must be at least 1 and"
+							+ " spin must not be negative (" + settings + ")");
+		}
+	}
+
+	// ------------------------------------------------------------------ the loop
+
+	@Override
+	public void run() {
+		eventsSeen = queue.eventsGot();
+		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(batchSize)) {
+			long idleSince = System.nanoTime();
+			while (running) {
+				try {
+					// 1. drain
+					if (drain(buffer) > 0) {
+						idleSince = dispatcher.lastDelivery();
+						continue;
+					}
+					// 2. busy: spin (busy mode always, adaptive mode for `spin` after the
+					// last completion)
+					if (mode == PollingMode.BUSY
+							|| (mode == PollingMode.ADAPTIVE && System.nanoTime() - idleSince < spinNanos)) {
+						Thread.onSpinWait();
+						continue;
+					}
+					// 3. arm, then drain what arrived before the arm
+					queue.requestNotify(false);
+					if (drain(buffer) > 0) {
+						idleSince = dispatcher.lastDelivery();
+						continue;
+					}
+					// 4. wait on the channel (own waker: stop, or a peer routing our
+					// event)
+					if (channel.await(WAIT_NANOS, waker) == CompletionChannel.WaitResult.READY) {
+						// 5. get the event; route one of another CQ to its poller
+						takeEvent(channel);
+					}
+					// 6. count our events and ack them in batches; the next turn drains
+					// and re-arms
+					countAndAck(false);
+					idleSince = System.nanoTime();
+				}
+				catch (RuntimeException ex) {
+					pollFailed(ex);
+				}
+			}
+		}
+		finally {
+			countAndAck(true);
+		}
+	}
+
+	/**
+	 * Polls until the CQ is empty (or stop is requested); returns the number of
+	 * completions.
+	 */
+	private int drain(WorkCompletionBuffer buffer) {
+		int total = 0;
+		while (running) {
+			int n;
+			if (batchListener) {
+				n = queue.poll(buffer); // up to batch-size completions into the buffer
+										// ...
+				dispatcher.deliverBatch(buffer, n); // ... then the listener once for all
+													// of them
+			}
+			else {
+				dispatcher.startBatch();
+				n = queue.poll(buffer, dispatcher); // the listener once per completion,
+													// during the poll
+				dispatcher.endBatch(n);
+			}
+			total += n;
+			if (n < batchSize) {
+				break;
+			}
+		}
+		return total;
+	}
+
+	/**
+	 * One event per wait, not "until none is left": the last get of such a loop always
+	 * fails (EAGAIN), one more system call per wake-up, and pending events are found by
+	 * the next wait anyway.
+	 */
+	private void takeEvent(CompletionChannel channel) {
+		CompletionQueue fired = channel.getEvent();
+		if (fired != null && fired != queue) {
+			router.wake(fired);
+		}
+	}
+
+	private void countAndAck(boolean all) {
+		try {
+			long got = queue.eventsGot();
+			if (got != eventsSeen) {
+				metrics.events(got - eventsSeen);
+				eventsSeen = got;
+			}
+			long unacked = queue.eventsUnacked();
+			if (unacked > 0 && (all || unacked >= ackBatch)) {
+				metrics.acks(queue.ackEvents());
+			}
+		}
+		catch (IllegalStateException ex) {
+			// the queue is already closed; closing acked every event
+		}
+	}
+
+	private void pollFailed(RuntimeException ex) {
+		metrics.pollError(ex);
+		if (queue.isClosed()) {
+			// closed under the poller (not by the container's ordered shutdown): nothing
+			// left to poll, ever
+			running = false;
+			logger.warn("Queue '" + queueName + "' was closed while its poller ran; the poller stops");
+			return;
+		}
+		if (!pollErrorLogged) {
+			pollErrorLogged = true;
+			logger.error("Polling queue '" + queueName + "' failed (async CQ errors so far: " + queue.asyncErrors()
+					+ "); retrying every " + TimeUnit.NANOSECONDS.toMillis(ERROR_PAUSE_NANOS) + " ms", ex);
+		}
+		if (running && channel != null) {
+			channel.await(ERROR_PAUSE_NANOS, waker);
+		}
+		else if (running) {
+			LockSupport.parkNanos(ERROR_PAUSE_NANOS);
+		}
+	}
+
+	/**
+	 * Asks the loop to end after the batch in flight; the caller wakes the waker so that
+	 * a wait returns at once.
+	 */
+	void stop() {
+		running = false;
+	}
+
 }

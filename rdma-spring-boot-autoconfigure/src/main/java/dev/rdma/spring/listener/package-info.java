@@ -1,15 +1,20 @@
 /**
- * The runtime of a listener: a {@link dev.rdma.spring.listener.CompletionQueueListenerContainer container} owns the
- * poller thread of one completion queue; its poll loop drains, arms, waits on the completion channel and acks events;
- * its dispatcher calls the listener (or the {@link dev.rdma.spring.listener.RdmaCompletionErrorHandler error handler})
- * and counts each batch for the {@link dev.rdma.spring.listener.PollerMetrics metrics}.
+ * The runtime of a listener: a
+ * {@link dev.rdma.spring.listener.CompletionQueueListenerContainer container} owns the
+ * poller thread of one completion queue; its poll loop drains, arms, waits on the
+ * completion channel and acks events; its dispatcher calls the listener (or the
+ * {@link dev.rdma.spring.listener.RdmaCompletionErrorHandler error handler}) and counts
+ * each batch for the {@link dev.rdma.spring.listener.PollerMetrics metrics}.
  *
- * <p>The way of a completion: {@code PollLoop.drain} polls the CQ ({@code ibv_poll_cq} or the extended iterator) into
- * the loop's {@code WorkCompletionBuffer}; for a single-completion listener the binding calls
- * {@code CompletionDispatcher.onCompletion} for each completion during the poll, which counts its status and invokes
- * the bound method through a {@link dev.rdma.spring.listener.ListenerInvoker} (or the error handler for a failed one);
- * for a batch listener the dispatcher counts the batch and invokes the method once with the buffer. After the batch
- * the dispatcher reports it to the metrics once. Nothing is allocated per completion.
+ * <p>
+ * The way of a completion: {@code PollLoop.drain} polls the CQ ({@code ibv_poll_cq} or
+ * the extended iterator) into the loop's {@code WorkCompletionBuffer}; for a
+ * single-completion listener the binding calls {@code CompletionDispatcher.onCompletion}
+ * for each completion during the poll, which counts its status and invokes the bound
+ * method through a {@link dev.rdma.spring.listener.ListenerInvoker} (or the error handler
+ * for a failed one); for a batch listener the dispatcher counts the batch and invokes the
+ * method once with the buffer. After the batch the dispatcher reports it to the metrics
+ * once. Nothing is allocated per completion.
  */
 @NullMarked
 package dev.rdma.spring.listener;

@@ -19,58 +19,62 @@ import dev.rdma.verbs.Rdma;
 import dev.rdma.verbs.RdmaException;
 
 /**
- * Matches when libibverbs loads and lists at least one RDMA device, or when {@code rdma.required=true} (then the
- * auto-configuration fails startup itself, with an analysed {@link RdmaConfigurationException}, instead of backing
- * off).
+ * Matches when libibverbs loads and lists at least one RDMA device, or when
+ * {@code rdma.required=true} (then the auto-configuration fails startup itself, with an
+ * analysed {@link RdmaConfigurationException}, instead of backing off).
  */
 class OnRdmaAvailableCondition extends SpringBootCondition {
 
-    private static final Log logger = LogFactory.getLog(RdmaAutoConfiguration.class);
+	private static final Log logger = LogFactory.getLog(RdmaAutoConfiguration.class);
 
-    @Override
-    public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
-        ConditionMessage.Builder message = ConditionMessage.forCondition("RDMA available");
-        if (required(context)) {
-            return ConditionOutcome.match(message.because("rdma.required=true (startup fails when RDMA is missing)"));
-        }
-        String problem = problem();
-        if (problem != null) {
-            logger.info("RDMA auto-configuration backs off: " + problem
-                    + " (set rdma.required=true to fail startup instead)");
-            return ConditionOutcome.noMatch(message.because(problem));
-        }
-        return ConditionOutcome.match(message.because("found RDMA device(s) " + devices()));
-    }
+	@Override
+	public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
+		ConditionMessage.Builder message = ConditionMessage.forCondition("RDMA available");
+		if (required(context)) {
+			return ConditionOutcome.match(message.because("rdma.required=true (startup fails when RDMA is missing)"));
+		}
+		String problem = problem();
+		if (problem != null) {
+			logger.info("RDMA auto-configuration backs off: " + problem
+					+ " (set rdma.required=true to fail startup instead)");
+			return ConditionOutcome.noMatch(message.because(problem));
+		}
+		return ConditionOutcome.match(message.because("found RDMA device(s) " + devices()));
+	}
 
-    /** rdma.required as a boolean; a value that is not one fails with a message naming the property. */
-    private static boolean required(ConditionContext context) {
-        try {
-            return context.getEnvironment().getProperty("rdma.required", Boolean.class, false);
-        }
-        catch (RuntimeException ex) {
-            String value = context.getEnvironment().getProperty("rdma.required");
-            throw new RdmaConfigurationException("rdma.required", "rdma.required=" + value + " is not a boolean",
-                    "Set rdma.required to true (fail startup without RDMA) or false (back off).", ex);
-        }
-    }
+	/**
+	 * rdma.required as a boolean; a value that is not one fails with a message naming the
+	 * property.
+	 */
+	private static boolean required(ConditionContext context) {
+		try {
+			return context.getEnvironment().getProperty("rdma.required", Boolean.class, false);
+		}
+		catch (RuntimeException ex) {
+			String value = context.getEnvironment().getProperty("rdma.required");
+			throw new RdmaConfigurationException("rdma.required", "rdma.required=" + value + " is not a boolean",
+					"Set rdma.required to true (fail startup without RDMA) or false (back off).", ex);
+		}
+	}
 
-    /** Why RDMA cannot be used on this host, or null when it can. */
-    static @Nullable String problem() {
-        if (!Rdma.isAvailable()) {
-            return "libibverbs is not available: " + Rdma.unavailableReason();
-        }
-        try {
-            List<String> devices = devices();
-            return devices.isEmpty() ? "no RDMA device found (ibv_get_device_list listed none)" : null;
-        }
-        catch (RdmaException ex) {
-            return "listing RDMA devices failed: " + ex.getMessage();
-        }
-    }
+	/** Why RDMA cannot be used on this host, or null when it can. */
+	static @Nullable String problem() {
+		if (!Rdma.isAvailable()) {
+			return "libibverbs is not available: " + Rdma.unavailableReason();
+		}
+		try {
+			List<String> devices = devices();
+			return devices.isEmpty() ? "no RDMA device found (ibv_get_device_list listed none)" : null;
+		}
+		catch (RdmaException ex) {
+			return "listing RDMA devices failed: " + ex.getMessage();
+		}
+	}
 
-    private static List<String> devices() {
-        try (DeviceList list = DeviceList.open()) {
-            return list.devices().stream().map(Device::name).toList();
-        }
-    }
+	private static List<String> devices() {
+		try (DeviceList list = DeviceList.open()) {
+			return list.devices().stream().map(Device::name).toList();
+		}
+	}
+
 }

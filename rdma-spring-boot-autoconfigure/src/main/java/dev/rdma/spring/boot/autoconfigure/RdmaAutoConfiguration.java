@@ -9,11 +9,13 @@ import org.springframework.context.annotation.Import;
 import dev.rdma.verbs.Context;
 
 /**
- * Auto-configuration of RDMA devices, completion channels and completion queues ({@code rdma.*}, see
- * {@link RdmaProperties}) and of {@code @RdmaCompletionListener} dispatch. Backs off when libibverbs or an RDMA device
- * is missing, unless {@code rdma.required=true}. The beans are registered by {@link RdmaBeanRegistrar} and created by
- * {@link RdmaResources}. Metrics and health are auto-configurations of their own, ordered after this one
- * ({@code RdmaMetricsAutoConfiguration}, {@code RdmaHealthAutoConfiguration}); this class does not know them.
+ * Auto-configuration of RDMA devices, completion channels and completion queues
+ * ({@code rdma.*}, see {@link RdmaProperties}) and of {@code @RdmaCompletionListener}
+ * dispatch. Backs off when libibverbs or an RDMA device is missing, unless
+ * {@code rdma.required=true}. The beans are registered by {@link RdmaBeanRegistrar} and
+ * created by {@link RdmaResources}. Metrics and health are auto-configurations of their
+ * own, ordered after this one ({@code RdmaMetricsAutoConfiguration},
+ * {@code RdmaHealthAutoConfiguration}); this class does not know them.
  */
 @AutoConfiguration
 @ConditionalOnClass(Context.class)

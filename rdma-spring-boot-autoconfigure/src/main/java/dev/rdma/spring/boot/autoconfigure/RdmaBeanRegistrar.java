@@ -28,100 +28,107 @@ import dev.rdma.verbs.EfaCompletionQueue;
 import dev.rdma.verbs.ExtendedCompletionQueue;
 
 /**
- * Binds {@link RdmaProperties} (needed before any bean exists: each key becomes a bean name), validates them
- * (nothing native is touched when they are wrong) and registers one bean
- * per device ({@link Context}), channel ({@link CompletionChannel}) and completion queue ({@link CompletionQueue}),
- * named after its key. Each channel and queue depends on its device (and a queue on its channel), so the container
- * closes queues before channels before contexts, and a user bean that uses a queue before the queue.
+ * Binds {@link RdmaProperties} (needed before any bean exists: each key becomes a bean
+ * name), validates them (nothing native is touched when they are wrong) and registers one
+ * bean per device ({@link Context}), channel ({@link CompletionChannel}) and completion
+ * queue ({@link CompletionQueue}), named after its key. Each channel and queue depends on
+ * its device (and a queue on its channel), so the container closes queues before channels
+ * before contexts, and a user bean that uses a queue before the queue.
  */
 class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
 
-    static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
+	static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
 
-    /**
-     * Beans that the starter's later auto-configurations define (health: {@code rdmaHealthIndicator}, metrics:
-     * {@code rdmaPollerMetrics}). They are registered after this registrar runs, so a device, channel or queue key
-     * equal to one of them is refused here as if the bean already existed (as it did when health and metrics were
-     * nested in {@link RdmaAutoConfiguration}). Spelled out: this package does not depend on theirs.
-     */
-    static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics");
+	/**
+	 * Beans that the starter's later auto-configurations define (health:
+	 * {@code rdmaHealthIndicator}, metrics: {@code rdmaPollerMetrics}). They are
+	 * registered after this registrar runs, so a device, channel or queue key equal to
+	 * one of them is refused here as if the bean already existed (as it did when health
+	 * and metrics were nested in {@link RdmaAutoConfiguration}). Spelled out: this
+	 * package does not depend on theirs.
+	 */
+	static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics");
 
-    private @Nullable Environment environment;
-    private @Nullable BeanFactory beanFactory;
+	private @Nullable Environment environment;
 
-    @Override
-    public void setEnvironment(Environment environment) {
-        this.environment = environment;
-    }
+	private @Nullable BeanFactory beanFactory;
 
-    @Override
-    public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-        this.beanFactory = beanFactory;
-    }
+	@Override
+	public void setEnvironment(Environment environment) {
+		this.environment = environment;
+	}
 
-    static RdmaProperties bind(Environment environment) {
-        return Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class).orElseGet(RdmaProperties::new);
-    }
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+		this.beanFactory = beanFactory;
+	}
 
-    @Override
-    public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
-        RdmaProperties properties = bind(Objects.requireNonNull(this.environment, "environment"));
-        RdmaPropertiesValidator.validate(properties,
-                name -> registry.containsBeanDefinition(name) || LATER_BEAN_NAMES.contains(name));
-        if (properties.isRequired()) {
-            String problem = OnRdmaAvailableCondition.problem();
-            if (problem != null) {
-                throw new RdmaConfigurationException("rdma.required", "rdma.required=true but " + problem,
-                        "Install libibverbs1 and ibverbs-providers and load an RDMA driver (e.g. Soft-RoCE: "
-                                + "rdma link add rxe0 type rxe netdev eth0), or set rdma.required=false to start without RDMA.");
-            }
-        }
-        BeanFactory factory = Objects.requireNonNull(this.beanFactory, "beanFactory");
-        // The registrar's own binding serves registration only (bean names come from the keys, before any bean
-        // exists); at run time everything reads the one RdmaProperties bean, resources included.
-        RootBeanDefinition resources = new RootBeanDefinition(RdmaResources.class,
-                () -> new RdmaResources(factory.getBean(RdmaProperties.class), factory));
-        registry.registerBeanDefinition(RdmaResources.BEAN_NAME, resources);
+	static RdmaProperties bind(Environment environment) {
+		return Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class).orElseGet(RdmaProperties::new);
+	}
 
-        List<String> deviceKeys = new ArrayList<>(properties.getDevices().keySet());
-        for (String key : deviceKeys) {
-            register(registry, key, Context.class, () -> resources(factory).openDevice(key));
-        }
-        properties.getChannels().forEach((key, channel) -> {
-            String device = RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.CHANNELS + key,
-                    channel.getDevice());
-            register(registry, key, CompletionChannel.class, () -> resources(factory).createChannel(key), device);
-        });
-        properties.getCompletionQueues().forEach((key, queue) -> {
-            String device = RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.QUEUES + key,
-                    queue.getDevice());
-            Class<? extends CompletionQueue> type = queue.getType() == QueueType.EFA ? EfaCompletionQueue.class
-                    : queue.getType() == QueueType.EXTENDED ? ExtendedCompletionQueue.class : CompletionQueue.class;
-            String[] dependsOn = queue.getChannel() == null ? new String[] { device }
-                    : new String[] { device, queue.getChannel() };
-            register(registry, key, type, () -> resources(factory).createQueue(key), dependsOn);
-        });
+	@Override
+	public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
+		RdmaProperties properties = bind(Objects.requireNonNull(this.environment, "environment"));
+		RdmaPropertiesValidator.validate(properties,
+				name -> registry.containsBeanDefinition(name) || LATER_BEAN_NAMES.contains(name));
+		if (properties.isRequired()) {
+			String problem = OnRdmaAvailableCondition.problem();
+			if (problem != null) {
+				throw new RdmaConfigurationException("rdma.required", "rdma.required=true but " + problem,
+						"Install libibverbs1 and ibverbs-providers and load an RDMA driver (e.g. Soft-RoCE: "
+								+ "rdma link add rxe0 type rxe netdev eth0), or set rdma.required=false to start without RDMA.");
+			}
+		}
+		BeanFactory factory = Objects.requireNonNull(this.beanFactory, "beanFactory");
+		// The registrar's own binding serves registration only (bean names come from the
+		// keys, before any bean
+		// exists); at run time everything reads the one RdmaProperties bean, resources
+		// included.
+		RootBeanDefinition resources = new RootBeanDefinition(RdmaResources.class,
+				() -> new RdmaResources(factory.getBean(RdmaProperties.class), factory));
+		registry.registerBeanDefinition(RdmaResources.BEAN_NAME, resources);
 
-        RootBeanDefinition monitor = new RootBeanDefinition(RdmaAsyncEventMonitor.class,
-                () -> new RdmaAsyncEventMonitor(resources(factory), deviceKeys));
-        monitor.setDependsOn(deviceKeys.toArray(String[]::new));
-        registry.registerBeanDefinition(MONITOR_BEAN_NAME, monitor);
-    }
+		List<String> deviceKeys = new ArrayList<>(properties.getDevices().keySet());
+		for (String key : deviceKeys) {
+			register(registry, key, Context.class, () -> resources(factory).openDevice(key));
+		}
+		properties.getChannels().forEach((key, channel) -> {
+			String device = RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.CHANNELS + key,
+					channel.getDevice());
+			register(registry, key, CompletionChannel.class, () -> resources(factory).createChannel(key), device);
+		});
+		properties.getCompletionQueues().forEach((key, queue) -> {
+			String device = RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.QUEUES + key,
+					queue.getDevice());
+			Class<? extends CompletionQueue> type = queue.getType() == QueueType.EFA ? EfaCompletionQueue.class
+					: queue.getType() == QueueType.EXTENDED ? ExtendedCompletionQueue.class : CompletionQueue.class;
+			String[] dependsOn = queue.getChannel() == null ? new String[] { device }
+					: new String[] { device, queue.getChannel() };
+			register(registry, key, type, () -> resources(factory).createQueue(key), dependsOn);
+		});
 
-    private static RdmaResources resources(BeanFactory factory) {
-        return factory.getBean(RdmaResources.BEAN_NAME, RdmaResources.class);
-    }
+		RootBeanDefinition monitor = new RootBeanDefinition(RdmaAsyncEventMonitor.class,
+				() -> new RdmaAsyncEventMonitor(resources(factory), deviceKeys));
+		monitor.setDependsOn(deviceKeys.toArray(String[]::new));
+		registry.registerBeanDefinition(MONITOR_BEAN_NAME, monitor);
+	}
 
-    private static void register(BeanDefinitionRegistry registry, String name, Class<?> type,
-            java.util.function.Supplier<?> supplier, String... dependsOn) {
-        RootBeanDefinition definition = new RootBeanDefinition(type);
-        definition.setInstanceSupplier(supplier);
-        definition.setTargetType(type);
-        definition.setDestroyMethodName("close");
-        definition.setRole(AbstractBeanDefinition.ROLE_APPLICATION);
-        if (dependsOn.length > 0) {
-            definition.setDependsOn(dependsOn);
-        }
-        registry.registerBeanDefinition(name, definition);
-    }
+	private static RdmaResources resources(BeanFactory factory) {
+		return factory.getBean(RdmaResources.BEAN_NAME, RdmaResources.class);
+	}
+
+	private static void register(BeanDefinitionRegistry registry, String name, Class<?> type,
+			java.util.function.Supplier<?> supplier, String... dependsOn) {
+		RootBeanDefinition definition = new RootBeanDefinition(type);
+		definition.setInstanceSupplier(supplier);
+		definition.setTargetType(type);
+		definition.setDestroyMethodName("close");
+		definition.setRole(AbstractBeanDefinition.ROLE_APPLICATION);
+		if (dependsOn.length > 0) {
+			definition.setDependsOn(dependsOn);
+		}
+		registry.registerBeanDefinition(name, definition);
+	}
+
 }

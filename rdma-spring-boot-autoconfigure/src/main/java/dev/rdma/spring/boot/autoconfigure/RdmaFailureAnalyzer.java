@@ -5,21 +5,30 @@ import org.springframework.boot.diagnostics.FailureAnalysis;
 
 import dev.rdma.spring.RdmaConfigurationException;
 
-/** Turns an {@link RdmaConfigurationException} into a description (property, verb, errno) and an action. */
+/**
+ * Turns an {@link RdmaConfigurationException} into a description (property, verb, errno)
+ * and an action.
+ */
 public class RdmaFailureAnalyzer extends AbstractFailureAnalyzer<RdmaConfigurationException> {
 
-    @Override
-    protected FailureAnalysis analyze(Throwable rootFailure, RdmaConfigurationException cause) {
-        StringBuilder description = new StringBuilder("The RDMA configuration could not be applied.\n\n");
-        description.append("    Property: ").append(cause.property()).append('\n');
-        description.append("    Reason: ").append(cause.reason()).append('\n');
-        if (cause.verb() != null) {
-            description.append("    Verb: ").append(cause.verb()).append(" failed with errno ").append(cause.errno())
-                    .append(' ').append(cause.errnoText()).append('\n');
-        }
-        else if (cause.getCause() != null && cause.getCause().getMessage() != null) {
-            description.append("    Cause: ").append(cause.getCause().getMessage()).append('\n');
-        }
-        return new FailureAnalysis(description.toString(), cause.action(), cause);
-    }
+	@Override
+	protected FailureAnalysis analyze(Throwable rootFailure, RdmaConfigurationException cause) {
+		StringBuilder description = new StringBuilder("The RDMA configuration could not be applied.\n\n");
+		description.append("    Property: ").append(cause.property()).append('\n');
+		description.append("    Reason: ").append(cause.reason()).append('\n');
+		if (cause.verb() != null) {
+			description.append("    Verb: ")
+				.append(cause.verb())
+				.append(" failed with errno ")
+				.append(cause.errno())
+				.append(' ')
+				.append(cause.errnoText())
+				.append('\n');
+		}
+		else if (cause.getCause() != null && cause.getCause().getMessage() != null) {
+			description.append("    Cause: ").append(cause.getCause().getMessage()).append('\n');
+		}
+		return new FailureAnalysis(description.toString(), cause.action(), cause);
+	}
+
 }

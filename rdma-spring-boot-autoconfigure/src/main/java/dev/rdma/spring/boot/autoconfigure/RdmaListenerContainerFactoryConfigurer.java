@@ -8,38 +8,45 @@ import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.spring.listener.PollerSettings;
 
 /**
- * Fills a {@link DefaultRdmaListenerContainerFactory} the way the auto-configuration does: the poller settings of each
- * queue from {@code rdma.completion-queues.<queue>.polling.*} and {@code .ack-batch}, the pollers' metrics, and the
- * {@link RdmaListenerContainerCustomizer} beans in order. An application that defines its own
- * {@code rdmaListenerContainerFactory} can call it to start from the same state.
+ * Fills a {@link DefaultRdmaListenerContainerFactory} the way the auto-configuration
+ * does: the poller settings of each queue from
+ * {@code rdma.completion-queues.<queue>.polling.*} and {@code .ack-batch}, the pollers'
+ * metrics, and the {@link RdmaListenerContainerCustomizer} beans in order. An application
+ * that defines its own {@code rdmaListenerContainerFactory} can call it to start from the
+ * same state.
  */
 public class RdmaListenerContainerFactoryConfigurer {
 
-    private final RdmaProperties properties;
-    private final PollerMetrics.Factory metrics;
-    private final List<RdmaListenerContainerCustomizer> customizers;
+	private final RdmaProperties properties;
 
-    public RdmaListenerContainerFactoryConfigurer(RdmaProperties properties, PollerMetrics.Factory metrics,
-            List<RdmaListenerContainerCustomizer> customizers) {
-        this.properties = properties;
-        this.metrics = metrics;
-        this.customizers = List.copyOf(customizers);
-    }
+	private final PollerMetrics.Factory metrics;
 
-    /** Configures {@code factory} from the properties, the metrics and the customizers. */
-    public void configure(DefaultRdmaListenerContainerFactory factory) {
-        properties.getCompletionQueues().forEach((name, queue) -> factory.setPollerSettings(name, settings(queue)));
-        factory.setMetrics(metrics);
-        factory.setContainerCustomizers(customizers);
-    }
+	private final List<RdmaListenerContainerCustomizer> customizers;
 
-    /** The poller settings of one configured queue. */
-    static PollerSettings settings(RdmaProperties.CompletionQueueProperties queue) {
-        PollerSettings settings = new PollerSettings();
-        settings.setMode(RdmaPropertiesValidator.effectiveMode(queue));
-        settings.setBatchSize(queue.getPolling().getBatchSize());
-        settings.setSpin(queue.getPolling().getSpin());
-        settings.setAckBatch(queue.getAckBatch());
-        return settings;
-    }
+	public RdmaListenerContainerFactoryConfigurer(RdmaProperties properties, PollerMetrics.Factory metrics,
+			List<RdmaListenerContainerCustomizer> customizers) {
+		this.properties = properties;
+		this.metrics = metrics;
+		this.customizers = List.copyOf(customizers);
+	}
+
+	/**
+	 * Configures {@code factory} from the properties, the metrics and the customizers.
+	 */
+	public void configure(DefaultRdmaListenerContainerFactory factory) {
+		properties.getCompletionQueues().forEach((name, queue) -> factory.setPollerSettings(name, settings(queue)));
+		factory.setMetrics(metrics);
+		factory.setContainerCustomizers(customizers);
+	}
+
+	/** The poller settings of one configured queue. */
+	static PollerSettings settings(RdmaProperties.CompletionQueueProperties queue) {
+		PollerSettings settings = new PollerSettings();
+		settings.setMode(RdmaPropertiesValidator.effectiveMode(queue));
+		settings.setBatchSize(queue.getPolling().getBatchSize());
+		settings.setSpin(queue.getPolling().getSpin());
+		settings.setAckBatch(queue.getAckBatch());
+		return settings;
+	}
+
 }

@@ -17,7 +17,8 @@ import dev.rdma.verbs.EfaWcFlag;
 import dev.rdma.verbs.WcExFlag;
 
 /**
- * RDMA devices, completion channels and completion queues, each created as a bean named after its key.
+ * RDMA devices, completion channels and completion queues, each created as a bean named
+ * after its key.
  *
  * <pre>
  * rdma:
@@ -32,335 +33,368 @@ import dev.rdma.verbs.WcExFlag;
 @ConfigurationProperties(prefix = RdmaProperties.PREFIX)
 public class RdmaProperties {
 
-    public static final String PREFIX = "rdma";
-
-    /**
-     * Whether RDMA is required: true fails startup when libibverbs or an RDMA device is missing; false lets the
-     * auto-configuration back off (no RDMA beans) on such a host.
-     */
-    private boolean required = false;
-
-    /**
-     * How long stopping a completion-queue poller waits for its in-flight batch (listener calls included) before
-     * shutdown proceeds.
-     */
-    private Duration shutdownTimeout = Duration.ofSeconds(5);
-
-    /** Devices to open, by bean name. Each becomes a dev.rdma.verbs.Context bean. */
-    private Map<String, DeviceProperties> devices = new LinkedHashMap<>();
-
-    /** Completion event channels, by bean name. Each becomes a dev.rdma.verbs.CompletionChannel bean. */
-    private Map<String, ChannelProperties> channels = new LinkedHashMap<>();
-
-    /**
-     * Completion queues, by bean name. Each becomes a dev.rdma.verbs.CompletionQueue bean (ExtendedCompletionQueue or
-     * EfaCompletionQueue for those types).
-     */
-    private Map<String, CompletionQueueProperties> completionQueues = new LinkedHashMap<>();
-
-    public boolean isRequired() {
-        return required;
-    }
-
-    public void setRequired(boolean required) {
-        this.required = required;
-    }
-
-    public Duration getShutdownTimeout() {
-        return shutdownTimeout;
-    }
-
-    public void setShutdownTimeout(Duration shutdownTimeout) {
-        this.shutdownTimeout = shutdownTimeout;
-    }
-
-    public Map<String, DeviceProperties> getDevices() {
-        return devices;
-    }
-
-    public void setDevices(Map<String, DeviceProperties> devices) {
-        this.devices = devices;
-    }
-
-    public Map<String, ChannelProperties> getChannels() {
-        return channels;
-    }
-
-    public void setChannels(Map<String, ChannelProperties> channels) {
-        this.channels = channels;
-    }
-
-    public Map<String, CompletionQueueProperties> getCompletionQueues() {
-        return completionQueues;
-    }
-
-    public void setCompletionQueues(Map<String, CompletionQueueProperties> completionQueues) {
-        this.completionQueues = completionQueues;
-    }
-
-    /** An RDMA device to open ({@code ibv_open_device}). */
-    @ConfigurationPropertiesSource
-    public static class DeviceProperties {
-
-        /**
-         * Device name as ibv_devices lists it, e.g. mlx5_0 or rxe0. Omit both name and guid for the first device.
-         */
-        private @Nullable String name;
-
-        /**
-         * Node GUID of the device in hex as ibv_devices prints it, e.g. 0x505400fffe727865. Alternative to name.
-         */
-        private @Nullable String guid;
-
-        /** Port whose state the health indicator reports (1-based). */
-        private int port = 1;
-
-        public @Nullable String getName() {
-            return name;
-        }
-
-        public void setName(@Nullable String name) {
-            this.name = name;
-        }
-
-        public @Nullable String getGuid() {
-            return guid;
-        }
-
-        public void setGuid(@Nullable String guid) {
-            this.guid = guid;
-        }
-
-        public int getPort() {
-            return port;
-        }
-
-        public void setPort(int port) {
-            this.port = port;
-        }
-    }
-
-    /** A completion event channel ({@code ibv_create_comp_channel}). */
-    @ConfigurationPropertiesSource
-    public static class ChannelProperties {
-
-        /**
-         * Key of the device (under rdma.devices) the channel belongs to. May be omitted when exactly one device is
-         * configured.
-         */
-        private @Nullable String device;
-
-        /**
-         * Whether the channel fd is non-blocking. Must be true: pollers wait with poll(2) and a timeout so that
-         * shutdown never hangs inside read(2).
-         */
-        private boolean nonBlocking = true;
-
-        public @Nullable String getDevice() {
-            return device;
-        }
-
-        public void setDevice(@Nullable String device) {
-            this.device = device;
-        }
-
-        public boolean isNonBlocking() {
-            return nonBlocking;
-        }
-
-        public void setNonBlocking(boolean nonBlocking) {
-            this.nonBlocking = nonBlocking;
-        }
-    }
-
-    /** Kind of completion queue. */
-    public enum QueueType {
-        /** {@code ibv_create_cq}, polled with {@code ibv_poll_cq}. */
-        LEGACY,
-        /** {@code ibv_create_cq_ex}, polled with the start/next/end iterator; fields chosen with wc-flags. */
-        EXTENDED,
-        /** {@code efadv_create_cq} (AWS EFA devices only). */
-        EFA
-    }
-
-    /** Fields an EFA CQ provides on top of the wc-flags ({@code efadv_cq_init_attr.wc_flags}). */
-    public enum EfaWcField {
-        /** The source GID of a completion whose address handle is unknown. */
-        SGID(EfaWcFlag.SGID),
-        /** Whether a receive completion is unsolicited (rdma-core 52+). */
-        UNSOLICITED(EfaWcFlag.IS_UNSOLICITED);
-
-        private final EfaWcFlag flag;
-
-        EfaWcField(EfaWcFlag flag) {
-            this.flag = flag;
-        }
-
-        public EfaWcFlag flag() {
-            return flag;
-        }
-    }
-
-    /** A completion queue. */
-    @ConfigurationPropertiesSource
-    public static class CompletionQueueProperties {
-
-        /** Key of the device (under rdma.devices). May be omitted when exactly one device is configured. */
-        private @Nullable String device;
-
-        /** Kind of CQ: legacy (ibv_create_cq), extended (ibv_create_cq_ex) or efa (efadv_create_cq). */
-        private QueueType type = QueueType.LEGACY;
-
-        /**
-         * Minimum number of entries; the provider may round up (the bean's cqe() is the actual size). At most the
-         * device's max_cqe.
-         */
-        private int entries = 1024;
-
-        /**
-         * Completion vector: auto (round robin over the device's num_comp_vectors) or a number 0 .. num_comp_vectors -
-         * 1.
-         */
-        private String compVector = "auto";
-
-        /**
-         * Key of the completion channel (under rdma.channels); omitted = no completion events (busy polling only).
-         */
-        private @Nullable String channel;
-
-        /**
-         * Completion fields an extended or efa CQ provides (ibv_create_cq_ex wc_flags). Defaults to the standard fields
-         * (byte-len .. dlid-path-bits).
-         */
-        private Set<WcExFlag> wcFlags = new LinkedHashSet<>();
-
-        /** Creation flags of an extended or efa CQ. */
-        private Set<CqCreateFlag> flags = new LinkedHashSet<>();
-
-        /** EFA-specific completion fields (efa type only). */
-        private Set<EfaWcField> efaWcFlags = new LinkedHashSet<>();
-
-        /** How the poller of this queue waits for completions. */
-        private final Polling polling = new Polling();
-
-        /**
-         * Number of completion events acknowledged together (ibv_ack_cq_events); all are acked before the CQ is
-         * destroyed.
-         */
-        private int ackBatch = 64;
-
-        public @Nullable String getDevice() {
-            return device;
-        }
-
-        public void setDevice(@Nullable String device) {
-            this.device = device;
-        }
-
-        public QueueType getType() {
-            return type;
-        }
-
-        public void setType(QueueType type) {
-            this.type = type;
-        }
-
-        public int getEntries() {
-            return entries;
-        }
-
-        public void setEntries(int entries) {
-            this.entries = entries;
-        }
-
-        public String getCompVector() {
-            return compVector;
-        }
-
-        public void setCompVector(String compVector) {
-            this.compVector = compVector;
-        }
-
-        public @Nullable String getChannel() {
-            return channel;
-        }
-
-        public void setChannel(@Nullable String channel) {
-            this.channel = channel;
-        }
-
-        public Set<WcExFlag> getWcFlags() {
-            return wcFlags;
-        }
-
-        public void setWcFlags(Set<WcExFlag> wcFlags) {
-            this.wcFlags = wcFlags;
-        }
-
-        public Set<CqCreateFlag> getFlags() {
-            return flags;
-        }
-
-        public void setFlags(Set<CqCreateFlag> flags) {
-            this.flags = flags;
-        }
-
-        public Set<EfaWcField> getEfaWcFlags() {
-            return efaWcFlags;
-        }
-
-        public void setEfaWcFlags(Set<EfaWcField> efaWcFlags) {
-            this.efaWcFlags = efaWcFlags;
-        }
-
-        public Polling getPolling() {
-            return polling;
-        }
-
-        public int getAckBatch() {
-            return ackBatch;
-        }
-
-        public void setAckBatch(int ackBatch) {
-            this.ackBatch = ackBatch;
-        }
-    }
-
-    /** Polling of a completion queue by its listener's poller thread. */
-    @ConfigurationPropertiesSource
-    public static class Polling {
-
-        /** Polling mode; omitted = event when the queue has a channel, else busy. */
-        private @Nullable PollingMode mode;
-
-        /** Most completions taken per poll (ibv_poll_cq num_entries) and handed to a batch listener at once. */
-        private int batchSize = 32;
-
-        /** Adaptive mode: how long to keep spinning after the last completion before waiting on the channel. */
-        private Duration spin = Duration.ofNanos(50_000);
-
-        public @Nullable PollingMode getMode() {
-            return mode;
-        }
-
-        public void setMode(@Nullable PollingMode mode) {
-            this.mode = mode;
-        }
-
-        public int getBatchSize() {
-            return batchSize;
-        }
-
-        public void setBatchSize(int batchSize) {
-            this.batchSize = batchSize;
-        }
-
-        public Duration getSpin() {
-            return spin;
-        }
-
-        public void setSpin(Duration spin) {
-            this.spin = spin;
-        }
-    }
+	public static final String PREFIX = "rdma";
+
+	/**
+	 * Whether RDMA is required: true fails startup when libibverbs or an RDMA device is
+	 * missing; false lets the auto-configuration back off (no RDMA beans) on such a host.
+	 */
+	private boolean required = false;
+
+	/**
+	 * How long stopping a completion-queue poller waits for its in-flight batch (listener
+	 * calls included) before shutdown proceeds.
+	 */
+	private Duration shutdownTimeout = Duration.ofSeconds(5);
+
+	/** Devices to open, by bean name. Each becomes a dev.rdma.verbs.Context bean. */
+	private Map<String, DeviceProperties> devices = new LinkedHashMap<>();
+
+	/**
+	 * Completion event channels, by bean name. Each becomes a
+	 * dev.rdma.verbs.CompletionChannel bean.
+	 */
+	private Map<String, ChannelProperties> channels = new LinkedHashMap<>();
+
+	/**
+	 * Completion queues, by bean name. Each becomes a dev.rdma.verbs.CompletionQueue bean
+	 * (ExtendedCompletionQueue or EfaCompletionQueue for those types).
+	 */
+	private Map<String, CompletionQueueProperties> completionQueues = new LinkedHashMap<>();
+
+	public boolean isRequired() {
+		return required;
+	}
+
+	public void setRequired(boolean required) {
+		this.required = required;
+	}
+
+	public Duration getShutdownTimeout() {
+		return shutdownTimeout;
+	}
+
+	public void setShutdownTimeout(Duration shutdownTimeout) {
+		this.shutdownTimeout = shutdownTimeout;
+	}
+
+	public Map<String, DeviceProperties> getDevices() {
+		return devices;
+	}
+
+	public void setDevices(Map<String, DeviceProperties> devices) {
+		this.devices = devices;
+	}
+
+	public Map<String, ChannelProperties> getChannels() {
+		return channels;
+	}
+
+	public void setChannels(Map<String, ChannelProperties> channels) {
+		this.channels = channels;
+	}
+
+	public Map<String, CompletionQueueProperties> getCompletionQueues() {
+		return completionQueues;
+	}
+
+	public void setCompletionQueues(Map<String, CompletionQueueProperties> completionQueues) {
+		this.completionQueues = completionQueues;
+	}
+
+	/** An RDMA device to open ({@code ibv_open_device}). */
+	@ConfigurationPropertiesSource
+	public static class DeviceProperties {
+
+		/**
+		 * Device name as ibv_devices lists it, e.g. mlx5_0 or rxe0. Omit both name and
+		 * guid for the first device.
+		 */
+		private @Nullable String name;
+
+		/**
+		 * Node GUID of the device in hex as ibv_devices prints it, e.g.
+		 * 0x505400fffe727865. Alternative to name.
+		 */
+		private @Nullable String guid;
+
+		/** Port whose state the health indicator reports (1-based). */
+		private int port = 1;
+
+		public @Nullable String getName() {
+			return name;
+		}
+
+		public void setName(@Nullable String name) {
+			this.name = name;
+		}
+
+		public @Nullable String getGuid() {
+			return guid;
+		}
+
+		public void setGuid(@Nullable String guid) {
+			this.guid = guid;
+		}
+
+		public int getPort() {
+			return port;
+		}
+
+		public void setPort(int port) {
+			this.port = port;
+		}
+
+	}
+
+	/** A completion event channel ({@code ibv_create_comp_channel}). */
+	@ConfigurationPropertiesSource
+	public static class ChannelProperties {
+
+		/**
+		 * Key of the device (under rdma.devices) the channel belongs to. May be omitted
+		 * when exactly one device is configured.
+		 */
+		private @Nullable String device;
+
+		/**
+		 * Whether the channel fd is non-blocking. Must be true: pollers wait with poll(2)
+		 * and a timeout so that shutdown never hangs inside read(2).
+		 */
+		private boolean nonBlocking = true;
+
+		public @Nullable String getDevice() {
+			return device;
+		}
+
+		public void setDevice(@Nullable String device) {
+			this.device = device;
+		}
+
+		public boolean isNonBlocking() {
+			return nonBlocking;
+		}
+
+		public void setNonBlocking(boolean nonBlocking) {
+			this.nonBlocking = nonBlocking;
+		}
+
+	}
+
+	/** Kind of completion queue. */
+	public enum QueueType {
+
+		/** {@code ibv_create_cq}, polled with {@code ibv_poll_cq}. */
+		LEGACY,
+		/**
+		 * {@code ibv_create_cq_ex}, polled with the start/next/end iterator; fields
+		 * chosen with wc-flags.
+		 */
+		EXTENDED,
+		/** {@code efadv_create_cq} (AWS EFA devices only). */
+		EFA
+
+	}
+
+	/**
+	 * Fields an EFA CQ provides on top of the wc-flags
+	 * ({@code efadv_cq_init_attr.wc_flags}).
+	 */
+	public enum EfaWcField {
+
+		/** The source GID of a completion whose address handle is unknown. */
+		SGID(EfaWcFlag.SGID),
+		/** Whether a receive completion is unsolicited (rdma-core 52+). */
+		UNSOLICITED(EfaWcFlag.IS_UNSOLICITED);
+
+		private final EfaWcFlag flag;
+
+		EfaWcField(EfaWcFlag flag) {
+			this.flag = flag;
+		}
+
+		public EfaWcFlag flag() {
+			return flag;
+		}
+
+	}
+
+	/** A completion queue. */
+	@ConfigurationPropertiesSource
+	public static class CompletionQueueProperties {
+
+		/**
+		 * Key of the device (under rdma.devices). May be omitted when exactly one device
+		 * is configured.
+		 */
+		private @Nullable String device;
+
+		/**
+		 * Kind of CQ: legacy (ibv_create_cq), extended (ibv_create_cq_ex) or efa
+		 * (efadv_create_cq).
+		 */
+		private QueueType type = QueueType.LEGACY;
+
+		/**
+		 * Minimum number of entries; the provider may round up (the bean's cqe() is the
+		 * actual size). At most the device's max_cqe.
+		 */
+		private int entries = 1024;
+
+		/**
+		 * Completion vector: auto (round robin over the device's num_comp_vectors) or a
+		 * number 0 .. num_comp_vectors - 1.
+		 */
+		private String compVector = "auto";
+
+		/**
+		 * Key of the completion channel (under rdma.channels); omitted = no completion
+		 * events (busy polling only).
+		 */
+		private @Nullable String channel;
+
+		/**
+		 * Completion fields an extended or efa CQ provides (ibv_create_cq_ex wc_flags).
+		 * Defaults to the standard fields (byte-len .. dlid-path-bits).
+		 */
+		private Set<WcExFlag> wcFlags = new LinkedHashSet<>();
+
+		/** Creation flags of an extended or efa CQ. */
+		private Set<CqCreateFlag> flags = new LinkedHashSet<>();
+
+		/** EFA-specific completion fields (efa type only). */
+		private Set<EfaWcField> efaWcFlags = new LinkedHashSet<>();
+
+		/** How the poller of this queue waits for completions. */
+		private final Polling polling = new Polling();
+
+		/**
+		 * Number of completion events acknowledged together (ibv_ack_cq_events); all are
+		 * acked before the CQ is destroyed.
+		 */
+		private int ackBatch = 64;
+
+		public @Nullable String getDevice() {
+			return device;
+		}
+
+		public void setDevice(@Nullable String device) {
+			this.device = device;
+		}
+
+		public QueueType getType() {
+			return type;
+		}
+
+		public void setType(QueueType type) {
+			this.type = type;
+		}
+
+		public int getEntries() {
+			return entries;
+		}
+
+		public void setEntries(int entries) {
+			this.entries = entries;
+		}
+
+		public String getCompVector() {
+			return compVector;
+		}
+
+		public void setCompVector(String compVector) {
+			this.compVector = compVector;
+		}
+
+		public @Nullable String getChannel() {
+			return channel;
+		}
+
+		public void setChannel(@Nullable String channel) {
+			this.channel = channel;
+		}
+
+		public Set<WcExFlag> getWcFlags() {
+			return wcFlags;
+		}
+
+		public void setWcFlags(Set<WcExFlag> wcFlags) {
+			this.wcFlags = wcFlags;
+		}
+
+		public Set<CqCreateFlag> getFlags() {
+			return flags;
+		}
+
+		public void setFlags(Set<CqCreateFlag> flags) {
+			this.flags = flags;
+		}
+
+		public Set<EfaWcField> getEfaWcFlags() {
+			return efaWcFlags;
+		}
+
+		public void setEfaWcFlags(Set<EfaWcField> efaWcFlags) {
+			this.efaWcFlags = efaWcFlags;
+		}
+
+		public Polling getPolling() {
+			return polling;
+		}
+
+		public int getAckBatch() {
+			return ackBatch;
+		}
+
+		public void setAckBatch(int ackBatch) {
+			this.ackBatch = ackBatch;
+		}
+
+	}
+
+	/** Polling of a completion queue by its listener's poller thread. */
+	@ConfigurationPropertiesSource
+	public static class Polling {
+
+		/** Polling mode; omitted = event when the queue has a channel, else busy. */
+		private @Nullable PollingMode mode;
+
+		/**
+		 * Most completions taken per poll (ibv_poll_cq num_entries) and handed to a batch
+		 * listener at once.
+		 */
+		private int batchSize = 32;
+
+		/**
+		 * Adaptive mode: how long to keep spinning after the last completion before
+		 * waiting on the channel.
+		 */
+		private Duration spin = Duration.ofNanos(50_000);
+
+		public @Nullable PollingMode getMode() {
+			return mode;
+		}
+
+		public void setMode(@Nullable PollingMode mode) {
+			this.mode = mode;
+		}
+
+		public int getBatchSize() {
+			return batchSize;
+		}
+
+		public void setBatchSize(int batchSize) {
+			this.batchSize = batchSize;
+		}
+
+		public Duration getSpin() {
+			return spin;
+		}
+
+		public void setSpin(Duration spin) {
+			this.spin = spin;
+		}
+
+	}
+
 }

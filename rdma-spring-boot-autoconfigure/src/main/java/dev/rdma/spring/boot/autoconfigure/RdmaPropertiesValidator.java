@@ -15,210 +15,231 @@ import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.spring.listener.PollingMode;
 
 /**
- * Checks {@link RdmaProperties} before anything native is touched: references between devices, channels and queues,
- * ranges, and options that do not fit the queue type. Throws {@link RdmaConfigurationException} naming the property.
- * The checks that need the device (max_cqe, num_comp_vectors, device names) run in {@link RdmaResources}.
+ * Checks {@link RdmaProperties} before anything native is touched: references between
+ * devices, channels and queues, ranges, and options that do not fit the queue type.
+ * Throws {@link RdmaConfigurationException} naming the property. The checks that need the
+ * device (max_cqe, num_comp_vectors, device names) run in {@link RdmaResources}.
  */
 public final class RdmaPropertiesValidator {
 
-    static final String DEVICES = RdmaProperties.PREFIX + ".devices.";
-    static final String CHANNELS = RdmaProperties.PREFIX + ".channels.";
-    static final String QUEUES = RdmaProperties.PREFIX + ".completion-queues.";
+	static final String DEVICES = RdmaProperties.PREFIX + ".devices.";
+	static final String CHANNELS = RdmaProperties.PREFIX + ".channels.";
+	static final String QUEUES = RdmaProperties.PREFIX + ".completion-queues.";
 
-    private RdmaPropertiesValidator() {
-    }
+	private RdmaPropertiesValidator() {
+	}
 
-    /**
-     * @param properties the bound properties
-     * @param beanNameTaken true for a name that some other bean already has
-     */
-    public static void validate(RdmaProperties properties, Predicate<String> beanNameTaken) {
-        if (properties.getShutdownTimeout() == null || properties.getShutdownTimeout().isNegative()) {
-            throw new RdmaConfigurationException("rdma.shutdown-timeout",
-                    "rdma.shutdown-timeout=" + properties.getShutdownTimeout() + " must not be negative",
-                    "Set rdma.shutdown-timeout to a duration such as 5s.");
-        }
-        Map<String, String> owners = new HashMap<>();
-        properties.getDevices().keySet().forEach(k -> claim(owners, k, DEVICES + k, beanNameTaken));
-        properties.getChannels().keySet().forEach(k -> claim(owners, k, CHANNELS + k, beanNameTaken));
-        properties.getCompletionQueues().keySet().forEach(k -> claim(owners, k, QUEUES + k, beanNameTaken));
+	/**
+	 * @param properties the bound properties
+	 * @param beanNameTaken true for a name that some other bean already has
+	 */
+	public static void validate(RdmaProperties properties, Predicate<String> beanNameTaken) {
+		if (properties.getShutdownTimeout() == null || properties.getShutdownTimeout().isNegative()) {
+			throw new RdmaConfigurationException("rdma.shutdown-timeout",
+					"rdma.shutdown-timeout=" + properties.getShutdownTimeout() + " must not be negative",
+					"Set rdma.shutdown-timeout to a duration such as 5s.");
+		}
+		Map<String, String> owners = new HashMap<>();
+		properties.getDevices().keySet().forEach(k -> claim(owners, k, DEVICES + k, beanNameTaken));
+		properties.getChannels().keySet().forEach(k -> claim(owners, k, CHANNELS + k, beanNameTaken));
+		properties.getCompletionQueues().keySet().forEach(k -> claim(owners, k, QUEUES + k, beanNameTaken));
 
-        properties.getDevices().forEach(RdmaPropertiesValidator::validateDevice);
-        properties.getChannels().forEach((key, channel) -> validateChannel(properties, key, channel));
-        properties.getCompletionQueues().forEach((key, queue) -> validateQueue(properties, key, queue));
-    }
+		properties.getDevices().forEach(RdmaPropertiesValidator::validateDevice);
+		properties.getChannels().forEach((key, channel) -> validateChannel(properties, key, channel));
+		properties.getCompletionQueues().forEach((key, queue) -> validateQueue(properties, key, queue));
+	}
 
-    private static void claim(Map<String, String> owners, String key, String path, Predicate<String> beanNameTaken) {
-        String previous = owners.putIfAbsent(key, path);
-        if (previous != null) {
-            throw new RdmaConfigurationException(path, path + " clashes with " + previous
-                    + ": every device, channel and completion queue becomes a bean named after its key",
-                    "Give " + path + " a key that no other RDMA resource uses.");
-        }
-        if (beanNameTaken.test(key)) {
-            throw new RdmaConfigurationException(path, path + " would be a bean named '" + key
-                    + "', but the application already defines a bean with that name",
-                    "Rename " + path + " or the other bean.");
-        }
-    }
+	private static void claim(Map<String, String> owners, String key, String path, Predicate<String> beanNameTaken) {
+		String previous = owners.putIfAbsent(key, path);
+		if (previous != null) {
+			throw new RdmaConfigurationException(path,
+					path + " clashes with " + previous
+							+ ": every device, channel and completion queue becomes a bean named after its key",
+					"Give " + path + " a key that no other RDMA resource uses.");
+		}
+		if (beanNameTaken.test(key)) {
+			throw new RdmaConfigurationException(path,
+					path + " would be a bean named '" + key
+							+ "', but the application already defines a bean with that name",
+					"Rename " + path + " or the other bean.");
+		}
+	}
 
-    private static void validateDevice(String key, DeviceProperties device) {
-        String path = DEVICES + key;
-        if (device.getName() != null && device.getName().isBlank()) {
-            throw new RdmaConfigurationException(path + ".name", path + ".name must not be blank",
-                    "Set " + path + ".name to a device name listed by ibv_devices, or remove it to use the first device.");
-        }
-        if (device.getName() != null && device.getGuid() != null) {
-            throw new RdmaConfigurationException(path + ".guid", path + " sets both name=" + device.getName()
-                    + " and guid=" + device.getGuid(), "Identify the device by either " + path + ".name or " + path
-                    + ".guid, not both.");
-        }
-        if (device.getGuid() != null) {
-            parseGuid(path + ".guid", device.getGuid());
-        }
-        if (device.getPort() < 1) {
-            throw new RdmaConfigurationException(path + ".port", path + ".port=" + device.getPort()
-                    + " is not a port number (ports are numbered from 1)", "Set " + path + ".port to 1 or higher.");
-        }
-    }
+	private static void validateDevice(String key, DeviceProperties device) {
+		String path = DEVICES + key;
+		if (device.getName() != null && device.getName().isBlank()) {
+			throw new RdmaConfigurationException(path + ".name", path + ".name must not be blank", "Set " + path
+					+ ".name to a device name listed by ibv_devices, or remove it to use the first device.");
+		}
+		if (device.getName() != null && device.getGuid() != null) {
+			throw new RdmaConfigurationException(path + ".guid",
+					path + " sets both name=" + device.getName() + " and guid=" + device.getGuid(),
+					"Identify the device by either " + path + ".name or " + path + ".guid, not both.");
+		}
+		if (device.getGuid() != null) {
+			parseGuid(path + ".guid", device.getGuid());
+		}
+		if (device.getPort() < 1) {
+			throw new RdmaConfigurationException(path + ".port",
+					path + ".port=" + device.getPort() + " is not a port number (ports are numbered from 1)",
+					"Set " + path + ".port to 1 or higher.");
+		}
+	}
 
-    /** Parses a node GUID written in hex ({@code 0x505400fffe727865}, also with colons as ibv_devinfo prints it). */
-    public static long parseGuid(String path, String guid) {
-        String digits = guid.trim().replace(":", "");
-        if (digits.startsWith("0x") || digits.startsWith("0X")) {
-            digits = digits.substring(2);
-        }
-        if (digits.isEmpty() || digits.length() > 16 || !digits.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
-            throw new RdmaConfigurationException(path, path + "=" + guid + " is not a 64-bit hex GUID",
-                    "Write the node GUID as ibv_devices prints it, e.g. 0x505400fffe727865.");
-        }
-        return Long.parseUnsignedLong(digits, 16);
-    }
+	/**
+	 * Parses a node GUID written in hex ({@code 0x505400fffe727865}, also with colons as
+	 * ibv_devinfo prints it).
+	 */
+	public static long parseGuid(String path, String guid) {
+		String digits = guid.trim().replace(":", "");
+		if (digits.startsWith("0x") || digits.startsWith("0X")) {
+			digits = digits.substring(2);
+		}
+		if (digits.isEmpty() || digits.length() > 16 || !digits.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+			throw new RdmaConfigurationException(path, path + "=" + guid + " is not a 64-bit hex GUID",
+					"Write the node GUID as ibv_devices prints it, e.g. 0x505400fffe727865.");
+		}
+		return Long.parseUnsignedLong(digits, 16);
+	}
 
-    private static void validateChannel(RdmaProperties properties, String key, ChannelProperties channel) {
-        String path = CHANNELS + key;
-        resolveDevice(properties, path, channel.getDevice());
-        if (!channel.isNonBlocking()) {
-            throw new RdmaConfigurationException(path + ".non-blocking", path + ".non-blocking=false is not supported:"
-                    + " pollers wait on the channel with poll(2) and a timeout so that shutdown never blocks in read(2)",
-                    "Remove " + path + ".non-blocking or set it to true.");
-        }
-    }
+	private static void validateChannel(RdmaProperties properties, String key, ChannelProperties channel) {
+		String path = CHANNELS + key;
+		resolveDevice(properties, path, channel.getDevice());
+		if (!channel.isNonBlocking()) {
+			throw new RdmaConfigurationException(path + ".non-blocking", path + ".non-blocking=false is not supported:"
+					+ " pollers wait on the channel with poll(2) and a timeout so that shutdown never blocks in read(2)",
+					"Remove " + path + ".non-blocking or set it to true.");
+		}
+	}
 
-    /** The device key a channel or queue belongs to; checks the reference. */
-    static String resolveDevice(RdmaProperties properties, String path, @Nullable String device) {
-        Set<String> devices = properties.getDevices().keySet();
-        if (device == null || device.isBlank()) {
-            if (devices.size() == 1) {
-                return devices.iterator().next();
-            }
-            throw new RdmaConfigurationException(path + ".device", path + ".device is not set and "
-                    + (devices.isEmpty() ? "no device is configured under rdma.devices"
-                            : devices.size() + " devices are configured " + devices),
-                    devices.isEmpty() ? "Add a device under rdma.devices (e.g. rdma.devices.nic0.name=mlx5_0)."
-                            : "Set " + path + ".device to one of " + devices + ".");
-        }
-        if (!devices.contains(device)) {
-            throw new RdmaConfigurationException(path + ".device", path + ".device=" + device
-                    + " names no device under rdma.devices (configured: " + devices + ")",
-                    "Set " + path + ".device to one of " + devices + " or add rdma.devices." + device + ".");
-        }
-        return device;
-    }
+	/** The device key a channel or queue belongs to; checks the reference. */
+	static String resolveDevice(RdmaProperties properties, String path, @Nullable String device) {
+		Set<String> devices = properties.getDevices().keySet();
+		if (device == null || device.isBlank()) {
+			if (devices.size() == 1) {
+				return devices.iterator().next();
+			}
+			throw new RdmaConfigurationException(path + ".device",
+					path + ".device is not set and "
+							+ (devices.isEmpty() ? "no device is configured under rdma.devices"
+									: devices.size() + " devices are configured " + devices),
+					devices.isEmpty() ? "Add a device under rdma.devices (e.g. rdma.devices.nic0.name=mlx5_0)."
+							: "Set " + path + ".device to one of " + devices + ".");
+		}
+		if (!devices.contains(device)) {
+			throw new RdmaConfigurationException(path + ".device",
+					path + ".device=" + device + " names no device under rdma.devices (configured: " + devices + ")",
+					"Set " + path + ".device to one of " + devices + " or add rdma.devices." + device + ".");
+		}
+		return device;
+	}
 
-    private static void validateQueue(RdmaProperties properties, String key, CompletionQueueProperties queue) {
-        String path = QUEUES + key;
-        String device = resolveDevice(properties, path, queue.getDevice());
-        if (queue.getType() == null) {
-            throw new RdmaConfigurationException(path + ".type", path + ".type must be set",
-                    "Set " + path + ".type to legacy, extended or efa.");
-        }
-        if (queue.getEntries() < 1) {
-            throw new RdmaConfigurationException(path + ".entries", path + ".entries=" + queue.getEntries()
-                    + " must be at least 1", "Set " + path + ".entries to the number of completions the queue must hold.");
-        }
-        compVector(path, queue);
-        String channel = queue.getChannel();
-        if (channel != null) {
-            ChannelProperties c = properties.getChannels().get(channel);
-            if (c == null) {
-                throw new RdmaConfigurationException(path + ".channel", path + ".channel=" + channel
-                        + " names no channel under rdma.channels (configured: " + properties.getChannels().keySet() + ")",
-                        "Set " + path + ".channel to a configured channel, add rdma.channels." + channel
-                                + ", or remove it for a busy-polled queue.");
-            }
-            String channelDevice = resolveDevice(properties, CHANNELS + channel, c.getDevice());
-            if (!channelDevice.equals(device)) {
-                throw new RdmaConfigurationException(path + ".channel", path + ".channel=" + channel
-                        + " belongs to device " + channelDevice + ", but the queue is on device " + device,
-                        "Use a channel of device " + device + " for " + path + ".");
-            }
-        }
-        boolean extended = queue.getType() != QueueType.LEGACY;
-        if (!extended && !queue.getWcFlags().isEmpty()) {
-            throw new RdmaConfigurationException(path + ".wc-flags", path + ".wc-flags=" + queue.getWcFlags()
-                    + " needs an extended or efa queue; " + path + ".type is legacy",
-                    "Set " + path + ".type to extended, or remove " + path + ".wc-flags (a legacy queue always provides the standard fields).");
-        }
-        if (!extended && !queue.getFlags().isEmpty()) {
-            throw new RdmaConfigurationException(path + ".flags", path + ".flags=" + queue.getFlags()
-                    + " needs an extended or efa queue; " + path + ".type is legacy",
-                    "Set " + path + ".type to extended, or remove " + path + ".flags.");
-        }
-        if (queue.getType() != QueueType.EFA && !queue.getEfaWcFlags().isEmpty()) {
-            throw new RdmaConfigurationException(path + ".efa-wc-flags", path + ".efa-wc-flags="
-                    + queue.getEfaWcFlags() + " needs an efa queue; " + path + ".type is "
-                    + queue.getType().name().toLowerCase(java.util.Locale.ROOT),
-                    "Set " + path + ".type to efa (EFA devices only), or remove " + path + ".efa-wc-flags.");
-        }
-        PollingMode mode = queue.getPolling().getMode();
-        if (mode != null && mode != PollingMode.BUSY && channel == null) {
-            throw new RdmaConfigurationException(path + ".polling.mode", path + ".polling.mode="
-                    + mode.name().toLowerCase(java.util.Locale.ROOT) + " needs a completion channel, but " + path
-                    + ".channel is not set", "Set " + path + ".channel to a channel under rdma.channels, or use "
-                            + path + ".polling.mode=busy.");
-        }
-        int batchSize = queue.getPolling().getBatchSize();
-        if (batchSize < 1 || batchSize > 65536) {
-            throw new RdmaConfigurationException(path + ".polling.batch-size", path + ".polling.batch-size="
-                    + batchSize + " must be between 1 and 65536", "Set " + path + ".polling.batch-size to e.g. 32.");
-        }
-        if (queue.getPolling().getSpin() == null || queue.getPolling().getSpin().isNegative()) {
-            throw new RdmaConfigurationException(path + ".polling.spin", path + ".polling.spin="
-                    + queue.getPolling().getSpin() + " must not be negative", "Set " + path + ".polling.spin to e.g. 50us.");
-        }
-        if (queue.getAckBatch() < 1) {
-            throw new RdmaConfigurationException(path + ".ack-batch", path + ".ack-batch=" + queue.getAckBatch()
-                    + " must be at least 1", "Set " + path + ".ack-batch to e.g. 64.");
-        }
-    }
+	private static void validateQueue(RdmaProperties properties, String key, CompletionQueueProperties queue) {
+		String path = QUEUES + key;
+		String device = resolveDevice(properties, path, queue.getDevice());
+		if (queue.getType() == null) {
+			throw new RdmaConfigurationException(path + ".type", path + ".type must be set",
+					"Set " + path + ".type to legacy, extended or efa.");
+		}
+		if (queue.getEntries() < 1) {
+			throw new RdmaConfigurationException(path + ".entries",
+					path + ".entries=" + queue.getEntries() + " must be at least 1",
+					"Set " + path + ".entries to the number of completions the queue must hold.");
+		}
+		compVector(path, queue);
+		String channel = queue.getChannel();
+		if (channel != null) {
+			ChannelProperties c = properties.getChannels().get(channel);
+			if (c == null) {
+				throw new RdmaConfigurationException(path + ".channel",
+						path + ".channel=" + channel + " names no channel under rdma.channels (configured: "
+								+ properties.getChannels().keySet() + ")",
+						"Set " + path + ".channel to a configured channel, add rdma.channels." + channel
+								+ ", or remove it for a busy-polled queue.");
+			}
+			String channelDevice = resolveDevice(properties, CHANNELS + channel, c.getDevice());
+			if (!channelDevice.equals(device)) {
+				throw new RdmaConfigurationException(path + ".channel",
+						path + ".channel=" + channel + " belongs to device " + channelDevice
+								+ ", but the queue is on device " + device,
+						"Use a channel of device " + device + " for " + path + ".");
+			}
+		}
+		boolean extended = queue.getType() != QueueType.LEGACY;
+		if (!extended && !queue.getWcFlags().isEmpty()) {
+			throw new RdmaConfigurationException(path + ".wc-flags",
+					path + ".wc-flags=" + queue.getWcFlags() + " needs an extended or efa queue; " + path
+							+ ".type is legacy",
+					"Set " + path + ".type to extended, or remove " + path
+							+ ".wc-flags (a legacy queue always provides the standard fields).");
+		}
+		if (!extended && !queue.getFlags().isEmpty()) {
+			throw new RdmaConfigurationException(path + ".flags", path + ".flags=" + queue.getFlags()
+					+ " needs an extended or efa queue; " + path + ".type is legacy",
+					"Set " + path + ".type to extended, or remove " + path + ".flags.");
+		}
+		if (queue.getType() != QueueType.EFA && !queue.getEfaWcFlags().isEmpty()) {
+			throw new RdmaConfigurationException(path + ".efa-wc-flags",
+					path + ".efa-wc-flags=" + queue.getEfaWcFlags() + " needs an efa queue; " + path + ".type is "
+							+ queue.getType().name().toLowerCase(java.util.Locale.ROOT),
+					"Set " + path + ".type to efa (EFA devices only), or remove " + path + ".efa-wc-flags.");
+		}
+		PollingMode mode = queue.getPolling().getMode();
+		if (mode != null && mode != PollingMode.BUSY && channel == null) {
+			throw new RdmaConfigurationException(path + ".polling.mode",
+					path + ".polling.mode=" + mode.name().toLowerCase(java.util.Locale.ROOT)
+							+ " needs a completion channel, but " + path + ".channel is not set",
+					"Set " + path + ".channel to a channel under rdma.channels, or use " + path
+							+ ".polling.mode=busy.");
+		}
+		int batchSize = queue.getPolling().getBatchSize();
+		if (batchSize < 1 || batchSize > 65536) {
+			throw new RdmaConfigurationException(path + ".polling.batch-size",
+					path + ".polling.batch-size=" + batchSize + " must be between 1 and 65536",
+					"Set " + path + ".polling.batch-size to e.g. 32.");
+		}
+		if (queue.getPolling().getSpin() == null || queue.getPolling().getSpin().isNegative()) {
+			throw new RdmaConfigurationException(path + ".polling.spin",
+					path + ".polling.spin=" + queue.getPolling().getSpin() + " must not be negative",
+					"Set " + path + ".polling.spin to e.g. 50us.");
+		}
+		if (queue.getAckBatch() < 1) {
+			throw new RdmaConfigurationException(path + ".ack-batch",
+					path + ".ack-batch=" + queue.getAckBatch() + " must be at least 1",
+					"Set " + path + ".ack-batch to e.g. 64.");
+		}
+	}
 
-    /** The explicit completion vector of a queue, or -1 for auto. */
-    static int compVector(String path, CompletionQueueProperties queue) {
-        String value = queue.getCompVector();
-        if (value == null || value.isBlank() || value.trim().equalsIgnoreCase("auto")) {
-            return -1;
-        }
-        try {
-            int v = Integer.parseInt(value.trim());
-            if (v >= 0) {
-                return v;
-            }
-        }
-        catch (NumberFormatException ex) {
-            // reported below
-        }
-        throw new RdmaConfigurationException(path + ".comp-vector", path + ".comp-vector=" + value
-                + " is neither auto nor a completion vector number (0 or more)",
-                "Set " + path + ".comp-vector to auto or to a number below the device's num_comp_vectors.");
-    }
+	/** The explicit completion vector of a queue, or -1 for auto. */
+	static int compVector(String path, CompletionQueueProperties queue) {
+		String value = queue.getCompVector();
+		if (value == null || value.isBlank() || value.trim().equalsIgnoreCase("auto")) {
+			return -1;
+		}
+		try {
+			int v = Integer.parseInt(value.trim());
+			if (v >= 0) {
+				return v;
+			}
+		}
+		catch (NumberFormatException ex) {
+			// reported below
+		}
+		throw new RdmaConfigurationException(path + ".comp-vector",
+				path + ".comp-vector=" + value + " is neither auto nor a completion vector number (0 or more)",
+				"Set " + path + ".comp-vector to auto or to a number below the device's num_comp_vectors.");
+	}
 
-    /** The polling mode a queue's poller uses: the configured one, else event with a channel, busy without. */
-    public static PollingMode effectiveMode(CompletionQueueProperties queue) {
-        PollingMode mode = queue.getPolling().getMode();
-        if (mode != null) {
-            return mode;
-        }
-        return queue.getChannel() == null ? PollingMode.BUSY : PollingMode.EVENT;
-    }
+	/**
+	 * The polling mode a queue's poller uses: the configured one, else event with a
+	 * channel, busy without.
+	 */
+	public static PollingMode effectiveMode(CompletionQueueProperties queue) {
+		PollingMode mode = queue.getPolling().getMode();
+		if (mode != null) {
+			return mode;
+		}
+		return queue.getChannel() == null ? PollingMode.BUSY : PollingMode.EVENT;
+	}
+
 }

@@ -31,224 +31,252 @@ import dev.rdma.verbs.RdmaException;
 import dev.rdma.verbs.WcExFlag;
 
 /**
- * Creates the configured devices, channels and completion queues for their beans, checking what only the device can
- * tell (device names, max_cqe, num_comp_vectors, ports), and remembers what it created. It never closes anything:
- * each bean is closed by the container, dependants first (queues, then channels, then contexts).
+ * Creates the configured devices, channels and completion queues for their beans,
+ * checking what only the device can tell (device names, max_cqe, num_comp_vectors,
+ * ports), and remembers what it created. It never closes anything: each bean is closed by
+ * the container, dependants first (queues, then channels, then contexts).
  */
 public class RdmaResources {
 
-    /** Bean name of this class. */
-    public static final String BEAN_NAME = "rdmaResources";
+	/** Bean name of this class. */
+	public static final String BEAN_NAME = "rdmaResources";
 
-    private static final Log logger = LogFactory.getLog(RdmaResources.class);
+	private static final Log logger = LogFactory.getLog(RdmaResources.class);
 
-    private final RdmaProperties properties;
-    private final BeanFactory beanFactory;
-    private final Map<String, Context> contexts = Collections.synchronizedMap(new LinkedHashMap<>());
-    private final Map<String, CompletionChannel> channels = Collections.synchronizedMap(new LinkedHashMap<>());
-    private final Map<String, CompletionQueue> queues = Collections.synchronizedMap(new LinkedHashMap<>());
-    private final Map<CompletionQueue, String> queueNames = Collections.synchronizedMap(new IdentityHashMap<>());
-    private final Map<String, Integer> nextVector = new HashMap<>();
+	private final RdmaProperties properties;
 
-    public RdmaResources(RdmaProperties properties, BeanFactory beanFactory) {
-        this.properties = properties;
-        this.beanFactory = beanFactory;
-    }
+	private final BeanFactory beanFactory;
 
-    public RdmaProperties properties() {
-        return properties;
-    }
+	private final Map<String, Context> contexts = Collections.synchronizedMap(new LinkedHashMap<>());
 
-    /** Opens the device of {@code rdma.devices.<key>}. */
-    public Context openDevice(String key) {
-        String path = RdmaPropertiesValidator.DEVICES + key;
-        RdmaProperties.DeviceProperties config = properties.getDevices().get(key);
-        Context context;
-        try (DeviceList list = DeviceList.open()) {
-            Device device;
-            if (config.getGuid() != null) {
-                long guid = RdmaPropertiesValidator.parseGuid(path + ".guid", config.getGuid());
-                device = list.byGuid(guid).orElseThrow(() -> new RdmaConfigurationException(path + ".guid",
-                        path + ".guid=" + config.getGuid() + " matches no RDMA device (devices: " + describe(list) + ")",
-                        "Set " + path + ".guid to the node GUID of one of " + describe(list) + "."));
-            }
-            else if (config.getName() != null) {
-                device = list.byName(config.getName()).orElseThrow(() -> new RdmaConfigurationException(path + ".name",
-                        path + ".name=" + config.getName() + " matches no RDMA device (devices: " + describe(list) + ")",
-                        "Set " + path + ".name to one of " + describe(list) + " (see ibv_devices)."));
-            }
-            else {
-                device = list.devices().stream().findFirst().orElseThrow(() -> new RdmaConfigurationException(path,
-                        path + " asks for the first RDMA device, but there is none", "Load an RDMA driver (e.g. rdma link add rxe0 type rxe netdev eth0) or set rdma.required=false."));
-            }
-            try {
-                context = device.open();
-            }
-            catch (RdmaException ex) {
-                throw new RdmaConfigurationException(path, "opening device " + device.name() + " for " + path + " failed",
-                        "Check the permissions of /dev/infiniband/uverbs* and the device's driver.", ex);
-            }
-        }
-        catch (RdmaConfigurationException | NoSuchElementException ex) {
-            throw ex;
-        }
-        catch (RdmaException ex) {
-            throw new RdmaConfigurationException(path, "listing RDMA devices for " + path + " failed",
-                    "Check that libibverbs and the RDMA drivers are installed.", ex);
-        }
-        try {
-            DeviceAttributes attributes = context.queryDevice();
-            if (config.getPort() > attributes.physPortCount()) {
-                throw new RdmaConfigurationException(path + ".port", path + ".port=" + config.getPort()
-                        + " exceeds the " + attributes.physPortCount() + " port(s) of device " + context.deviceName(),
-                        "Set " + path + ".port between 1 and " + attributes.physPortCount() + ".");
-            }
-        }
-        catch (RuntimeException ex) {
-            context.close();
-            throw ex instanceof RdmaConfigurationException rce ? rce : new RdmaConfigurationException(path,
-                    "querying device " + context.deviceName() + " for " + path + " failed",
-                    "Check the device's driver.", ex);
-        }
-        contexts.put(key, context);
-        logger.info("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
-        return context;
-    }
+	private final Map<String, CompletionChannel> channels = Collections.synchronizedMap(new LinkedHashMap<>());
 
-    private static String describe(DeviceList list) {
-        return list.devices().stream().map(d -> d.name() + " " + d.guidString()).toList().toString();
-    }
+	private final Map<String, CompletionQueue> queues = Collections.synchronizedMap(new LinkedHashMap<>());
 
-    /** Creates the channel of {@code rdma.channels.<key>}. */
-    public CompletionChannel createChannel(String key) {
-        String path = RdmaPropertiesValidator.CHANNELS + key;
-        String deviceKey = RdmaPropertiesValidator.resolveDevice(properties, path,
-                properties.getChannels().get(key).getDevice());
-        Context context = beanFactory.getBean(deviceKey, Context.class);
-        try {
-            CompletionChannel channel = context.createCompletionChannel();
-            channels.put(key, channel);
-            return channel;
-        }
-        catch (RdmaException ex) {
-            throw new RdmaConfigurationException(path, "creating completion channel " + key + " on device "
-                    + context.deviceName() + " failed", "Check the open file limit and the device's driver.", ex);
-        }
-    }
+	private final Map<CompletionQueue, String> queueNames = Collections.synchronizedMap(new IdentityHashMap<>());
 
-    /** Creates the completion queue of {@code rdma.completion-queues.<key>}. */
-    public CompletionQueue createQueue(String key) {
-        String path = RdmaPropertiesValidator.QUEUES + key;
-        RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(key);
-        String deviceKey = RdmaPropertiesValidator.resolveDevice(properties, path, config.getDevice());
-        Context context = beanFactory.getBean(deviceKey, Context.class);
-        String channelKey = config.getChannel();
-        CompletionChannel channel = channelKey == null ? null : beanFactory.getBean(channelKey, CompletionChannel.class);
-        DeviceAttributes attributes = context.queryDevice();
-        if (config.getEntries() > attributes.maxCqe()) {
-            throw new RdmaConfigurationException(path + ".entries", path + ".entries=" + config.getEntries()
-                    + " exceeds max_cqe " + attributes.maxCqe() + " of device " + context.deviceName(),
-                    "Set " + path + ".entries to at most " + attributes.maxCqe() + ".");
-        }
-        int vectors = Math.max(1, context.numCompVectors());
-        int vector = RdmaPropertiesValidator.compVector(path, config);
-        if (vector >= vectors) {
-            throw new RdmaConfigurationException(path + ".comp-vector", path + ".comp-vector=" + vector
-                    + " is not below num_comp_vectors " + context.numCompVectors() + " of device " + context.deviceName(),
-                    "Set " + path + ".comp-vector to auto or to a number between 0 and " + (vectors - 1) + ".");
-        }
-        if (vector < 0) {
-            synchronized (nextVector) {
-                int next = nextVector.getOrDefault(deviceKey, 0);
-                vector = next % vectors;
-                nextVector.put(deviceKey, next + 1);
-            }
-        }
-        if (config.getType() == QueueType.EFA && !Rdma.isEfaAvailable()) {
-            throw new RdmaConfigurationException(path + ".type", path + ".type=efa needs libefa.so.1, which is not installed",
-                    "Install ibverbs-providers (libefa) on an EFA host, or use type legacy or extended.");
-        }
-        CompletionQueue queue;
-        try {
-            queue = switch (config.getType()) {
-                case LEGACY -> context.createCompletionQueue(config.getEntries(), channel, vector);
-                case EXTENDED -> context.createExtendedCompletionQueue(attributes(config, channel, vector));
-                case EFA -> context.createEfaCompletionQueue(attributes(config, channel, vector), efaFlags(config));
-            };
-        }
-        catch (RdmaException ex) {
-            throw new RdmaConfigurationException(path, "creating completion queue " + key + " (type "
-                    + config.getType().name().toLowerCase(Locale.ROOT) + ", entries " + config.getEntries()
-                    + ", comp-vector " + vector + ") on device " + context.deviceName() + " failed",
-                    "Check " + path + ".type, .wc-flags and .flags against what device " + context.deviceName()
-                            + " supports (ibv_devinfo -v).", ex);
-        }
-        queues.put(key, queue);
-        queueNames.put(queue, key);
-        logger.debug("Created completion queue '" + key + "' " + queue + " on " + context.deviceName());
-        return queue;
-    }
+	private final Map<String, Integer> nextVector = new HashMap<>();
 
-    private static CqInitAttributes attributes(RdmaProperties.CompletionQueueProperties config,
-            @Nullable CompletionChannel channel,
-            int vector) {
-        CqInitAttributes attributes = CqInitAttributes.of(config.getEntries()).withChannel(channel)
-                .withCompVector(vector);
-        if (!config.getWcFlags().isEmpty()) {
-            attributes = attributes.withWcFlags(EnumSet.copyOf(config.getWcFlags()));
-        }
-        if (!config.getFlags().isEmpty()) {
-            attributes = attributes.withFlags(EnumSet.copyOf(config.getFlags()));
-        }
-        return attributes;
-    }
+	public RdmaResources(RdmaProperties properties, BeanFactory beanFactory) {
+		this.properties = properties;
+		this.beanFactory = beanFactory;
+	}
 
-    private static EnumSet<EfaWcFlag> efaFlags(RdmaProperties.CompletionQueueProperties config) {
-        EnumSet<EfaWcFlag> flags = EnumSet.noneOf(EfaWcFlag.class);
-        for (EfaWcField field : config.getEfaWcFlags()) {
-            flags.add(field.flag());
-        }
-        return flags;
-    }
+	public RdmaProperties properties() {
+		return properties;
+	}
 
-    /** The wc-flags a queue provides: the configured ones, the standard fields for legacy queues or when none are set. */
-    public static long providedWcFlags(RdmaProperties.CompletionQueueProperties config) {
-        if (config.getType() == QueueType.LEGACY || config.getWcFlags().isEmpty()) {
-            return WcExFlag.STANDARD;
-        }
-        return WcExFlag.mask(config.getWcFlags());
-    }
+	/** Opens the device of {@code rdma.devices.<key>}. */
+	public Context openDevice(String key) {
+		String path = RdmaPropertiesValidator.DEVICES + key;
+		RdmaProperties.DeviceProperties config = properties.getDevices().get(key);
+		Context context;
+		try (DeviceList list = DeviceList.open()) {
+			Device device;
+			if (config.getGuid() != null) {
+				long guid = RdmaPropertiesValidator.parseGuid(path + ".guid", config.getGuid());
+				device = list.byGuid(guid)
+					.orElseThrow(() -> new RdmaConfigurationException(
+							path + ".guid", path + ".guid=" + config.getGuid() + " matches no RDMA device (devices: "
+									+ describe(list) + ")",
+							"Set " + path + ".guid to the node GUID of one of " + describe(list) + "."));
+			}
+			else if (config.getName() != null) {
+				device = list.byName(config.getName())
+					.orElseThrow(() -> new RdmaConfigurationException(path + ".name",
+							path + ".name=" + config.getName() + " matches no RDMA device (devices: " + describe(list)
+									+ ")",
+							"Set " + path + ".name to one of " + describe(list) + " (see ibv_devices)."));
+			}
+			else {
+				device = list.devices()
+					.stream()
+					.findFirst()
+					.orElseThrow(() -> new RdmaConfigurationException(path,
+							path + " asks for the first RDMA device, but there is none",
+							"Load an RDMA driver (e.g. rdma link add rxe0 type rxe netdev eth0) or set rdma.required=false."));
+			}
+			try {
+				context = device.open();
+			}
+			catch (RdmaException ex) {
+				throw new RdmaConfigurationException(path,
+						"opening device " + device.name() + " for " + path + " failed",
+						"Check the permissions of /dev/infiniband/uverbs* and the device's driver.", ex);
+			}
+		}
+		catch (RdmaConfigurationException | NoSuchElementException ex) {
+			throw ex;
+		}
+		catch (RdmaException ex) {
+			throw new RdmaConfigurationException(path, "listing RDMA devices for " + path + " failed",
+					"Check that libibverbs and the RDMA drivers are installed.", ex);
+		}
+		try {
+			DeviceAttributes attributes = context.queryDevice();
+			if (config.getPort() > attributes.physPortCount()) {
+				throw new RdmaConfigurationException(path + ".port",
+						path + ".port=" + config.getPort() + " exceeds the " + attributes.physPortCount()
+								+ " port(s) of device " + context.deviceName(),
+						"Set " + path + ".port between 1 and " + attributes.physPortCount() + ".");
+			}
+		}
+		catch (RuntimeException ex) {
+			context.close();
+			throw ex instanceof RdmaConfigurationException rce ? rce
+					: new RdmaConfigurationException(path,
+							"querying device " + context.deviceName() + " for " + path + " failed",
+							"Check the device's driver.", ex);
+		}
+		contexts.put(key, context);
+		logger.info("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
+		return context;
+	}
 
-    /** The contexts opened so far, by key. */
-    public Map<String, Context> contexts() {
-        synchronized (contexts) {
-            return new LinkedHashMap<>(contexts);
-        }
-    }
+	private static String describe(DeviceList list) {
+		return list.devices().stream().map(d -> d.name() + " " + d.guidString()).toList().toString();
+	}
 
-    /** The channels created so far, by key. */
-    public Map<String, CompletionChannel> channels() {
-        synchronized (channels) {
-            return new LinkedHashMap<>(channels);
-        }
-    }
+	/** Creates the channel of {@code rdma.channels.<key>}. */
+	public CompletionChannel createChannel(String key) {
+		String path = RdmaPropertiesValidator.CHANNELS + key;
+		String deviceKey = RdmaPropertiesValidator.resolveDevice(properties, path,
+				properties.getChannels().get(key).getDevice());
+		Context context = beanFactory.getBean(deviceKey, Context.class);
+		try {
+			CompletionChannel channel = context.createCompletionChannel();
+			channels.put(key, channel);
+			return channel;
+		}
+		catch (RdmaException ex) {
+			throw new RdmaConfigurationException(path,
+					"creating completion channel " + key + " on device " + context.deviceName() + " failed",
+					"Check the open file limit and the device's driver.", ex);
+		}
+	}
 
-    /** The queues created so far, by key. */
-    public Map<String, CompletionQueue> queues() {
-        synchronized (queues) {
-            return new LinkedHashMap<>(queues);
-        }
-    }
+	/** Creates the completion queue of {@code rdma.completion-queues.<key>}. */
+	public CompletionQueue createQueue(String key) {
+		String path = RdmaPropertiesValidator.QUEUES + key;
+		RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(key);
+		String deviceKey = RdmaPropertiesValidator.resolveDevice(properties, path, config.getDevice());
+		Context context = beanFactory.getBean(deviceKey, Context.class);
+		String channelKey = config.getChannel();
+		CompletionChannel channel = channelKey == null ? null
+				: beanFactory.getBean(channelKey, CompletionChannel.class);
+		DeviceAttributes attributes = context.queryDevice();
+		if (config.getEntries() > attributes.maxCqe()) {
+			throw new RdmaConfigurationException(
+					path + ".entries", path + ".entries=" + config.getEntries() + " exceeds max_cqe "
+							+ attributes.maxCqe() + " of device " + context.deviceName(),
+					"Set " + path + ".entries to at most " + attributes.maxCqe() + ".");
+		}
+		int vectors = Math.max(1, context.numCompVectors());
+		int vector = RdmaPropertiesValidator.compVector(path, config);
+		if (vector >= vectors) {
+			throw new RdmaConfigurationException(path + ".comp-vector",
+					path + ".comp-vector=" + vector + " is not below num_comp_vectors " + context.numCompVectors()
+							+ " of device " + context.deviceName(),
+					"Set " + path + ".comp-vector to auto or to a number between 0 and " + (vectors - 1) + ".");
+		}
+		if (vector < 0) {
+			synchronized (nextVector) {
+				int next = nextVector.getOrDefault(deviceKey, 0);
+				vector = next % vectors;
+				nextVector.put(deviceKey, next + 1);
+			}
+		}
+		if (config.getType() == QueueType.EFA && !Rdma.isEfaAvailable()) {
+			throw new RdmaConfigurationException(path + ".type",
+					path + ".type=efa needs libefa.so.1, which is not installed",
+					"Install ibverbs-providers (libefa) on an EFA host, or use type legacy or extended.");
+		}
+		CompletionQueue queue;
+		try {
+			queue = switch (config.getType()) {
+				case LEGACY -> context.createCompletionQueue(config.getEntries(), channel, vector);
+				case EXTENDED -> context.createExtendedCompletionQueue(attributes(config, channel, vector));
+				case EFA -> context.createEfaCompletionQueue(attributes(config, channel, vector), efaFlags(config));
+			};
+		}
+		catch (RdmaException ex) {
+			throw new RdmaConfigurationException(path,
+					"creating completion queue " + key + " (type " + config.getType().name().toLowerCase(Locale.ROOT)
+							+ ", entries " + config.getEntries() + ", comp-vector " + vector + ") on device "
+							+ context.deviceName() + " failed",
+					"Check " + path + ".type, .wc-flags and .flags against what device " + context.deviceName()
+							+ " supports (ibv_devinfo -v).",
+					ex);
+		}
+		queues.put(key, queue);
+		queueNames.put(queue, key);
+		logger.debug("Created completion queue '" + key + "' " + queue + " on " + context.deviceName());
+		return queue;
+	}
 
-    /** The key of a queue this class created, or null. */
-    public @Nullable String queueName(@Nullable CompletionQueue queue) {
-        return queue == null ? null : queueNames.get(queue);
-    }
+	private static CqInitAttributes attributes(RdmaProperties.CompletionQueueProperties config,
+			@Nullable CompletionChannel channel, int vector) {
+		CqInitAttributes attributes = CqInitAttributes.of(config.getEntries())
+			.withChannel(channel)
+			.withCompVector(vector);
+		if (!config.getWcFlags().isEmpty()) {
+			attributes = attributes.withWcFlags(EnumSet.copyOf(config.getWcFlags()));
+		}
+		if (!config.getFlags().isEmpty()) {
+			attributes = attributes.withFlags(EnumSet.copyOf(config.getFlags()));
+		}
+		return attributes;
+	}
 
-    /** The device key of a configured queue. */
-    public String deviceKeyOfQueue(String queueKey) {
-        return RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.QUEUES + queueKey,
-                properties.getCompletionQueues().get(queueKey).getDevice());
-    }
+	private static EnumSet<EfaWcFlag> efaFlags(RdmaProperties.CompletionQueueProperties config) {
+		EnumSet<EfaWcFlag> flags = EnumSet.noneOf(EfaWcFlag.class);
+		for (EfaWcField field : config.getEfaWcFlags()) {
+			flags.add(field.flag());
+		}
+		return flags;
+	}
+
+	/**
+	 * The wc-flags a queue provides: the configured ones, the standard fields for legacy
+	 * queues or when none are set.
+	 */
+	public static long providedWcFlags(RdmaProperties.CompletionQueueProperties config) {
+		if (config.getType() == QueueType.LEGACY || config.getWcFlags().isEmpty()) {
+			return WcExFlag.STANDARD;
+		}
+		return WcExFlag.mask(config.getWcFlags());
+	}
+
+	/** The contexts opened so far, by key. */
+	public Map<String, Context> contexts() {
+		synchronized (contexts) {
+			return new LinkedHashMap<>(contexts);
+		}
+	}
+
+	/** The channels created so far, by key. */
+	public Map<String, CompletionChannel> channels() {
+		synchronized (channels) {
+			return new LinkedHashMap<>(channels);
+		}
+	}
+
+	/** The queues created so far, by key. */
+	public Map<String, CompletionQueue> queues() {
+		synchronized (queues) {
+			return new LinkedHashMap<>(queues);
+		}
+	}
+
+	/** The key of a queue this class created, or null. */
+	public @Nullable String queueName(@Nullable CompletionQueue queue) {
+		return queue == null ? null : queueNames.get(queue);
+	}
+
+	/** The device key of a configured queue. */
+	public String deviceKeyOfQueue(String queueKey) {
+		return RdmaPropertiesValidator.resolveDevice(properties, RdmaPropertiesValidator.QUEUES + queueKey,
+				properties.getCompletionQueues().get(queueKey).getDevice());
+	}
 
 }

@@ -16,84 +16,109 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The package structure of this module (docs/architecture.md), checked on its compiled classes with ArchUnit: no
- * package cycle, the dependencies one way only (Boot's auto-configuration on the listener infrastructure, never the
- * reverse; health and metrics on the root auto-configuration, never the reverse), and {@code @NullMarked} on every
- * package. ArchUnit's own JUnit 5 engine is built for JUnit platform 1.x, so its core runs in this Jupiter test.
+ * The package structure of this module (docs/architecture.md), checked on its compiled
+ * classes with ArchUnit: no package cycle, the dependencies one way only (Boot's
+ * auto-configuration on the listener infrastructure, never the reverse; health and
+ * metrics on the root auto-configuration, never the reverse), and {@code @NullMarked} on
+ * every package. ArchUnit's own JUnit 5 engine is built for JUnit platform 1.x, so its
+ * core runs in this Jupiter test.
  */
 class ArchitectureTests {
 
-    private static final String BASE = "dev.rdma.spring";
-    private static final String BOOT = BASE + ".boot.autoconfigure";
+	private static final String BASE = "dev.rdma.spring";
 
-    private static JavaClasses classes;
+	private static final String BOOT = BASE + ".boot.autoconfigure";
 
-    @BeforeAll
-    static void importClasses() {
-        classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-            .importPackages(BASE);
-    }
+	private static JavaClasses classes;
 
-    private static Set<String> packages() {
-        Set<String> packages = new TreeSet<>();
-        for (JavaClass type : classes) {
-            packages.add(type.getPackageName());
-        }
-        return packages;
-    }
+	@BeforeAll
+	static void importClasses() {
+		classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.importPackages(BASE);
+	}
 
-    @Test
-    void theModuleHasTheDocumentedPackages() {
-        assertThat(packages()).containsExactly(BASE, BASE + ".annotation", BOOT, BOOT + ".health", BOOT + ".metrics",
-                BASE + ".config", BASE + ".listener");
-    }
+	private static Set<String> packages() {
+		Set<String> packages = new TreeSet<>();
+		for (JavaClass type : classes) {
+			packages.add(type.getPackageName());
+		}
+		return packages;
+	}
 
-    @Test
-    void noPackageCycle() {
-        // every package is a slice of its own: dev.rdma.(**) captures the whole package name below dev.rdma
-        slices().matching("dev.rdma.(**)").should().beFreeOfCycles().check(classes);
-    }
+	@Test
+	void theModuleHasTheDocumentedPackages() {
+		assertThat(packages()).containsExactly(BASE, BASE + ".annotation", BOOT, BOOT + ".health", BOOT + ".metrics",
+				BASE + ".config", BASE + ".listener");
+	}
 
-    @Test
-    void theListenerInfrastructureDoesNotKnowSpringBoot() {
-        noClasses().that().resideInAnyPackage(BASE, BASE + ".annotation", BASE + ".config", BASE + ".listener")
-            .should().dependOnClassesThat().resideInAnyPackage(BOOT + "..", "org.springframework.boot..")
-            .check(classes);
-    }
+	@Test
+	void noPackageCycle() {
+		// every package is a slice of its own: dev.rdma.(**) captures the whole package
+		// name below dev.rdma
+		slices().matching("dev.rdma.(**)").should().beFreeOfCycles().check(classes);
+	}
 
-    @Test
-    void listenerInfrastructureLayersPointDownwards() {
-        // annotation -> config -> listener -> dev.rdma.verbs
-        noClasses().that().resideInAPackage(BASE + ".listener")
-            .should().dependOnClassesThat().resideInAnyPackage(BASE + ".config", BASE + ".annotation")
-            .check(classes);
-        noClasses().that().resideInAPackage(BASE + ".config")
-            .should().dependOnClassesThat().resideInAPackage(BASE + ".annotation")
-            .check(classes);
-        noClasses().that().resideInAPackage(BASE)
-            .should().dependOnClassesThat().resideInAnyPackage(BASE + ".annotation", BASE + ".config",
-                    BASE + ".listener")
-            .check(classes);
-    }
+	@Test
+	void theListenerInfrastructureDoesNotKnowSpringBoot() {
+		noClasses().that()
+			.resideInAnyPackage(BASE, BASE + ".annotation", BASE + ".config", BASE + ".listener")
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(BOOT + "..", "org.springframework.boot..")
+			.check(classes);
+	}
 
-    @Test
-    void theRootAutoConfigurationKnowsNeitherHealthNorMetrics() {
-        noClasses().that().resideInAPackage(BOOT)
-            .should().dependOnClassesThat().resideInAnyPackage(BOOT + ".health", BOOT + ".metrics")
-            .check(classes);
-        noClasses().that().resideInAPackage(BOOT + ".health")
-            .should().dependOnClassesThat().resideInAPackage(BOOT + ".metrics")
-            .check(classes);
-        noClasses().that().resideInAPackage(BOOT + ".metrics")
-            .should().dependOnClassesThat().resideInAPackage(BOOT + ".health")
-            .check(classes);
-    }
+	@Test
+	void listenerInfrastructureLayersPointDownwards() {
+		// annotation -> config -> listener -> dev.rdma.verbs
+		noClasses().that()
+			.resideInAPackage(BASE + ".listener")
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(BASE + ".config", BASE + ".annotation")
+			.check(classes);
+		noClasses().that()
+			.resideInAPackage(BASE + ".config")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(BASE + ".annotation")
+			.check(classes);
+		noClasses().that()
+			.resideInAPackage(BASE)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(BASE + ".annotation", BASE + ".config", BASE + ".listener")
+			.check(classes);
+	}
 
-    @Test
-    void everyPackageIsNullMarked() throws ClassNotFoundException {
-        for (String name : packages()) {
-            Class<?> info = Class.forName(name + ".package-info");
-            assertThat(info.isAnnotationPresent(NullMarked.class)).as(name + " is @NullMarked").isTrue();
-        }
-    }
+	@Test
+	void theRootAutoConfigurationKnowsNeitherHealthNorMetrics() {
+		noClasses().that()
+			.resideInAPackage(BOOT)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(BOOT + ".health", BOOT + ".metrics")
+			.check(classes);
+		noClasses().that()
+			.resideInAPackage(BOOT + ".health")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(BOOT + ".metrics")
+			.check(classes);
+		noClasses().that()
+			.resideInAPackage(BOOT + ".metrics")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(BOOT + ".health")
+			.check(classes);
+	}
+
+	@Test
+	void everyPackageIsNullMarked() throws ClassNotFoundException {
+		for (String name : packages()) {
+			Class<?> info = Class.forName(name + ".package-info");
+			assertThat(info.isAnnotationPresent(NullMarked.class)).as(name + " is @NullMarked").isTrue();
+		}
+	}
+
 }

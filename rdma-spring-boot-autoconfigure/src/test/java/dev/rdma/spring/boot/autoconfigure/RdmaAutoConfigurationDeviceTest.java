@@ -41,350 +41,390 @@ import dev.rdma.verbs.testing.Loopback;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The auto-configuration on a real device (Soft-RoCE rxe0 in the test VM): beans, listeners, metrics, health. */
+/**
+ * The auto-configuration on a real device (Soft-RoCE rxe0 in the test VM): beans,
+ * listeners, metrics, health.
+ */
 @Tag(DeviceTestSupport.TAG)
 class RdmaAutoConfigurationDeviceTest {
 
-    private static final Duration TIMEOUT = Duration.ofSeconds(60);
-    private static final int N = 32;
-    private static String device;
+	private static final Duration TIMEOUT = Duration.ofSeconds(60);
 
-    @BeforeAll
-    static void device() {
-        device = DeviceTestSupport.deviceName();
-    }
+	private static final int N = 32;
 
-    private ApplicationContextRunner runner() {
-        return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
-            .withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
-    }
+	private static String device;
 
-    // ------------------------------------------------------------------ the issue's yml
+	@BeforeAll
+	static void device() {
+		device = DeviceTestSupport.deviceName();
+	}
 
-    static class QualifiedUser {
-        final ExtendedCompletionQueue rx;
-        final CompletionQueue tx;
-        final CompletionChannel events;
-        final Context nic;
+	private ApplicationContextRunner runner() {
+		return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
+			.withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
+	}
 
-        QualifiedUser(@Qualifier("rx") ExtendedCompletionQueue rx, @Qualifier("tx") CompletionQueue tx,
-                @Qualifier("events0") CompletionChannel events, @Qualifier("nic0") Context nic) {
-            this.rx = rx;
-            this.tx = tx;
-            this.events = events;
-            this.nic = nic;
-        }
-    }
+	// ------------------------------------------------------------------ the issue's yml
 
-    @Test
-    void issueYamlCreatesNamedBeans() {
-        long open = NativeObjects.open();
-        runner().withBean(QualifiedUser.class)
-            .withPropertyValues("rdma.channels.events0.device=nic0", "rdma.channels.events0.non-blocking=true",
-                    "rdma.completion-queues.rx.device=nic0", "rdma.completion-queues.rx.type=extended",
-                    "rdma.completion-queues.rx.entries=4096", "rdma.completion-queues.rx.comp-vector=auto",
-                    "rdma.completion-queues.rx.channel=events0",
-                    "rdma.completion-queues.rx.wc-flags=byte-len,imm,qp-num,src-qp",
-                    "rdma.completion-queues.rx.flags=single-threaded",
-                    "rdma.completion-queues.rx.polling.mode=adaptive",
-                    "rdma.completion-queues.rx.polling.batch-size=32", "rdma.completion-queues.rx.polling.spin=50us",
-                    "rdma.completion-queues.rx.ack-batch=64", "rdma.completion-queues.tx.device=nic0",
-                    "rdma.completion-queues.tx.type=legacy", "rdma.completion-queues.tx.entries=1024")
-            .run(context -> {
-                assertThat(context).hasNotFailed();
-                QualifiedUser user = context.getBean(QualifiedUser.class);
-                // one RdmaProperties at run time: the resources read the bean, not a binding of their own
-                assertThat(context.getBean(RdmaResources.class).properties()).isSameAs(context.getBean(RdmaProperties.class));
-                assertThat(user.nic.deviceName()).isEqualTo(device);
-                assertThat(user.rx.cqe()).isGreaterThanOrEqualTo(4096);
-                assertThat(user.rx.context()).isSameAs(user.nic);
-                assertThat(user.rx.channel()).isSameAs(user.events);
-                assertThat(user.rx.provides(WcExFlag.SRC_QP)).isTrue();
-                assertThat(user.tx.cqe()).isGreaterThanOrEqualTo(1024);
-                assertThat(user.tx.channel()).isNull();
-                assertThat(context.getBean("rx")).isSameAs(user.rx);
-                assertThat(context.getBean(RdmaHealthIndicator.class).health().getStatus()).isEqualTo(Status.UP);
-            });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+	static class QualifiedUser {
 
-    // ------------------------------------------------------------------ listeners
+		final ExtendedCompletionQueue rx;
 
-    static class Listeners {
-        final Set<String> rxThreads = ConcurrentHashMap.newKeySet();
-        final Set<String> txThreads = ConcurrentHashMap.newKeySet();
-        final AtomicInteger rx = new AtomicInteger();
-        final AtomicInteger tx = new AtomicInteger();
-        final AtomicInteger failed = new AtomicInteger();
-        final AtomicLong rxBytes = new AtomicLong();
-        final List<Long> txIds = Collections.synchronizedList(new ArrayList<>());
-        volatile boolean throwOnOdd;
+		final CompletionQueue tx;
 
-        @RdmaCompletionListener(queue = "rx", fields = WcExFlag.BYTE_LEN)
-        void onRx(WorkCompletion wc) {
-            rxThreads.add(Thread.currentThread().getName());
-            if (!wc.isSuccess()) {
-                failed.incrementAndGet();
-            }
-            else {
-                rxBytes.addAndGet(wc.byteLen());
-            }
-            rx.incrementAndGet();
-            if (throwOnOdd && (wc.wrId() & 1) == 1) {
-                throw new IllegalStateException("listener failure for wr_id " + wc.wrId());
-            }
-        }
+		final CompletionChannel events;
 
-        @RdmaCompletionListener(queue = "tx", batch = true)
-        void onTx(CompletionBatch batch) {
-            txThreads.add(Thread.currentThread().getName());
-            for (int i = 0; i < batch.size(); i++) {
-                WorkCompletion wc = batch.get(i);
-                if (!wc.isSuccess()) {
-                    failed.incrementAndGet();
-                }
-                txIds.add(wc.wrId());
-            }
-            tx.addAndGet(batch.size());
-        }
-    }
+		final Context nic;
 
-    @Configuration(proxyBeanMethods = false)
-    static class ListenerApp {
+		QualifiedUser(@Qualifier("rx") ExtendedCompletionQueue rx, @Qualifier("tx") CompletionQueue tx,
+				@Qualifier("events0") CompletionChannel events, @Qualifier("nic0") Context nic) {
+			this.rx = rx;
+			this.tx = tx;
+			this.events = events;
+			this.nic = nic;
+		}
 
-        @Bean
-        Listeners listeners() {
-            return new Listeners();
-        }
+	}
 
-        @Bean
-        MeterRegistry meterRegistry() {
-            return new SimpleMeterRegistry();
-        }
+	@Test
+	void issueYamlCreatesNamedBeans() {
+		long open = NativeObjects.open();
+		runner().withBean(QualifiedUser.class)
+			.withPropertyValues("rdma.channels.events0.device=nic0", "rdma.channels.events0.non-blocking=true",
+					"rdma.completion-queues.rx.device=nic0", "rdma.completion-queues.rx.type=extended",
+					"rdma.completion-queues.rx.entries=4096", "rdma.completion-queues.rx.comp-vector=auto",
+					"rdma.completion-queues.rx.channel=events0",
+					"rdma.completion-queues.rx.wc-flags=byte-len,imm,qp-num,src-qp",
+					"rdma.completion-queues.rx.flags=single-threaded",
+					"rdma.completion-queues.rx.polling.mode=adaptive",
+					"rdma.completion-queues.rx.polling.batch-size=32", "rdma.completion-queues.rx.polling.spin=50us",
+					"rdma.completion-queues.rx.ack-batch=64", "rdma.completion-queues.tx.device=nic0",
+					"rdma.completion-queues.tx.type=legacy", "rdma.completion-queues.tx.entries=1024")
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				QualifiedUser user = context.getBean(QualifiedUser.class);
+				// one RdmaProperties at run time: the resources read the bean, not a
+				// binding of their own
+				assertThat(context.getBean(RdmaResources.class).properties())
+					.isSameAs(context.getBean(RdmaProperties.class));
+				assertThat(user.nic.deviceName()).isEqualTo(device);
+				assertThat(user.rx.cqe()).isGreaterThanOrEqualTo(4096);
+				assertThat(user.rx.context()).isSameAs(user.nic);
+				assertThat(user.rx.channel()).isSameAs(user.events);
+				assertThat(user.rx.provides(WcExFlag.SRC_QP)).isTrue();
+				assertThat(user.tx.cqe()).isGreaterThanOrEqualTo(1024);
+				assertThat(user.tx.channel()).isNull();
+				assertThat(context.getBean("rx")).isSameAs(user.rx);
+				assertThat(context.getBean(RdmaHealthIndicator.class).health().getStatus()).isEqualTo(Status.UP);
+			});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
 
-        /** A user bean that depends on the queues: destroyed before them. */
-        @Bean
-        Loopback loopback(@Qualifier("nic0") Context nic0, @Qualifier("tx") CompletionQueue tx,
-                @Qualifier("rx") CompletionQueue rx) {
-            return new Loopback(nic0, tx, rx, 64, 256);
-        }
-    }
+	// ------------------------------------------------------------------ listeners
 
-    private ApplicationContextRunner listenerRunner(PollingMode mode, String... more) {
-        String m = mode.name().toLowerCase(java.util.Locale.ROOT);
-        return runner().withUserConfiguration(ListenerApp.class)
-            .withPropertyValues("rdma.channels.events0.device=nic0", "rdma.completion-queues.rx.type=extended",
-                    "rdma.completion-queues.rx.entries=256", "rdma.completion-queues.rx.channel=events0",
-                    "rdma.completion-queues.rx.wc-flags=byte-len,imm,qp-num,src-qp",
-                    "rdma.completion-queues.rx.polling.mode=" + m, "rdma.completion-queues.tx.type=legacy",
-                    "rdma.completion-queues.tx.entries=256", "rdma.completion-queues.tx.channel=events0",
-                    "rdma.completion-queues.tx.polling.mode=" + m, "rdma.completion-queues.tx.polling.batch-size=8")
-            .withPropertyValues(more);
-    }
+	static class Listeners {
 
-    /** Posts {@code n} receives and {@code n} sends starting at wr_id {@code first}; waits until both arrived. */
-    private static void exchange(AssertableApplicationContext context, int first, int n) {
-        Loopback loopback = context.getBean(Loopback.class);
-        Listeners listeners = context.getBean(Listeners.class);
-        int rxBefore = listeners.rx.get();
-        int txBefore = listeners.tx.get();
-        for (int i = 0; i < n; i++) {
-            loopback.postRecv(first + i, i);
-        }
-        for (int i = 0; i < n; i++) {
-            loopback.postSend(first + i, i, 100, null);
-        }
-        DeviceTestSupport.await(TIMEOUT, () -> listeners.rx.get() >= rxBefore + n && listeners.tx.get() >= txBefore + n,
-                n + " receive and send completions");
-    }
+		final Set<String> rxThreads = ConcurrentHashMap.newKeySet();
 
-    @ParameterizedTest
-    @EnumSource(PollingMode.class)
-    void completionsReachBothListenersOnTheirPollerThreads(PollingMode mode) {
-        long open = NativeObjects.open();
-        listenerRunner(mode).run(context -> {
-            assertThat(context).hasNotFailed();
-            exchange(context, 0, N);
-            Listeners listeners = context.getBean(Listeners.class);
-            assertThat(listeners.rx.get()).isEqualTo(N);
-            assertThat(listeners.tx.get()).isEqualTo(N);
-            assertThat(listeners.failed.get()).isZero();
-            assertThat(listeners.rxBytes.get()).isEqualTo(100L * N);
-            assertThat(listeners.rxThreads).containsExactly("rdma-poller-rx");
-            assertThat(listeners.txThreads).containsExactly("rdma-poller-tx");
-            synchronized (listeners.txIds) {
-                assertThat(listeners.txIds).hasSize(N).isSorted();
-            }
-            MeterRegistry registry = context.getBean(MeterRegistry.class);
-            DeviceTestSupport.await(TIMEOUT, () -> completions(registry, "rx") == N && completions(registry, "tx") == N,
-                    "meters to count the completions");
-            assertThat(registry.get("rdma.poll.batch.size").tag("queue", "tx").summary().totalAmount()).isEqualTo(N);
-            assertThat(registry.get("rdma.listener").tag("queue", "rx").tag("result", "success").timer().count())
-                .isPositive();
-            if (mode == PollingMode.EVENT) {
-                // The first completions may be drained before the poller first armed the CQ (thread start-up);
-                // once it has drained them it is armed and waiting, so a second exchange must raise events.
-                exchange(context, N, N);
-                DeviceTestSupport.await(TIMEOUT, () -> {
-                    var events = registry.find("rdma.events").tag("queue", "rx").counter();
-                    return events != null && events.count() > 0;
-                }, "an rx completion event counted");
-            }
-            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer("rx").mode()).isEqualTo(mode);
-        });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		final Set<String> txThreads = ConcurrentHashMap.newKeySet();
 
-    private static double completions(MeterRegistry registry, String queue) {
-        var counter = registry.find("rdma.completions").tag("queue", queue).tag("status", "success").counter();
-        return counter == null ? 0 : counter.count();
-    }
+		final AtomicInteger rx = new AtomicInteger();
 
-    @Test
-    void throwingListenerDoesNotStopDelivery() {
-        listenerRunner(PollingMode.EVENT).run(context -> {
-            Listeners listeners = context.getBean(Listeners.class);
-            listeners.throwOnOdd = true;
-            exchange(context, 0, N);
-            exchange(context, N, N);
-            assertThat(listeners.rx.get()).isEqualTo(2 * N);
-            MeterRegistry registry = context.getBean(MeterRegistry.class);
-            DeviceTestSupport.await(TIMEOUT, () -> {
-                var c = registry.find("rdma.listener.failures").tag("queue", "rx")
-                    .tag("exception", "IllegalStateException").counter();
-                return c != null && c.count() == N;
-            }, "N listener failures counted");
-            assertThat(registry.get("rdma.listener").tag("queue", "rx").tag("result", "failure")
-                .tag("exception", "IllegalStateException").timer().count()).isPositive();
-        });
-    }
+		final AtomicInteger tx = new AtomicInteger();
 
-    @Test
-    void shutdownWithUnackedEventsFinishesQuickly() {
-        long open = NativeObjects.open();
-        long[] closeMillis = new long[1];
-        listenerRunner(PollingMode.EVENT, "rdma.completion-queues.rx.ack-batch=100000",
-                "rdma.completion-queues.tx.ack-batch=100000").run(context -> {
-                    for (int round = 0; round < 4; round++) {
-                        exchange(context, round * 8, 8);
-                    }
-                    CompletionQueue rx = context.getBean("rx", CompletionQueue.class);
-                    CompletionQueue tx = context.getBean("tx", CompletionQueue.class);
-                    assertThat(rx.eventsUnacked() + tx.eventsUnacked()).isPositive();
-                    long start = System.nanoTime();
-                    context.getSourceApplicationContext().close();
-                    closeMillis[0] = (System.nanoTime() - start) / 1_000_000;
-                    assertThat(rx.isClosed()).isTrue();
-                    assertThat(rx.eventsUnacked()).isZero();
-                    assertThat(tx.eventsUnacked()).isZero();
-                });
-        assertThat(closeMillis[0]).isLessThan(5000);
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		final AtomicInteger failed = new AtomicInteger();
 
-    // ------------------------------------------------------------------ health
+		final AtomicLong rxBytes = new AtomicLong();
 
-    @Configuration(proxyBeanMethods = false)
-    static class OverrunApp {
+		final List<Long> txIds = Collections.synchronizedList(new ArrayList<>());
 
-        @Bean
-        MeterRegistry meterRegistry() {
-            return new SimpleMeterRegistry();
-        }
+		volatile boolean throwOnOdd;
 
-        @Bean
-        Loopback loopback(@Qualifier("nic0") Context nic0, @Qualifier("tiny") CompletionQueue tiny,
-                @Qualifier("rxq") CompletionQueue rxq) {
-            return new Loopback(nic0, tiny, rxq, 64, 64);
-        }
-    }
+		@RdmaCompletionListener(queue = "rx", fields = WcExFlag.BYTE_LEN)
+		void onRx(WorkCompletion wc) {
+			rxThreads.add(Thread.currentThread().getName());
+			if (!wc.isSuccess()) {
+				failed.incrementAndGet();
+			}
+			else {
+				rxBytes.addAndGet(wc.byteLen());
+			}
+			rx.incrementAndGet();
+			if (throwOnOdd && (wc.wrId() & 1) == 1) {
+				throw new IllegalStateException("listener failure for wr_id " + wc.wrId());
+			}
+		}
 
-    @Test
-    void healthIsUpThenDownAfterCqOverrun() {
-        long open = NativeObjects.open();
-        runner().withUserConfiguration(OverrunApp.class)
-            .withPropertyValues("rdma.completion-queues.tiny.type=legacy", "rdma.completion-queues.tiny.entries=1",
-                    "rdma.completion-queues.rxq.type=legacy", "rdma.completion-queues.rxq.entries=256")
-            .run(context -> {
-                assertThat(context).hasNotFailed();
-                RdmaHealthIndicator health = context.getBean(RdmaHealthIndicator.class);
-                assertThat(health.health().getStatus()).isEqualTo(Status.UP);
-                CompletionQueue tiny = context.getBean("tiny", CompletionQueue.class);
-                Loopback loopback = context.getBean(Loopback.class);
-                assertThat(tiny.cqe()).as("tiny CQ size").isLessThan(32);
-                int sends = tiny.cqe() + 8;
-                for (int i = 0; i < sends; i++) {
-                    loopback.postRecv(i, i);
-                }
-                for (int i = 0; i < sends; i++) {
-                    loopback.postSend(i, i, 8, null);
-                }
-                RdmaAsyncEventMonitor monitor = context.getBean(RdmaAsyncEventMonitor.class);
-                // the binding counts the CQ error on the CQ, then the monitor thread records it: wait for both
-                DeviceTestSupport.await(TIMEOUT, () -> tiny.asyncErrors() > 0 && monitor.events("nic0").cqErrors() > 0,
-                        "IBV_EVENT_CQ_ERR on the tiny CQ, recorded by the async-event thread");
-                var result = health.health();
-                assertThat(result.getStatus()).isEqualTo(Status.DOWN);
-                assertThat(result.getDetails().get("completionQueues").toString()).contains("tiny")
-                    .contains("cqErrors=");
-                MeterRegistry registry = context.getBean(MeterRegistry.class);
-                assertThat(registry.get("rdma.cq.errors").tag("queue", "tiny").functionCounter().count()).isPositive();
-            });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		@RdmaCompletionListener(queue = "tx", batch = true)
+		void onTx(CompletionBatch batch) {
+			txThreads.add(Thread.currentThread().getName());
+			for (int i = 0; i < batch.size(); i++) {
+				WorkCompletion wc = batch.get(i);
+				if (!wc.isSuccess()) {
+					failed.incrementAndGet();
+				}
+				txIds.add(wc.wrId());
+			}
+			tx.addAndGet(batch.size());
+		}
 
-    // ------------------------------------------------------------------ startup failing half way
+	}
 
-    @Test
-    void entriesAboveMaxCqeFailsAndClosesWhatWasCreated() {
-        long open = NativeObjects.open();
-        runner().withPropertyValues("rdma.channels.events0.device=nic0", "rdma.completion-queues.ok.entries=16",
-                "rdma.completion-queues.ok.channel=events0", "rdma.completion-queues.rx.entries=100000000")
-            .run(context -> {
-                assertThat(context).hasFailed();
-                assertThat(messages(context.getStartupFailure()))
-                    .containsPattern("rdma.completion-queues.rx.entries=100000000 exceeds max_cqe \\d+ of device " + device);
-            });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+	@Configuration(proxyBeanMethods = false)
+	static class ListenerApp {
 
-    @Test
-    void compVectorOutOfRangeFails() {
-        long open = NativeObjects.open();
-        runner().withPropertyValues("rdma.completion-queues.rx.comp-vector=4096").run(context -> {
-            assertThat(context).hasFailed();
-            assertThat(messages(context.getStartupFailure()))
-                .contains("rdma.completion-queues.rx.comp-vector=4096 is not below num_comp_vectors");
-        });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		@Bean
+		Listeners listeners() {
+			return new Listeners();
+		}
 
-    @Test
-    void unknownDeviceNameFails() {
-        long open = NativeObjects.open();
-        runner().withPropertyValues("rdma.devices.nic0.name=nosuchdev0").run(context -> {
-            assertThat(context).hasFailed();
-            assertThat(messages(context.getStartupFailure()))
-                .contains("rdma.devices.nic0.name=nosuchdev0 matches no RDMA device (devices: [" + device);
-        });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		@Bean
+		MeterRegistry meterRegistry() {
+			return new SimpleMeterRegistry();
+		}
 
-    @Test
-    void portBeyondTheDevicesPortsFails() {
-        long open = NativeObjects.open();
-        runner().withPropertyValues("rdma.devices.nic0.port=9").run(context -> {
-            assertThat(context).hasFailed();
-            assertThat(messages(context.getStartupFailure())).contains("rdma.devices.nic0.port=9 exceeds the");
-        });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		/** A user bean that depends on the queues: destroyed before them. */
+		@Bean
+		Loopback loopback(@Qualifier("nic0") Context nic0, @Qualifier("tx") CompletionQueue tx,
+				@Qualifier("rx") CompletionQueue rx) {
+			return new Loopback(nic0, tx, rx, 64, 256);
+		}
 
-    private static String messages(Throwable failure) {
-        StringBuilder all = new StringBuilder();
-        for (Throwable t = failure; t != null; t = t.getCause()) {
-            all.append(t.getMessage()).append('\n');
-        }
-        return all.toString();
-    }
+	}
+
+	private ApplicationContextRunner listenerRunner(PollingMode mode, String... more) {
+		String m = mode.name().toLowerCase(java.util.Locale.ROOT);
+		return runner().withUserConfiguration(ListenerApp.class)
+			.withPropertyValues("rdma.channels.events0.device=nic0", "rdma.completion-queues.rx.type=extended",
+					"rdma.completion-queues.rx.entries=256", "rdma.completion-queues.rx.channel=events0",
+					"rdma.completion-queues.rx.wc-flags=byte-len,imm,qp-num,src-qp",
+					"rdma.completion-queues.rx.polling.mode=" + m, "rdma.completion-queues.tx.type=legacy",
+					"rdma.completion-queues.tx.entries=256", "rdma.completion-queues.tx.channel=events0",
+					"rdma.completion-queues.tx.polling.mode=" + m, "rdma.completion-queues.tx.polling.batch-size=8")
+			.withPropertyValues(more);
+	}
+
+	/**
+	 * Posts {@code n} receives and {@code n} sends starting at wr_id {@code first}; waits
+	 * until both arrived.
+	 */
+	private static void exchange(AssertableApplicationContext context, int first, int n) {
+		Loopback loopback = context.getBean(Loopback.class);
+		Listeners listeners = context.getBean(Listeners.class);
+		int rxBefore = listeners.rx.get();
+		int txBefore = listeners.tx.get();
+		for (int i = 0; i < n; i++) {
+			loopback.postRecv(first + i, i);
+		}
+		for (int i = 0; i < n; i++) {
+			loopback.postSend(first + i, i, 100, null);
+		}
+		DeviceTestSupport.await(TIMEOUT, () -> listeners.rx.get() >= rxBefore + n && listeners.tx.get() >= txBefore + n,
+				n + " receive and send completions");
+	}
+
+	@ParameterizedTest
+	@EnumSource(PollingMode.class)
+	void completionsReachBothListenersOnTheirPollerThreads(PollingMode mode) {
+		long open = NativeObjects.open();
+		listenerRunner(mode).run(context -> {
+			assertThat(context).hasNotFailed();
+			exchange(context, 0, N);
+			Listeners listeners = context.getBean(Listeners.class);
+			assertThat(listeners.rx.get()).isEqualTo(N);
+			assertThat(listeners.tx.get()).isEqualTo(N);
+			assertThat(listeners.failed.get()).isZero();
+			assertThat(listeners.rxBytes.get()).isEqualTo(100L * N);
+			assertThat(listeners.rxThreads).containsExactly("rdma-poller-rx");
+			assertThat(listeners.txThreads).containsExactly("rdma-poller-tx");
+			synchronized (listeners.txIds) {
+				assertThat(listeners.txIds).hasSize(N).isSorted();
+			}
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			DeviceTestSupport.await(TIMEOUT, () -> completions(registry, "rx") == N && completions(registry, "tx") == N,
+					"meters to count the completions");
+			assertThat(registry.get("rdma.poll.batch.size").tag("queue", "tx").summary().totalAmount()).isEqualTo(N);
+			assertThat(registry.get("rdma.listener").tag("queue", "rx").tag("result", "success").timer().count())
+				.isPositive();
+			if (mode == PollingMode.EVENT) {
+				// The first completions may be drained before the poller first armed the
+				// CQ (thread start-up);
+				// once it has drained them it is armed and waiting, so a second exchange
+				// must raise events.
+				exchange(context, N, N);
+				DeviceTestSupport.await(TIMEOUT, () -> {
+					var events = registry.find("rdma.events").tag("queue", "rx").counter();
+					return events != null && events.count() > 0;
+				}, "an rx completion event counted");
+			}
+			assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer("rx").mode())
+				.isEqualTo(mode);
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	private static double completions(MeterRegistry registry, String queue) {
+		var counter = registry.find("rdma.completions").tag("queue", queue).tag("status", "success").counter();
+		return counter == null ? 0 : counter.count();
+	}
+
+	@Test
+	void throwingListenerDoesNotStopDelivery() {
+		listenerRunner(PollingMode.EVENT).run(context -> {
+			Listeners listeners = context.getBean(Listeners.class);
+			listeners.throwOnOdd = true;
+			exchange(context, 0, N);
+			exchange(context, N, N);
+			assertThat(listeners.rx.get()).isEqualTo(2 * N);
+			MeterRegistry registry = context.getBean(MeterRegistry.class);
+			DeviceTestSupport.await(TIMEOUT, () -> {
+				var c = registry.find("rdma.listener.failures")
+					.tag("queue", "rx")
+					.tag("exception", "IllegalStateException")
+					.counter();
+				return c != null && c.count() == N;
+			}, "N listener failures counted");
+			assertThat(registry.get("rdma.listener")
+				.tag("queue", "rx")
+				.tag("result", "failure")
+				.tag("exception", "IllegalStateException")
+				.timer()
+				.count()).isPositive();
+		});
+	}
+
+	@Test
+	void shutdownWithUnackedEventsFinishesQuickly() {
+		long open = NativeObjects.open();
+		long[] closeMillis = new long[1];
+		listenerRunner(PollingMode.EVENT, "rdma.completion-queues.rx.ack-batch=100000",
+				"rdma.completion-queues.tx.ack-batch=100000")
+			.run(context -> {
+				for (int round = 0; round < 4; round++) {
+					exchange(context, round * 8, 8);
+				}
+				CompletionQueue rx = context.getBean("rx", CompletionQueue.class);
+				CompletionQueue tx = context.getBean("tx", CompletionQueue.class);
+				assertThat(rx.eventsUnacked() + tx.eventsUnacked()).isPositive();
+				long start = System.nanoTime();
+				context.getSourceApplicationContext().close();
+				closeMillis[0] = (System.nanoTime() - start) / 1_000_000;
+				assertThat(rx.isClosed()).isTrue();
+				assertThat(rx.eventsUnacked()).isZero();
+				assertThat(tx.eventsUnacked()).isZero();
+			});
+		assertThat(closeMillis[0]).isLessThan(5000);
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	// ------------------------------------------------------------------ health
+
+	@Configuration(proxyBeanMethods = false)
+	static class OverrunApp {
+
+		@Bean
+		MeterRegistry meterRegistry() {
+			return new SimpleMeterRegistry();
+		}
+
+		@Bean
+		Loopback loopback(@Qualifier("nic0") Context nic0, @Qualifier("tiny") CompletionQueue tiny,
+				@Qualifier("rxq") CompletionQueue rxq) {
+			return new Loopback(nic0, tiny, rxq, 64, 64);
+		}
+
+	}
+
+	@Test
+	void healthIsUpThenDownAfterCqOverrun() {
+		long open = NativeObjects.open();
+		runner().withUserConfiguration(OverrunApp.class)
+			.withPropertyValues("rdma.completion-queues.tiny.type=legacy", "rdma.completion-queues.tiny.entries=1",
+					"rdma.completion-queues.rxq.type=legacy", "rdma.completion-queues.rxq.entries=256")
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				RdmaHealthIndicator health = context.getBean(RdmaHealthIndicator.class);
+				assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+				CompletionQueue tiny = context.getBean("tiny", CompletionQueue.class);
+				Loopback loopback = context.getBean(Loopback.class);
+				assertThat(tiny.cqe()).as("tiny CQ size").isLessThan(32);
+				int sends = tiny.cqe() + 8;
+				for (int i = 0; i < sends; i++) {
+					loopback.postRecv(i, i);
+				}
+				for (int i = 0; i < sends; i++) {
+					loopback.postSend(i, i, 8, null);
+				}
+				RdmaAsyncEventMonitor monitor = context.getBean(RdmaAsyncEventMonitor.class);
+				// the binding counts the CQ error on the CQ, then the monitor thread
+				// records it: wait for both
+				DeviceTestSupport.await(TIMEOUT, () -> tiny.asyncErrors() > 0 && monitor.events("nic0").cqErrors() > 0,
+						"IBV_EVENT_CQ_ERR on the tiny CQ, recorded by the async-event thread");
+				var result = health.health();
+				assertThat(result.getStatus()).isEqualTo(Status.DOWN);
+				assertThat(result.getDetails().get("completionQueues").toString()).contains("tiny")
+					.contains("cqErrors=");
+				MeterRegistry registry = context.getBean(MeterRegistry.class);
+				assertThat(registry.get("rdma.cq.errors").tag("queue", "tiny").functionCounter().count()).isPositive();
+			});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	// ------------------------------------------------------------------ startup failing
+	// half way
+
+	@Test
+	void entriesAboveMaxCqeFailsAndClosesWhatWasCreated() {
+		long open = NativeObjects.open();
+		runner()
+			.withPropertyValues("rdma.channels.events0.device=nic0", "rdma.completion-queues.ok.entries=16",
+					"rdma.completion-queues.ok.channel=events0", "rdma.completion-queues.rx.entries=100000000")
+			.run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(messages(context.getStartupFailure())).containsPattern(
+						"rdma.completion-queues.rx.entries=100000000 exceeds max_cqe \\d+ of device " + device);
+			});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Test
+	void compVectorOutOfRangeFails() {
+		long open = NativeObjects.open();
+		runner().withPropertyValues("rdma.completion-queues.rx.comp-vector=4096").run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure()))
+				.contains("rdma.completion-queues.rx.comp-vector=4096 is not below num_comp_vectors");
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Test
+	void unknownDeviceNameFails() {
+		long open = NativeObjects.open();
+		runner().withPropertyValues("rdma.devices.nic0.name=nosuchdev0").run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure()))
+				.contains("rdma.devices.nic0.name=nosuchdev0 matches no RDMA device (devices: [" + device);
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Test
+	void portBeyondTheDevicesPortsFails() {
+		long open = NativeObjects.open();
+		runner().withPropertyValues("rdma.devices.nic0.port=9").run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).contains("rdma.devices.nic0.port=9 exceeds the");
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	private static String messages(Throwable failure) {
+		StringBuilder all = new StringBuilder();
+		for (Throwable t = failure; t != null; t = t.getCause()) {
+			all.append(t.getMessage()).append('\n');
+		}
+		return all.toString();
+	}
+
 }

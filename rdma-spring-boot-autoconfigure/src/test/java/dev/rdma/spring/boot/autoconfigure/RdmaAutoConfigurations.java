@@ -8,27 +8,32 @@ import org.springframework.boot.context.annotation.ImportCandidates;
 import org.springframework.util.ClassUtils;
 
 /**
- * The starter's auto-configurations exactly as Spring Boot finds them: the classes listed in this module's
- * {@code META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports}, in Boot's order.
+ * The starter's auto-configurations exactly as Spring Boot finds them: the classes listed
+ * in this module's
+ * {@code META-INF/spring/org.springframework.boot.autoconfigure.AutoConfiguration.imports},
+ * in Boot's order.
  */
 public final class RdmaAutoConfigurations {
 
-    private RdmaAutoConfigurations() {
-    }
+	private RdmaAutoConfigurations() {
+	}
 
-    /** The names listed in the imports file(s) of the starter. */
-    public static List<String> names() {
-        return ImportCandidates.load(AutoConfiguration.class, RdmaAutoConfigurations.class.getClassLoader())
-            .getCandidates()
-            .stream()
-            .filter(name -> name.startsWith("dev.rdma."))
-            .toList();
-    }
+	/** The names listed in the imports file(s) of the starter. */
+	public static List<String> names() {
+		return ImportCandidates.load(AutoConfiguration.class, RdmaAutoConfigurations.class.getClassLoader())
+			.getCandidates()
+			.stream()
+			.filter(name -> name.startsWith("dev.rdma."))
+			.toList();
+	}
 
-    /** Every auto-configuration of the starter, for an {@code ApplicationContextRunner}. */
-    public static AutoConfigurations all() {
-        return AutoConfigurations.of(names().stream()
-            .map(name -> ClassUtils.resolveClassName(name, RdmaAutoConfigurations.class.getClassLoader()))
-            .toArray(Class<?>[]::new));
-    }
+	/**
+	 * Every auto-configuration of the starter, for an {@code ApplicationContextRunner}.
+	 */
+	public static AutoConfigurations all() {
+		return AutoConfigurations.of(names().stream()
+			.map(name -> ClassUtils.resolveClassName(name, RdmaAutoConfigurations.class.getClassLoader()))
+			.toArray(Class<?>[]::new));
+	}
+
 }

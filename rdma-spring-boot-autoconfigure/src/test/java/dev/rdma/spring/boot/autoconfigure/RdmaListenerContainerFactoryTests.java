@@ -34,171 +34,186 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 /**
- * The listener infrastructure on the host, with a stand-in completion queue (a mock that hands out one successful
- * completion): the registry asks the container factory for the container, the factory is filled from the properties by
- * the configurer, the customizer beans change the container in their order, and the container's thread delivers the
+ * The listener infrastructure on the host, with a stand-in completion queue (a mock that
+ * hands out one successful completion): the registry asks the container factory for the
+ * container, the factory is filled from the properties by the configurer, the customizer
+ * beans change the container in their order, and the container's thread delivers the
  * completion to the listener.
  */
 class RdmaListenerContainerFactoryTests {
 
-    @Configuration(proxyBeanMethods = false)
-    @EnableConfigurationProperties(RdmaProperties.class)
-    @Import(RdmaAnnotationDrivenConfiguration.class)
-    static class Infrastructure {
+	@Configuration(proxyBeanMethods = false)
+	@EnableConfigurationProperties(RdmaProperties.class)
+	@Import(RdmaAnnotationDrivenConfiguration.class)
+	static class Infrastructure {
 
-        /** A busy-polled queue without a channel that returns one completion on its first poll. */
-        @Bean
-        CompletionQueue rx() {
-            CompletionQueue queue = mock(CompletionQueue.class);
-            WorkCompletion completion = mock(WorkCompletion.class);
-            when(completion.wrId()).thenReturn(42L);
-            when(completion.statusCode()).thenReturn(0);
-            AtomicInteger polls = new AtomicInteger();
-            when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
-                if (polls.getAndIncrement() > 0) {
-                    return 0;
-                }
-                call.getArgument(1, CompletionHandler.class).onCompletion(completion);
-                return 1;
-            });
-            return queue;
-        }
+		/**
+		 * A busy-polled queue without a channel that returns one completion on its first
+		 * poll.
+		 */
+		@Bean
+		CompletionQueue rx() {
+			CompletionQueue queue = mock(CompletionQueue.class);
+			WorkCompletion completion = mock(WorkCompletion.class);
+			when(completion.wrId()).thenReturn(42L);
+			when(completion.statusCode()).thenReturn(0);
+			AtomicInteger polls = new AtomicInteger();
+			when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+				if (polls.getAndIncrement() > 0) {
+					return 0;
+				}
+				call.getArgument(1, CompletionHandler.class).onCompletion(completion);
+				return 1;
+			});
+			return queue;
+		}
 
-        @Bean
-        Listener listener() {
-            return new Listener();
-        }
-    }
+		@Bean
+		Listener listener() {
+			return new Listener();
+		}
 
-    static class Listener {
-        final Set<String> threads = ConcurrentHashMap.newKeySet();
-        final List<Long> ids = new CopyOnWriteArrayList<>();
+	}
 
-        @RdmaCompletionListener(queue = "rx")
-        void onCompletion(WorkCompletion wc) {
-            threads.add(Thread.currentThread().getName());
-            ids.add(wc.wrId());
-        }
-    }
+	static class Listener {
 
-    static final List<String> customized = new CopyOnWriteArrayList<>();
+		final Set<String> threads = ConcurrentHashMap.newKeySet();
 
-    @Configuration(proxyBeanMethods = false)
-    static class Customizers {
+		final List<Long> ids = new CopyOnWriteArrayList<>();
 
-        @Bean
-        @Order(2)
-        RdmaListenerContainerCustomizer doubleTheBatch() {
-            return container -> {
-                customized.add("double " + container.queue());
-                container.getSettings().setBatchSize(container.getSettings().getBatchSize() * 2);
-            };
-        }
+		@RdmaCompletionListener(queue = "rx")
+		void onCompletion(WorkCompletion wc) {
+			threads.add(Thread.currentThread().getName());
+			ids.add(wc.wrId());
+		}
 
-        @Bean
-        @Order(1)
-        RdmaListenerContainerCustomizer batchOfSeven() {
-            return container -> {
-                customized.add("seven " + container.queue());
-                container.getSettings().setBatchSize(7);
-            };
-        }
-    }
+	}
 
-    @Configuration(proxyBeanMethods = false)
-    static class EventModeWithoutChannel {
+	static final List<String> customized = new CopyOnWriteArrayList<>();
 
-        @Bean
-        RdmaListenerContainerCustomizer eventMode() {
-            return container -> container.getSettings().setMode(PollingMode.EVENT);
-        }
-    }
+	@Configuration(proxyBeanMethods = false)
+	static class Customizers {
 
-    private final ApplicationContextRunner runner = new ApplicationContextRunner()
-        .withUserConfiguration(Infrastructure.class)
-        .withPropertyValues("rdma.devices.nic0.name=rxe0", "rdma.completion-queues.rx.polling.batch-size=16",
-                "rdma.completion-queues.rx.ack-batch=8", "rdma.completion-queues.rx.polling.spin=1ms");
+		@Bean
+		@Order(2)
+		RdmaListenerContainerCustomizer doubleTheBatch() {
+			return container -> {
+				customized.add("double " + container.queue());
+				container.getSettings().setBatchSize(container.getSettings().getBatchSize() * 2);
+			};
+		}
 
-    @Test
-    void factoryIsFilledFromThePropertiesAndTheContainerDeliversOnItsThread() {
-        CompletionQueueListenerContainer[] container = new CompletionQueueListenerContainer[1];
-        runner.run(context -> {
-            assertThat(context).hasNotFailed();
-            assertThat(context.getBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME))
-                .isInstanceOf(DefaultRdmaListenerContainerFactory.class);
-            RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
-            container[0] = registry.getListenerContainer("rx");
-            assertThat(container[0]).isNotNull();
-            assertThat(container[0].getSettings().getBatchSize()).isEqualTo(16);
-            assertThat(container[0].getSettings().getAckBatch()).isEqualTo(8);
-            assertThat(container[0].getSettings().getSpin()).isEqualTo(Duration.ofMillis(1));
-            assertThat(container[0].mode()).isEqualTo(PollingMode.BUSY);
-            assertThat(container[0].getListenerId())
-                .isEqualTo("@RdmaCompletionListener Listener.onCompletion(WorkCompletion) of bean 'listener'");
-            Listener listener = context.getBean(Listener.class);
-            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-            while (listener.ids.isEmpty() && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertThat(listener.ids).containsExactly(42L);
-            assertThat(listener.threads).containsExactly("rdma-poller-rx");
-            assertThat(container[0].isRunning()).isTrue();
-        });
-        assertThat(container[0].isRunning()).as("poller thread after the context closed").isFalse();
-    }
+		@Bean
+		@Order(1)
+		RdmaListenerContainerCustomizer batchOfSeven() {
+			return container -> {
+				customized.add("seven " + container.queue());
+				container.getSettings().setBatchSize(7);
+			};
+		}
 
-    @Test
-    void customizerBeansChangeThePollerInTheirOrder() {
-        customized.clear();
-        runner.withUserConfiguration(Customizers.class).run(context -> {
-            assertThat(context).hasNotFailed();
-            CompletionQueueListenerContainer container = context.getBean(RdmaListenerEndpointRegistry.class)
-                .getListenerContainer("rx");
-            assertThat(customized).containsExactly("seven rx", "double rx");
-            assertThat(container.getSettings().getBatchSize()).isEqualTo(14);
-            // the factory's own settings stay as the properties say: each container has a copy
-            DefaultRdmaListenerContainerFactory factory = context.getBean(DefaultRdmaListenerContainerFactory.class);
-            assertThat(factory.getPollerSettings("rx").getBatchSize()).isEqualTo(16);
-        });
-    }
+	}
 
-    @Test
-    void settingsThatDoNotFitTheQueueFailStartupAndLeaveNoPollerRunning() {
-        runner.withUserConfiguration(EventModeWithoutChannel.class).run(context -> {
-            assertThat(context).hasFailed();
-            StringBuilder all = new StringBuilder();
-            for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
-                all.append(t.getMessage()).append('\n');
-            }
-            assertThat(all.toString()).contains("queue rx has no channel for EVENT polling");
-        });
-        assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().equals("rdma-poller-rx"));
-    }
+	@Configuration(proxyBeanMethods = false)
+	static class EventModeWithoutChannel {
 
-    @Configuration(proxyBeanMethods = false)
-    static class OwnFactory {
+		@Bean
+		RdmaListenerContainerCustomizer eventMode() {
+			return container -> container.getSettings().setMode(PollingMode.EVENT);
+		}
 
-        @Bean(name = RdmaListenerContainerFactory.DEFAULT_BEAN_NAME)
-        DefaultRdmaListenerContainerFactory ownFactory(RdmaListenerContainerFactoryConfigurer configurer) {
-            DefaultRdmaListenerContainerFactory factory = new DefaultRdmaListenerContainerFactory();
-            configurer.configure(factory);
-            factory.addContainerCustomizer(container -> container.getSettings().setAckBatch(3));
-            return factory;
-        }
-    }
+	}
 
-    @Test
-    void anApplicationsOwnFactoryReplacesTheAutoConfiguredOne() {
-        // as in an application: its own configuration is processed before the (auto-)configuration of the starter
-        new ApplicationContextRunner().withUserConfiguration(OwnFactory.class, Infrastructure.class)
-            .withPropertyValues("rdma.devices.nic0.name=rxe0", "rdma.completion-queues.rx.polling.batch-size=16")
-            .run(context -> {
-            assertThat(context).hasNotFailed();
-            assertThat(context.getBeansOfType(RdmaListenerContainerFactory.class)).containsOnlyKeys("rdmaListenerContainerFactory");
-            CompletionQueueListenerContainer container = context.getBean(RdmaListenerEndpointRegistry.class)
-                .getListenerContainer("rx");
-            assertThat(container.getSettings().getAckBatch()).isEqualTo(3);
-            assertThat(container.getSettings().getBatchSize()).isEqualTo(16);
-        });
-    }
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withUserConfiguration(Infrastructure.class)
+		.withPropertyValues("rdma.devices.nic0.name=rxe0", "rdma.completion-queues.rx.polling.batch-size=16",
+				"rdma.completion-queues.rx.ack-batch=8", "rdma.completion-queues.rx.polling.spin=1ms");
+
+	@Test
+	void factoryIsFilledFromThePropertiesAndTheContainerDeliversOnItsThread() {
+		CompletionQueueListenerContainer[] container = new CompletionQueueListenerContainer[1];
+		runner.run(context -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME))
+				.isInstanceOf(DefaultRdmaListenerContainerFactory.class);
+			RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
+			container[0] = registry.getListenerContainer("rx");
+			assertThat(container[0]).isNotNull();
+			assertThat(container[0].getSettings().getBatchSize()).isEqualTo(16);
+			assertThat(container[0].getSettings().getAckBatch()).isEqualTo(8);
+			assertThat(container[0].getSettings().getSpin()).isEqualTo(Duration.ofMillis(1));
+			assertThat(container[0].mode()).isEqualTo(PollingMode.BUSY);
+			assertThat(container[0].getListenerId())
+				.isEqualTo("@RdmaCompletionListener Listener.onCompletion(WorkCompletion) of bean 'listener'");
+			Listener listener = context.getBean(Listener.class);
+			long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+			while (listener.ids.isEmpty() && System.nanoTime() < deadline) {
+				Thread.sleep(5);
+			}
+			assertThat(listener.ids).containsExactly(42L);
+			assertThat(listener.threads).containsExactly("rdma-poller-rx");
+			assertThat(container[0].isRunning()).isTrue();
+		});
+		assertThat(container[0].isRunning()).as("poller thread after the context closed").isFalse();
+	}
+
+	@Test
+	void customizerBeansChangeThePollerInTheirOrder() {
+		customized.clear();
+		runner.withUserConfiguration(Customizers.class).run(context -> {
+			assertThat(context).hasNotFailed();
+			CompletionQueueListenerContainer container = context.getBean(RdmaListenerEndpointRegistry.class)
+				.getListenerContainer("rx");
+			assertThat(customized).containsExactly("seven rx", "double rx");
+			assertThat(container.getSettings().getBatchSize()).isEqualTo(14);
+			// the factory's own settings stay as the properties say: each container has a
+			// copy
+			DefaultRdmaListenerContainerFactory factory = context.getBean(DefaultRdmaListenerContainerFactory.class);
+			assertThat(factory.getPollerSettings("rx").getBatchSize()).isEqualTo(16);
+		});
+	}
+
+	@Test
+	void settingsThatDoNotFitTheQueueFailStartupAndLeaveNoPollerRunning() {
+		runner.withUserConfiguration(EventModeWithoutChannel.class).run(context -> {
+			assertThat(context).hasFailed();
+			StringBuilder all = new StringBuilder();
+			for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
+				all.append(t.getMessage()).append('\n');
+			}
+			assertThat(all.toString()).contains("queue rx has no channel for EVENT polling");
+		});
+		assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().equals("rdma-poller-rx"));
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class OwnFactory {
+
+		@Bean(name = RdmaListenerContainerFactory.DEFAULT_BEAN_NAME)
+		DefaultRdmaListenerContainerFactory ownFactory(RdmaListenerContainerFactoryConfigurer configurer) {
+			DefaultRdmaListenerContainerFactory factory = new DefaultRdmaListenerContainerFactory();
+			configurer.configure(factory);
+			factory.addContainerCustomizer(container -> container.getSettings().setAckBatch(3));
+			return factory;
+		}
+
+	}
+
+	@Test
+	void anApplicationsOwnFactoryReplacesTheAutoConfiguredOne() {
+		// as in an application: its own configuration is processed before the
+		// (auto-)configuration of the starter
+		new ApplicationContextRunner().withUserConfiguration(OwnFactory.class, Infrastructure.class)
+			.withPropertyValues("rdma.devices.nic0.name=rxe0", "rdma.completion-queues.rx.polling.batch-size=16")
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBeansOfType(RdmaListenerContainerFactory.class))
+					.containsOnlyKeys("rdmaListenerContainerFactory");
+				CompletionQueueListenerContainer container = context.getBean(RdmaListenerEndpointRegistry.class)
+					.getListenerContainer("rx");
+				assertThat(container.getSettings().getAckBatch()).isEqualTo(3);
+				assertThat(container.getSettings().getBatchSize()).isEqualTo(16);
+			});
+	}
+
 }

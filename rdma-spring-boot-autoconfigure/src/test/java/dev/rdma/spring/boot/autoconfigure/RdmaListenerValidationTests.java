@@ -31,296 +31,339 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
-/** Listener misconfiguration is reported at startup, naming the listener; nothing native is touched. */
+/**
+ * Listener misconfiguration is reported at startup, naming the listener; nothing native
+ * is touched.
+ */
 class RdmaListenerValidationTests {
 
-    @Configuration(proxyBeanMethods = false)
-    @EnableConfigurationProperties(RdmaProperties.class)
-    @Import(RdmaAnnotationDrivenConfiguration.class)
-    static class Infrastructure {
-    }
+	@Configuration(proxyBeanMethods = false)
+	@EnableConfigurationProperties(RdmaProperties.class)
+	@Import(RdmaAnnotationDrivenConfiguration.class)
+	static class Infrastructure {
 
-    private final ApplicationContextRunner runner = new ApplicationContextRunner()
-        .withUserConfiguration(Infrastructure.class)
-        .withPropertyValues("rdma.devices.nic0.name=rxe0", "rdma.completion-queues.rx.type=extended",
-                "rdma.completion-queues.rx.wc-flags=byte-len,qp-num", "rdma.completion-queues.tx.type=legacy");
+	}
 
-    static class UnknownQueue {
-        @RdmaCompletionListener(queue = "rxx")
-        void onCompletion(WorkCompletion wc) {
-        }
-    }
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withUserConfiguration(Infrastructure.class)
+		.withPropertyValues("rdma.devices.nic0.name=rxe0", "rdma.completion-queues.rx.type=extended",
+				"rdma.completion-queues.rx.wc-flags=byte-len,qp-num", "rdma.completion-queues.tx.type=legacy");
 
-    static class TwoOnOneQueue {
-        @RdmaCompletionListener(queue = "rx")
-        void first(WorkCompletion wc) {
-        }
-    }
+	static class UnknownQueue {
 
-    static class SecondOnSameQueue {
-        @RdmaCompletionListener(queue = "rx")
-        void second(WorkCompletion wc) {
-        }
-    }
+		@RdmaCompletionListener(queue = "rxx")
+		void onCompletion(WorkCompletion wc) {
+		}
 
-    static class WrongType {
-        @RdmaCompletionListener(queue = "rx")
-        void onCompletion(String wc) {
-        }
-    }
+	}
 
-    static class BatchWithSingleParameter {
-        @RdmaCompletionListener(queue = "tx", batch = true)
-        void onBatch(WorkCompletion wc) {
-        }
-    }
+	static class TwoOnOneQueue {
 
-    static class SingleWithBatchParameter {
-        @RdmaCompletionListener(queue = "tx")
-        void onBatch(CompletionBatch batch) {
-        }
-    }
+		@RdmaCompletionListener(queue = "rx")
+		void first(WorkCompletion wc) {
+		}
 
-    static class TwoParameters {
-        @RdmaCompletionListener(queue = "rx")
-        void onCompletion(WorkCompletion wc, String extra) {
-        }
-    }
+	}
 
-    static class FieldNotRequested {
-        @RdmaCompletionListener(queue = "rx", fields = { WcExFlag.BYTE_LEN, WcExFlag.COMPLETION_TIMESTAMP })
-        void onCompletion(WorkCompletion wc) {
-        }
-    }
+	static class SecondOnSameQueue {
 
-    static class FieldOnLegacy {
-        @RdmaCompletionListener(queue = "tx", fields = WcExFlag.FLOW_TAG)
-        void onCompletion(WorkCompletion wc) {
-        }
-    }
+		@RdmaCompletionListener(queue = "rx")
+		void second(WorkCompletion wc) {
+		}
 
-    static class UnknownErrorHandler {
-        @RdmaCompletionListener(queue = "rx", errorHandler = "noSuchHandler")
-        void onCompletion(WorkCompletion wc) {
-        }
-    }
+	}
 
-    static class StaticListener {
-        @RdmaCompletionListener(queue = "rx")
-        static void onCompletion(WorkCompletion wc) {
-        }
-    }
+	static class WrongType {
 
-    private void assertListenerFailure(String message, Class<?>... listeners) {
-        long open = NativeObjects.open();
-        @SuppressWarnings("unchecked")
-        Class<Object> first = (Class<Object>) listeners[0];
-        @SuppressWarnings("unchecked")
-        Class<Object> second = (Class<Object>) (listeners.length > 1 ? listeners[1] : Object.class);
-        runner.withBean("first", first).withBean("second", second)
-            .run(context -> {
-                assertThat(context).hasFailed();
-                Throwable failure = context.getStartupFailure();
-                StringBuilder all = new StringBuilder();
-                boolean analysable = false;
-                for (Throwable t = failure; t != null; t = t.getCause()) {
-                    all.append(t.getMessage()).append('\n');
-                    analysable |= t instanceof RdmaConfigurationException;
-                }
-                assertThat(analysable).as("RdmaConfigurationException in the cause chain").isTrue();
-                assertThat(all.toString()).contains(message);
-                FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(failure);
-                assertThat(analysis.getDescription()).contains("@RdmaCompletionListener").contains(message);
-                assertThat(analysis.getAction()).isNotBlank();
-            });
-        assertThat(NativeObjects.open()).isEqualTo(open);
-    }
+		@RdmaCompletionListener(queue = "rx")
+		void onCompletion(String wc) {
+		}
 
-    @Test
-    void unknownQueue() {
-        assertListenerFailure("@RdmaCompletionListener UnknownQueue.onCompletion(WorkCompletion) of bean 'first' "
-                + "listens to queue 'rxx', which is not configured under rdma.completion-queues (configured: [rx, tx])",
-                UnknownQueue.class);
-    }
+	}
 
-    @Test
-    void twoListenersOnOneQueue() {
-        assertListenerFailure("queue 'rx' has two listeners: @RdmaCompletionListener TwoOnOneQueue.first(WorkCompletion) "
-                + "of bean 'first' and @RdmaCompletionListener SecondOnSameQueue.second(WorkCompletion) of bean 'second'",
-                TwoOnOneQueue.class, SecondOnSameQueue.class);
-    }
+	static class BatchWithSingleParameter {
 
-    @Test
-    void parameterTypeItCannotSupply() {
-        assertListenerFailure("WrongType.onCompletion(String) of bean 'first' takes a String, which a completion "
-                + "listener cannot supply", WrongType.class);
-    }
+		@RdmaCompletionListener(queue = "tx", batch = true)
+		void onBatch(WorkCompletion wc) {
+		}
 
-    @Test
-    void batchTrueWithWorkCompletionParameter() {
-        assertListenerFailure("BatchWithSingleParameter.onBatch(WorkCompletion) of bean 'first' is declared batch = true "
-                + "but its parameter is WorkCompletion, not CompletionBatch", BatchWithSingleParameter.class);
-    }
+	}
 
-    @Test
-    void batchParameterWithoutBatchTrue() {
-        assertListenerFailure("SingleWithBatchParameter.onBatch(CompletionBatch) of bean 'first' takes a CompletionBatch "
-                + "but is not declared batch = true", SingleWithBatchParameter.class);
-    }
+	static class SingleWithBatchParameter {
 
-    @Test
-    void twoParameters() {
-        assertListenerFailure("TwoParameters.onCompletion(WorkCompletion, String) of bean 'first' has 2 parameters",
-                TwoParameters.class);
-    }
+		@RdmaCompletionListener(queue = "tx")
+		void onBatch(CompletionBatch batch) {
+		}
 
-    @Test
-    void fieldTheQueueDoesNotProvide() {
-        assertListenerFailure("FieldNotRequested.onCompletion(WorkCompletion) of bean 'first' reads field "
-                + "completion-timestamp, but queue 'rx' (type extended) does not provide it "
-                + "(rdma.completion-queues.rx.wc-flags=[BYTE_LEN, QP_NUM])", FieldNotRequested.class);
-    }
+	}
 
-    @Test
-    void extendedFieldOnLegacyQueue() {
-        assertListenerFailure("reads field flow-tag, but queue 'tx' (type legacy) does not provide it",
-                FieldOnLegacy.class);
-    }
+	static class TwoParameters {
 
-    @Test
-    void unknownErrorHandler() {
-        assertListenerFailure("UnknownErrorHandler.onCompletion(WorkCompletion) of bean 'first' names errorHandler "
-                + "'noSuchHandler', which is not a RdmaCompletionErrorHandler bean", UnknownErrorHandler.class);
-    }
+		@RdmaCompletionListener(queue = "rx")
+		void onCompletion(WorkCompletion wc, String extra) {
+		}
 
-    @Test
-    void staticListener() {
-        assertListenerFailure("StaticListener.onCompletion(WorkCompletion) of bean 'first' is static",
-                StaticListener.class);
-    }
+	}
 
-    @Test
-    void listenerOnUnconfiguredQueueWhenRdmaBacksOff() {
-        // With no queue beans (auto-configuration backed off) a listener cannot start: the message says so.
-        runner.withBean("first", TwoOnOneQueue.class).run(context -> {
-            assertThat(context).hasFailed();
-            StringBuilder all = new StringBuilder();
-            for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
-                all.append(t.getMessage()).append('\n');
-            }
-            assertThat(all.toString()).contains("listens to queue 'rx', but no completion queue bean of that name exists");
-        });
-    }
+	static class FieldNotRequested {
 
-    // ------------------------------------------------------------------ discovery through proxies, fast invoker
+		@RdmaCompletionListener(queue = "rx", fields = { WcExFlag.BYTE_LEN, WcExFlag.COMPLETION_TIMESTAMP })
+		void onCompletion(WorkCompletion wc) {
+		}
 
-    public interface Receiver {
-        void onCompletion(WorkCompletion wc);
-    }
+	}
 
-    public static class Target implements Receiver {
-        final List<Long> seen = new ArrayList<>();
+	static class FieldOnLegacy {
 
-        @Override
-        @RdmaCompletionListener(queue = "rx")
-        public void onCompletion(WorkCompletion wc) {
-            seen.add(wc.wrId());
-        }
+		@RdmaCompletionListener(queue = "tx", fields = WcExFlag.FLOW_TAG)
+		void onCompletion(WorkCompletion wc) {
+		}
 
-        @RdmaCompletionListener(queue = "tx", batch = true)
-        int onBatch(CompletionBatch batch) {
-            seen.add(-(long) batch.size());
-            return batch.size();
-        }
-    }
+	}
 
-    public static class InterfaceOnly implements Receiver {
-        final List<Long> seen = new ArrayList<>();
+	static class UnknownErrorHandler {
 
-        @Override
-        @RdmaCompletionListener(queue = "rx")
-        public void onCompletion(WorkCompletion wc) {
-            seen.add(wc.wrId());
-        }
-    }
+		@RdmaCompletionListener(queue = "rx", errorHandler = "noSuchHandler")
+		void onCompletion(WorkCompletion wc) {
+		}
 
-    private RdmaCompletionListenerAnnotationBeanPostProcessor processor() {
-        RdmaCompletionListenerAnnotationBeanPostProcessor processor = new RdmaCompletionListenerAnnotationBeanPostProcessor();
-        MockEnvironment environment = new MockEnvironment().withProperty("rdma.completion-queues.rx.type", "extended")
-            .withProperty("rdma.completion-queues.tx.type", "legacy");
-        RdmaProperties properties = Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class)
-            .get();
-        processor.setEndpointValidator(new RdmaPropertiesListenerValidator(properties));
-        processor.setBeanFactory(new DefaultListableBeanFactory());
-        return processor;
-    }
+	}
 
-    @Test
-    void discoversListenersThroughJdkAndCglibProxiesAndInvokesThem() throws Throwable {
-        WorkCompletion wc = mock(WorkCompletion.class);
-        when(wc.wrId()).thenReturn(42L);
-        CompletionBatch batch = mock(CompletionBatch.class);
-        when(batch.size()).thenReturn(3);
+	static class StaticListener {
 
-        InterfaceOnly target = new InterfaceOnly();
-        ProxyFactory jdk = new ProxyFactory(target);
-        jdk.addInterface(Receiver.class);
-        Object jdkProxy = jdk.getProxy();
-        RdmaCompletionListenerAnnotationBeanPostProcessor processor = processor();
-        processor.postProcessAfterInitialization(jdkProxy, "jdkBean");
-        List<RdmaListenerEndpoint> endpoints = processor.endpoints();
-        assertThat(endpoints).extracting(RdmaListenerEndpoint::queue).containsExactly("rx");
-        RdmaListenerEndpoint rx = endpoints.stream().filter(e -> e.queue().equals("rx")).findFirst().orElseThrow();
-        assertThat(rx.batch()).isFalse();
-        rx.invoker().invoke(wc);
-        assertThat(target.seen).containsExactly(42L);
+		@RdmaCompletionListener(queue = "rx")
+		static void onCompletion(WorkCompletion wc) {
+		}
 
-        Target target2 = new Target();
-        ProxyFactory cglib = new ProxyFactory(target2);
-        cglib.setProxyTargetClass(true);
-        RdmaCompletionListenerAnnotationBeanPostProcessor processor2 = processor();
-        processor2.postProcessAfterInitialization(cglib.getProxy(), "cglibBean");
-        for (RdmaListenerEndpoint e : processor2.endpoints()) {
-            e.invoker().invoke(e.batch() ? batch : wc);
-        }
-        assertThat(target2.seen).containsExactlyInAnyOrder(42L, -3L);
-    }
+	}
 
-    static final class PrivateHolder {
-        long last;
+	private void assertListenerFailure(String message, Class<?>... listeners) {
+		long open = NativeObjects.open();
+		@SuppressWarnings("unchecked")
+		Class<Object> first = (Class<Object>) listeners[0];
+		@SuppressWarnings("unchecked")
+		Class<Object> second = (Class<Object>) (listeners.length > 1 ? listeners[1] : Object.class);
+		runner.withBean("first", first).withBean("second", second).run(context -> {
+			assertThat(context).hasFailed();
+			Throwable failure = context.getStartupFailure();
+			StringBuilder all = new StringBuilder();
+			boolean analysable = false;
+			for (Throwable t = failure; t != null; t = t.getCause()) {
+				all.append(t.getMessage()).append('\n');
+				analysable |= t instanceof RdmaConfigurationException;
+			}
+			assertThat(analysable).as("RdmaConfigurationException in the cause chain").isTrue();
+			assertThat(all.toString()).contains(message);
+			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(failure);
+			assertThat(analysis.getDescription()).contains("@RdmaCompletionListener").contains(message);
+			assertThat(analysis.getAction()).isNotBlank();
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
 
-        @SuppressWarnings("unused")
-        private String take(WorkCompletion wc) {
-            last = wc.wrId();
-            return "ignored";
-        }
-    }
+	@Test
+	void unknownQueue() {
+		assertListenerFailure("@RdmaCompletionListener UnknownQueue.onCompletion(WorkCompletion) of bean 'first' "
+				+ "listens to queue 'rxx', which is not configured under rdma.completion-queues (configured: [rx, tx])",
+				UnknownQueue.class);
+	}
 
-    @Test
-    void invokerCallsPrivateMethodsAndDropsTheResult() throws Throwable {
-        WorkCompletion wc = mock(WorkCompletion.class);
-        when(wc.wrId()).thenReturn(7L);
-        PrivateHolder holder = new PrivateHolder();
-        ListenerInvoker invoker = ListenerInvoker.bind(holder,
-                PrivateHolder.class.getDeclaredMethod("take", WorkCompletion.class));
-        invoker.invoke(wc);
-        assertThat(holder.last).isEqualTo(7L);
-        assertThat(invoker).isNotInstanceOf(java.lang.reflect.Method.class);
-    }
+	@Test
+	void twoListenersOnOneQueue() {
+		assertListenerFailure(
+				"queue 'rx' has two listeners: @RdmaCompletionListener TwoOnOneQueue.first(WorkCompletion) "
+						+ "of bean 'first' and @RdmaCompletionListener SecondOnSameQueue.second(WorkCompletion) of bean 'second'",
+				TwoOnOneQueue.class, SecondOnSameQueue.class);
+	}
 
-    @Configuration(proxyBeanMethods = false)
-    static class NoListeners {
-        @Bean
-        String plain() {
-            return "x";
-        }
-    }
+	@Test
+	void parameterTypeItCannotSupply() {
+		assertListenerFailure("WrongType.onCompletion(String) of bean 'first' takes a String, which a completion "
+				+ "listener cannot supply", WrongType.class);
+	}
 
-    @Test
-    void contextWithoutListenersStartsAndStopsCleanly() {
-        runner.withUserConfiguration(NoListeners.class).run(context -> {
-            assertThat(context).hasNotFailed();
-            assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainers()).isEmpty();
-        });
-    }
+	@Test
+	void batchTrueWithWorkCompletionParameter() {
+		assertListenerFailure(
+				"BatchWithSingleParameter.onBatch(WorkCompletion) of bean 'first' is declared batch = true "
+						+ "but its parameter is WorkCompletion, not CompletionBatch",
+				BatchWithSingleParameter.class);
+	}
+
+	@Test
+	void batchParameterWithoutBatchTrue() {
+		assertListenerFailure(
+				"SingleWithBatchParameter.onBatch(CompletionBatch) of bean 'first' takes a CompletionBatch "
+						+ "but is not declared batch = true",
+				SingleWithBatchParameter.class);
+	}
+
+	@Test
+	void twoParameters() {
+		assertListenerFailure("TwoParameters.onCompletion(WorkCompletion, String) of bean 'first' has 2 parameters",
+				TwoParameters.class);
+	}
+
+	@Test
+	void fieldTheQueueDoesNotProvide() {
+		assertListenerFailure("FieldNotRequested.onCompletion(WorkCompletion) of bean 'first' reads field "
+				+ "completion-timestamp, but queue 'rx' (type extended) does not provide it "
+				+ "(rdma.completion-queues.rx.wc-flags=[BYTE_LEN, QP_NUM])", FieldNotRequested.class);
+	}
+
+	@Test
+	void extendedFieldOnLegacyQueue() {
+		assertListenerFailure("reads field flow-tag, but queue 'tx' (type legacy) does not provide it",
+				FieldOnLegacy.class);
+	}
+
+	@Test
+	void unknownErrorHandler() {
+		assertListenerFailure("UnknownErrorHandler.onCompletion(WorkCompletion) of bean 'first' names errorHandler "
+				+ "'noSuchHandler', which is not a RdmaCompletionErrorHandler bean", UnknownErrorHandler.class);
+	}
+
+	@Test
+	void staticListener() {
+		assertListenerFailure("StaticListener.onCompletion(WorkCompletion) of bean 'first' is static",
+				StaticListener.class);
+	}
+
+	@Test
+	void listenerOnUnconfiguredQueueWhenRdmaBacksOff() {
+		// With no queue beans (auto-configuration backed off) a listener cannot start:
+		// the message says so.
+		runner.withBean("first", TwoOnOneQueue.class).run(context -> {
+			assertThat(context).hasFailed();
+			StringBuilder all = new StringBuilder();
+			for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
+				all.append(t.getMessage()).append('\n');
+			}
+			assertThat(all.toString())
+				.contains("listens to queue 'rx', but no completion queue bean of that name exists");
+		});
+	}
+
+	// ------------------------------------------------------------------ discovery
+	// through proxies, fast invoker
+
+	public interface Receiver {
+
+		void onCompletion(WorkCompletion wc);
+
+	}
+
+	public static class Target implements Receiver {
+
+		final List<Long> seen = new ArrayList<>();
+
+		@Override
+		@RdmaCompletionListener(queue = "rx")
+		public void onCompletion(WorkCompletion wc) {
+			seen.add(wc.wrId());
+		}
+
+		@RdmaCompletionListener(queue = "tx", batch = true)
+		int onBatch(CompletionBatch batch) {
+			seen.add(-(long) batch.size());
+			return batch.size();
+		}
+
+	}
+
+	public static class InterfaceOnly implements Receiver {
+
+		final List<Long> seen = new ArrayList<>();
+
+		@Override
+		@RdmaCompletionListener(queue = "rx")
+		public void onCompletion(WorkCompletion wc) {
+			seen.add(wc.wrId());
+		}
+
+	}
+
+	private RdmaCompletionListenerAnnotationBeanPostProcessor processor() {
+		RdmaCompletionListenerAnnotationBeanPostProcessor processor = new RdmaCompletionListenerAnnotationBeanPostProcessor();
+		MockEnvironment environment = new MockEnvironment().withProperty("rdma.completion-queues.rx.type", "extended")
+			.withProperty("rdma.completion-queues.tx.type", "legacy");
+		RdmaProperties properties = Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class).get();
+		processor.setEndpointValidator(new RdmaPropertiesListenerValidator(properties));
+		processor.setBeanFactory(new DefaultListableBeanFactory());
+		return processor;
+	}
+
+	@Test
+	void discoversListenersThroughJdkAndCglibProxiesAndInvokesThem() throws Throwable {
+		WorkCompletion wc = mock(WorkCompletion.class);
+		when(wc.wrId()).thenReturn(42L);
+		CompletionBatch batch = mock(CompletionBatch.class);
+		when(batch.size()).thenReturn(3);
+
+		InterfaceOnly target = new InterfaceOnly();
+		ProxyFactory jdk = new ProxyFactory(target);
+		jdk.addInterface(Receiver.class);
+		Object jdkProxy = jdk.getProxy();
+		RdmaCompletionListenerAnnotationBeanPostProcessor processor = processor();
+		processor.postProcessAfterInitialization(jdkProxy, "jdkBean");
+		List<RdmaListenerEndpoint> endpoints = processor.endpoints();
+		assertThat(endpoints).extracting(RdmaListenerEndpoint::queue).containsExactly("rx");
+		RdmaListenerEndpoint rx = endpoints.stream().filter(e -> e.queue().equals("rx")).findFirst().orElseThrow();
+		assertThat(rx.batch()).isFalse();
+		rx.invoker().invoke(wc);
+		assertThat(target.seen).containsExactly(42L);
+
+		Target target2 = new Target();
+		ProxyFactory cglib = new ProxyFactory(target2);
+		cglib.setProxyTargetClass(true);
+		RdmaCompletionListenerAnnotationBeanPostProcessor processor2 = processor();
+		processor2.postProcessAfterInitialization(cglib.getProxy(), "cglibBean");
+		for (RdmaListenerEndpoint e : processor2.endpoints()) {
+			e.invoker().invoke(e.batch() ? batch : wc);
+		}
+		assertThat(target2.seen).containsExactlyInAnyOrder(42L, -3L);
+	}
+
+	static final class PrivateHolder {
+
+		long last;
+
+		@SuppressWarnings("unused")
+		private String take(WorkCompletion wc) {
+			last = wc.wrId();
+			return "ignored";
+		}
+
+	}
+
+	@Test
+	void invokerCallsPrivateMethodsAndDropsTheResult() throws Throwable {
+		WorkCompletion wc = mock(WorkCompletion.class);
+		when(wc.wrId()).thenReturn(7L);
+		PrivateHolder holder = new PrivateHolder();
+		ListenerInvoker invoker = ListenerInvoker.bind(holder,
+				PrivateHolder.class.getDeclaredMethod("take", WorkCompletion.class));
+		invoker.invoke(wc);
+		assertThat(holder.last).isEqualTo(7L);
+		assertThat(invoker).isNotInstanceOf(java.lang.reflect.Method.class);
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class NoListeners {
+
+		@Bean
+		String plain() {
+			return "x";
+		}
+
+	}
+
+	@Test
+	void contextWithoutListenersStartsAndStopsCleanly() {
+		runner.withUserConfiguration(NoListeners.class).run(context -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainers()).isEmpty();
+		});
+	}
+
 }

@@ -21,50 +21,57 @@ import dev.rdma.verbs.WorkCompletion;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * README.md's listener code: the classes its snippets import exist, and the snippets themselves (below, as the README
- * shows them) compile with the tests.
+ * README.md's listener code: the classes its snippets import exist, and the snippets
+ * themselves (below, as the README shows them) compile with the tests.
  */
 class ReadmeTests {
 
-    @Test
-    void everyClassTheReadmeImportsExists() throws IOException {
-        String readme = Files.readString(Path.of("..", "README.md"));
-        Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(readme);
-        List<String> imports = new ArrayList<>();
-        while (block.find()) {
-            Matcher imported = Pattern.compile("^import ([\\w.]+);$", Pattern.MULTILINE).matcher(block.group(1));
-            while (imported.find()) {
-                imports.add(imported.group(1));
-            }
-        }
-        assertThat(imports).contains("dev.rdma.spring.annotation.RdmaCompletionListener",
-                "dev.rdma.spring.config.RdmaListenerContainerCustomizer");
-        assertThat(imports).allSatisfy(name -> assertThat(Class.forName(name)).isNotNull());
-        assertThat(readme).doesNotContain("dev.rdma.spring.boot.autoconfigure.listener");
-    }
+	@Test
+	void everyClassTheReadmeImportsExists() throws IOException {
+		String readme = Files.readString(Path.of("..", "README.md"));
+		Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(readme);
+		List<String> imports = new ArrayList<>();
+		while (block.find()) {
+			Matcher imported = Pattern.compile("^import ([\\w.]+);$", Pattern.MULTILINE).matcher(block.group(1));
+			while (imported.find()) {
+				imports.add(imported.group(1));
+			}
+		}
+		assertThat(imports).contains("dev.rdma.spring.annotation.RdmaCompletionListener",
+				"dev.rdma.spring.config.RdmaListenerContainerCustomizer");
+		assertThat(imports).allSatisfy(name -> assertThat(Class.forName(name)).isNotNull());
+		assertThat(readme).doesNotContain("dev.rdma.spring.boot.autoconfigure.listener");
+	}
 
-    /** The README's listener and customizer snippets. */
-    static class Snippets {
+	/** The README's listener and customizer snippets. */
+	static class Snippets {
 
-        @RdmaCompletionListener(queue = "rx", fields = {WcExFlag.BYTE_LEN, WcExFlag.IMM})
-        void onCompletion(WorkCompletion wc) {           // one call per completion
-            if (wc.isSuccess()) { handle(wc.wrId(), wc.byteLen(), wc.immData()); }
-        }
+		@RdmaCompletionListener(queue = "rx", fields = { WcExFlag.BYTE_LEN, WcExFlag.IMM })
+		void onCompletion(WorkCompletion wc) { // one call per completion
+			if (wc.isSuccess()) {
+				handle(wc.wrId(), wc.byteLen(), wc.immData());
+			}
+		}
 
-        @RdmaCompletionListener(queue = "tx", batch = true)
-        void onBatch(CompletionBatch batch) {            // one call per poll, batch.get(i) for i < batch.size()
-        }
+		@RdmaCompletionListener(queue = "tx", batch = true)
+		void onBatch(CompletionBatch batch) { // one call per poll, batch.get(i) for i <
+												// batch.size()
+		}
 
-        @Bean
-        RdmaListenerContainerCustomizer largerRxBatches() {
-            return container -> {
-                if (container.queue().equals("rx")) {
-                    container.getSettings().setBatchSize(128);   // also: setMode, setSpin, setAckBatch, setErrorHandler
-                }
-            };
-        }
+		@Bean
+		RdmaListenerContainerCustomizer largerRxBatches() {
+			return container -> {
+				if (container.queue().equals("rx")) {
+					container.getSettings().setBatchSize(128); // also: setMode, setSpin,
+																// setAckBatch,
+																// setErrorHandler
+				}
+			};
+		}
 
-        void handle(long wrId, int byteLen, int immData) {
-        }
-    }
+		void handle(long wrId, int byteLen, int immData) {
+		}
+
+	}
+
 }

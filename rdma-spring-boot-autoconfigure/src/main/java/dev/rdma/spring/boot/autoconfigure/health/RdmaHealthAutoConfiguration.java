@@ -14,8 +14,9 @@ import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
 
 /**
- * The {@code rdma} health indicator ({@link RdmaHealthIndicator}), when Spring Boot's health support is on the class
- * path, the indicator is enabled ({@code management.health.rdma.enabled}) and the RDMA auto-configuration created its
+ * The {@code rdma} health indicator ({@link RdmaHealthIndicator}), when Spring Boot's
+ * health support is on the class path, the indicator is enabled
+ * ({@code management.health.rdma.enabled}) and the RDMA auto-configuration created its
  * resources.
  */
 @AutoConfiguration(after = RdmaAutoConfiguration.class)
@@ -24,12 +25,15 @@ import dev.rdma.spring.boot.autoconfigure.RdmaResources;
 @ConditionalOnEnabledHealthIndicator("rdma")
 public class RdmaHealthAutoConfiguration {
 
-    /** Bean name of the health indicator (the indicator is named {@code rdma} after it). */
-    public static final String HEALTH_INDICATOR_BEAN_NAME = "rdmaHealthIndicator";
+	/**
+	 * Bean name of the health indicator (the indicator is named {@code rdma} after it).
+	 */
+	public static final String HEALTH_INDICATOR_BEAN_NAME = "rdmaHealthIndicator";
 
-    @Bean(name = HEALTH_INDICATOR_BEAN_NAME)
-    @ConditionalOnMissingBean(name = HEALTH_INDICATOR_BEAN_NAME)
-    RdmaHealthIndicator rdmaHealthIndicator(RdmaResources resources, ObjectProvider<RdmaAsyncEventMonitor> monitor) {
-        return new RdmaHealthIndicator(resources, monitor.getIfAvailable());
-    }
+	@Bean(name = HEALTH_INDICATOR_BEAN_NAME)
+	@ConditionalOnMissingBean(name = HEALTH_INDICATOR_BEAN_NAME)
+	RdmaHealthIndicator rdmaHealthIndicator(RdmaResources resources, ObjectProvider<RdmaAsyncEventMonitor> monitor) {
+		return new RdmaHealthIndicator(resources, monitor.getIfAvailable());
+	}
+
 }

@@ -14,23 +14,24 @@ import dev.rdma.spring.boot.autoconfigure.RdmaResources;
 import dev.rdma.spring.listener.PollerMetrics;
 
 /**
- * Micrometer meters of the pollers ({@link RdmaMicrometerMetrics}) when Micrometer is on the class path and the RDMA
- * auto-configuration created its resources. The registry is looked up when the bean is created: with no unique
- * {@link MeterRegistry} the pollers get {@link PollerMetrics.Factory#NONE} and do not even read the clock.
+ * Micrometer meters of the pollers ({@link RdmaMicrometerMetrics}) when Micrometer is on
+ * the class path and the RDMA auto-configuration created its resources. The registry is
+ * looked up when the bean is created: with no unique {@link MeterRegistry} the pollers
+ * get {@link PollerMetrics.Factory#NONE} and do not even read the clock.
  */
 @AutoConfiguration(after = RdmaAutoConfiguration.class)
 @ConditionalOnClass(MeterRegistry.class)
 @ConditionalOnBean(RdmaResources.class)
 public class RdmaMetricsAutoConfiguration {
 
-    /** Bean name of the pollers' metrics factory. */
-    public static final String POLLER_METRICS_BEAN_NAME = "rdmaPollerMetrics";
+	/** Bean name of the pollers' metrics factory. */
+	public static final String POLLER_METRICS_BEAN_NAME = "rdmaPollerMetrics";
 
-    @Bean(name = POLLER_METRICS_BEAN_NAME)
-    @ConditionalOnMissingBean(PollerMetrics.Factory.class)
-    PollerMetrics.Factory rdmaPollerMetrics(ObjectProvider<MeterRegistry> registry, RdmaResources resources) {
-        MeterRegistry meterRegistry = registry.getIfUnique();
-        return meterRegistry == null ? PollerMetrics.Factory.NONE
-                : new RdmaMicrometerMetrics(meterRegistry, resources);
-    }
+	@Bean(name = POLLER_METRICS_BEAN_NAME)
+	@ConditionalOnMissingBean(PollerMetrics.Factory.class)
+	PollerMetrics.Factory rdmaPollerMetrics(ObjectProvider<MeterRegistry> registry, RdmaResources resources) {
+		MeterRegistry meterRegistry = registry.getIfUnique();
+		return meterRegistry == null ? PollerMetrics.Factory.NONE : new RdmaMicrometerMetrics(meterRegistry, resources);
+	}
+
 }

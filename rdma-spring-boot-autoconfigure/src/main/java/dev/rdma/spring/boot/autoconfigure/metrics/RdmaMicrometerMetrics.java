@@ -20,121 +20,152 @@ import dev.rdma.verbs.WcStatus;
 /**
  * Micrometer meters of the RDMA pollers, updated once per poll batch:
  * <ul>
- *   <li>{@code rdma.completions} (counter; queue, status)</li>
- *   <li>{@code rdma.poll.batch.size} (distribution summary; queue)</li>
- *   <li>{@code rdma.events} and {@code rdma.events.acked} (counters; queue)</li>
- *   <li>{@code rdma.listener} (timer per batch of listener calls; queue, result, exception)</li>
- *   <li>{@code rdma.listener.failures} (counter of listener calls that threw; queue, exception)</li>
- *   <li>{@code rdma.poll.errors} (counter; queue)</li>
- *   <li>{@code rdma.cq.errors} (function counter of IBV_EVENT_CQ_ERR; queue, device)</li>
+ * <li>{@code rdma.completions} (counter; queue, status)</li>
+ * <li>{@code rdma.poll.batch.size} (distribution summary; queue)</li>
+ * <li>{@code rdma.events} and {@code rdma.events.acked} (counters; queue)</li>
+ * <li>{@code rdma.listener} (timer per batch of listener calls; queue, result,
+ * exception)</li>
+ * <li>{@code rdma.listener.failures} (counter of listener calls that threw; queue,
+ * exception)</li>
+ * <li>{@code rdma.poll.errors} (counter; queue)</li>
+ * <li>{@code rdma.cq.errors} (function counter of IBV_EVENT_CQ_ERR; queue, device)</li>
  * </ul>
  */
 public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitializingSingleton {
 
-    private final MeterRegistry registry;
-    private final RdmaResources resources;
+	private final MeterRegistry registry;
 
-    public RdmaMicrometerMetrics(MeterRegistry registry, RdmaResources resources) {
-        this.registry = registry;
-        this.resources = resources;
-    }
+	private final RdmaResources resources;
 
-    /** Binds the per-queue CQ error counters once every queue bean exists. */
-    @Override
-    public void afterSingletonsInstantiated() {
-        if (resources != null) {
-            resources.queues().forEach((name, queue) -> FunctionCounter
-                    .builder("rdma.cq.errors", queue, CompletionQueue::asyncErrors)
-                    .description("Asynchronous CQ errors (IBV_EVENT_CQ_ERR, e.g. overrun)")
-                    .tags("queue", name, "device", queue.context().deviceName())
-                    .register(registry));
-        }
-    }
+	public RdmaMicrometerMetrics(MeterRegistry registry, RdmaResources resources) {
+		this.registry = registry;
+		this.resources = resources;
+	}
 
-    @Override
-    public PollerMetrics forQueue(String queue) {
-        return new QueueMeters(queue);
-    }
+	/** Binds the per-queue CQ error counters once every queue bean exists. */
+	@Override
+	public void afterSingletonsInstantiated() {
+		if (resources != null) {
+			resources.queues()
+				.forEach((name, queue) -> FunctionCounter.builder("rdma.cq.errors", queue, CompletionQueue::asyncErrors)
+					.description("Asynchronous CQ errors (IBV_EVENT_CQ_ERR, e.g. overrun)")
+					.tags("queue", name, "device", queue.context().deviceName())
+					.register(registry));
+		}
+	}
 
-    private final class QueueMeters implements PollerMetrics {
+	@Override
+	public PollerMetrics forQueue(String queue) {
+		return new QueueMeters(queue);
+	}
 
-        private final String queue;
-        private final Counter[] completions = new Counter[WcStatus.values().length];
-        private final DistributionSummary batchSize;
-        private final Counter events;
-        private final Counter acks;
-        private final Counter pollErrors;
-        private final Timer success;
-        private final Map<Class<?>, Timer> failureTimers = new ConcurrentHashMap<>();
-        private final Map<Class<?>, Counter> failureCounters = new ConcurrentHashMap<>();
+	private final class QueueMeters implements PollerMetrics {
 
-        QueueMeters(String queue) {
-            this.queue = queue;
-            this.batchSize = DistributionSummary.builder("rdma.poll.batch.size")
-                    .description("Completions per non-empty poll").tags("queue", queue).register(registry);
-            this.events = Counter.builder("rdma.events").description("Completion events got")
-                    .tags("queue", queue).register(registry);
-            this.acks = Counter.builder("rdma.events.acked").description("Completion events acknowledged")
-                    .tags("queue", queue).register(registry);
-            this.pollErrors = Counter.builder("rdma.poll.errors").description("Failed polls")
-                    .tags("queue", queue).register(registry);
-            this.success = Timer.builder("rdma.listener").description("Listener calls of one poll batch")
-                    .tags("queue", queue, "result", "success", "exception", "none").register(registry);
-            // the success counter is the common case: create it eagerly
-            completions[WcStatus.SUCCESS.ordinal()] = completionCounter(WcStatus.SUCCESS);
-        }
+		private final String queue;
 
-        private Counter completionCounter(WcStatus status) {
-            return Counter.builder("rdma.completions").description("Work completions polled")
-                    .tags("queue", queue, "status", status.name().toLowerCase(java.util.Locale.ROOT))
-                    .register(registry);
-        }
+		private final Counter[] completions = new Counter[WcStatus.values().length];
 
-        @Override
-        public void batch(int size, long[] statusCounts) {
-            batchSize.record(size);
-            for (int i = 0; i < statusCounts.length; i++) {
-                long count = statusCounts[i];
-                if (count != 0) {
-                    Counter counter = completions[i];
-                    if (counter == null) {
-                        counter = completionCounter(WcStatus.values()[i]);
-                        completions[i] = counter;
-                    }
-                    counter.increment(count);
-                }
-            }
-        }
+		private final DistributionSummary batchSize;
 
-        @Override
-        public void listener(long nanos, int failures, @Nullable Throwable firstFailure) {
-            if (firstFailure == null) {
-                success.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
-                return;
-            }
-            Class<?> type = firstFailure.getClass();
-            failureTimers.computeIfAbsent(type, t -> Timer.builder("rdma.listener")
-                    .description("Listener calls of one poll batch")
-                    .tags("queue", queue, "result", "failure", "exception", t.getSimpleName()).register(registry))
-                    .record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
-            failureCounters.computeIfAbsent(type, t -> Counter.builder("rdma.listener.failures")
-                    .description("Listener calls that threw").tags("queue", queue, "exception", t.getSimpleName())
-                    .register(registry)).increment(failures);
-        }
+		private final Counter events;
 
-        @Override
-        public void events(long count) {
-            events.increment(count);
-        }
+		private final Counter acks;
 
-        @Override
-        public void acks(long count) {
-            acks.increment(count);
-        }
+		private final Counter pollErrors;
 
-        @Override
-        public void pollError(Throwable error) {
-            pollErrors.increment();
-        }
-    }
+		private final Timer success;
+
+		private final Map<Class<?>, Timer> failureTimers = new ConcurrentHashMap<>();
+
+		private final Map<Class<?>, Counter> failureCounters = new ConcurrentHashMap<>();
+
+		QueueMeters(String queue) {
+			this.queue = queue;
+			this.batchSize = DistributionSummary.builder("rdma.poll.batch.size")
+				.description("Completions per non-empty poll")
+				.tags("queue", queue)
+				.register(registry);
+			this.events = Counter.builder("rdma.events")
+				.description("Completion events got")
+				.tags("queue", queue)
+				.register(registry);
+			this.acks = Counter.builder("rdma.events.acked")
+				.description("Completion events acknowledged")
+				.tags("queue", queue)
+				.register(registry);
+			this.pollErrors = Counter.builder("rdma.poll.errors")
+				.description("Failed polls")
+				.tags("queue", queue)
+				.register(registry);
+			this.success = Timer.builder("rdma.listener")
+				.description("Listener calls of one poll batch")
+				.tags("queue", queue, "result", "success", "exception", "none")
+				.register(registry);
+			// the success counter is the common case: create it eagerly
+			completions[WcStatus.SUCCESS.ordinal()] = completionCounter(WcStatus.SUCCESS);
+		}
+
+		private Counter completionCounter(WcStatus status) {
+			return Counter.builder("rdma.completions")
+				.description("Work completions polled")
+				.tags("queue", queue, "status", status.name().toLowerCase(java.util.Locale.ROOT))
+				.register(registry);
+		}
+
+		@Override
+		public void batch(int size, long[] statusCounts) {
+			batchSize.record(size);
+			for (int i = 0; i < statusCounts.length; i++) {
+				long count = statusCounts[i];
+				if (count != 0) {
+					Counter counter = completions[i];
+					if (counter == null) {
+						counter = completionCounter(WcStatus.values()[i]);
+						completions[i] = counter;
+					}
+					counter.increment(count);
+				}
+			}
+		}
+
+		@Override
+		public void listener(long nanos, int failures, @Nullable Throwable firstFailure) {
+			if (firstFailure == null) {
+				success.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+				return;
+			}
+			Class<?> type = firstFailure.getClass();
+			failureTimers
+				.computeIfAbsent(type,
+						t -> Timer.builder("rdma.listener")
+							.description("Listener calls of one poll batch")
+							.tags("queue", queue, "result", "failure", "exception", t.getSimpleName())
+							.register(registry))
+				.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+			failureCounters
+				.computeIfAbsent(type,
+						t -> Counter.builder("rdma.listener.failures")
+							.description("Listener calls that threw")
+							.tags("queue", queue, "exception", t.getSimpleName())
+							.register(registry))
+				.increment(failures);
+		}
+
+		@Override
+		public void events(long count) {
+			events.increment(count);
+		}
+
+		@Override
+		public void acks(long count) {
+			acks.increment(count);
+		}
+
+		@Override
+		public void pollError(Throwable error) {
+			pollErrors.increment();
+		}
+
+	}
+
 }

@@ -11,7 +11,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
@@ -22,105 +21,116 @@ import dev.rdma.verbs.testing.DeviceTestSupport;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue 7, fault "the device is removed" ({@code rdma link delete <device>}): on rxe the deletion blocks, with no async
- * event, until every process closed its context. The application runs with traffic on its four queues, the deletion
- * starts in the background and stays blocked; the Spring context closes; the deletion must then complete within
+ * Issue 7, fault "the device is removed" ({@code rdma link delete <device>}): on rxe the
+ * deletion blocks, with no async event, until every process closed its context. The
+ * application runs with traffic on its four queues, the deletion starts in the background
+ * and stays blocked; the Spring context closes; the deletion must then complete within
  * seconds.
  *
- * <p>This destroys the device for the rest of the VM boot, so it is tagged {@value #TAG}, not {@code device}: the
- * device tier runs it in a JVM of its own after every other device test and the sample ({@code scripts/test}). It
- * runs only inside the Soft-RoCE VM (see {@link DeviceAdmin}).
+ * <p>
+ * This destroys the device for the rest of the VM boot, so it is tagged {@value #TAG},
+ * not {@code device}: the device tier runs it in a JVM of its own after every other
+ * device test and the sample ({@code scripts/test}). It runs only inside the Soft-RoCE VM
+ * (see {@link DeviceAdmin}).
  */
 @Tag(DeviceRemovalReliabilityDeviceTest.TAG)
 class DeviceRemovalReliabilityDeviceTest {
 
-    /** Tests that remove the device: run last, in their own JVM. */
-    static final String TAG = "device-last";
-    private static final Duration TIMEOUT = Duration.ofSeconds(120);
-    /** How long the deletion must stay blocked while the application is open. */
-    private static final long BLOCKED_MS = 3000;
-    /** The deletion must complete this soon after the context closed. */
-    private static final long AFTER_CLOSE_MS = 5000;
+	/** Tests that remove the device: run last, in their own JVM. */
+	static final String TAG = "device-last";
 
-    @Test
-    void deviceRemovalCompletesOnceTheApplicationClosed() throws Exception {
-        String device = DeviceTestSupport.deviceName();
-        DeviceAdmin.requireThrowAwayDevice("deleting the RDMA device");
-        long open = NativeObjects.open();
-        long[] figures = new long[5];
-        AtomicLong exitedAt = new AtomicLong();
-        RdmaListenerEndpointRegistry[] registry = new RdmaListenerEndpointRegistry[1];
-        Process[] delete = new Process[1];
-        Path log = Files.createTempFile("rdma-link-delete", ".log");
-        String[] blockedNote = new String[1];
-        try {
-            LoadApp.runner(device, PollingMode.EVENT, 4096).run(context -> {
-                assertThat(context).hasNotFailed();
-                registry[0] = context.getBean(RdmaListenerEndpointRegistry.class);
-                RdmaAsyncEventMonitor.DeviceEvents events = context.getBean(RdmaAsyncEventMonitor.class).events("nic0");
-                LoadApp.drive(context, 0, 2048, TIMEOUT, "qp0", "qp1");
-                long eventsBefore = events.total();
+	private static final Duration TIMEOUT = Duration.ofSeconds(120);
 
-                delete[0] = new ProcessBuilder("rdma", "link", "delete", device).redirectErrorStream(true)
-                    .redirectOutput(log.toFile()).start();
-                delete[0].onExit().thenRun(() -> exitedAt.set(System.nanoTime()));
-                boolean exitedEarly = delete[0].waitFor(BLOCKED_MS, TimeUnit.MILLISECONDS);
-                assertThat(exitedEarly).as("rdma link delete " + device + " returned while the application had the "
-                        + "device open (exit " + (exitedEarly ? delete[0].exitValue() : -1) + ": " + read(log) + ")")
-                    .isFalse();
-                // still open and working while the deletion waits: traffic on both QPs
-                String traffic;
-                try {
-                    LoadApp.drive(context, 2048, 1024, Duration.ofSeconds(30), "qp0", "qp1");
-                    traffic = "ok";
-                }
-                catch (AssertionError ex) {
-                    traffic = "failed";
-                }
-                blockedNote[0] = traffic;
-                figures[3] = events.total() - eventsBefore;
-                assertThat(delete[0].isAlive()).as("rdma link delete still blocked before close").isTrue();
+	/** How long the deletion must stay blocked while the application is open. */
+	private static final long BLOCKED_MS = 3000;
 
-                long start = System.nanoTime();
-                context.getSourceApplicationContext().close();
-                long closed = System.nanoTime();
-                figures[0] = (closed - start) / 1_000_000;
-                boolean done = delete[0].waitFor(AFTER_CLOSE_MS, TimeUnit.MILLISECONDS);
-                figures[1] = (System.nanoTime() - closed) / 1_000_000;
-                assertThat(done).as("rdma link delete " + device + " completed within " + AFTER_CLOSE_MS
-                        + " ms after the context closed (output: " + read(log) + ")").isTrue();
-                figures[2] = delete[0].exitValue();
-                DeviceTestSupport.await(Duration.ofSeconds(5), () -> exitedAt.get() != 0, "the deletion's exit seen");
-                figures[4] = (exitedAt.get() - start) / 1_000_000;
-            });
-        }
-        finally {
-            if (delete[0] != null && delete[0].isAlive()) {
-                delete[0].destroy();
-            }
-        }
-        Reliability.report("device-removal", "device", device, "deleteBlockedMs", ">=" + BLOCKED_MS,
-                "asyncEventsWhileBlocked", figures[3], "trafficWhileDeletePending", blockedNote[0], "closeMs",
-                figures[0], "deleteExitedAfterCloseStartMs", figures[4], "deleteDoneAfterCloseMs", figures[1],
-                "deleteExit", figures[2], "deviceGone",
-                !Files.exists(Path.of("/sys/class/infiniband", device)));
-        assertThat(figures[2]).as("rdma link delete exit status (" + read(log) + ")").isZero();
-        assertThat(figures[3]).as("async events while the deletion was pending").isZero();
-        assertThat(Path.of("/sys/class/infiniband", device)).doesNotExist();
-        for (CompletionQueueListenerContainer poller : registry[0].getListenerContainers()) {
-            assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
-        }
-        assertThat(figures[0]).as("shutdown ms").isLessThan(5000);
-        assertThat(NativeObjects.open()).as("native objects open (baseline " + open + "): " + NativeObjects.openByType())
-            .isEqualTo(open);
-    }
+	/** The deletion must complete this soon after the context closed. */
+	private static final long AFTER_CLOSE_MS = 5000;
 
-    private static String read(Path log) {
-        try {
-            return Files.readString(log, StandardCharsets.UTF_8).trim();
-        }
-        catch (IOException ex) {
-            return "(" + ex + ")";
-        }
-    }
+	@Test
+	void deviceRemovalCompletesOnceTheApplicationClosed() throws Exception {
+		String device = DeviceTestSupport.deviceName();
+		DeviceAdmin.requireThrowAwayDevice("deleting the RDMA device");
+		long open = NativeObjects.open();
+		long[] figures = new long[5];
+		AtomicLong exitedAt = new AtomicLong();
+		RdmaListenerEndpointRegistry[] registry = new RdmaListenerEndpointRegistry[1];
+		Process[] delete = new Process[1];
+		Path log = Files.createTempFile("rdma-link-delete", ".log");
+		String[] blockedNote = new String[1];
+		try {
+			LoadApp.runner(device, PollingMode.EVENT, 4096).run(context -> {
+				assertThat(context).hasNotFailed();
+				registry[0] = context.getBean(RdmaListenerEndpointRegistry.class);
+				RdmaAsyncEventMonitor.DeviceEvents events = context.getBean(RdmaAsyncEventMonitor.class).events("nic0");
+				LoadApp.drive(context, 0, 2048, TIMEOUT, "qp0", "qp1");
+				long eventsBefore = events.total();
+
+				delete[0] = new ProcessBuilder("rdma", "link", "delete", device).redirectErrorStream(true)
+					.redirectOutput(log.toFile())
+					.start();
+				delete[0].onExit().thenRun(() -> exitedAt.set(System.nanoTime()));
+				boolean exitedEarly = delete[0].waitFor(BLOCKED_MS, TimeUnit.MILLISECONDS);
+				assertThat(exitedEarly)
+					.as("rdma link delete " + device + " returned while the application had the " + "device open (exit "
+							+ (exitedEarly ? delete[0].exitValue() : -1) + ": " + read(log) + ")")
+					.isFalse();
+				// still open and working while the deletion waits: traffic on both QPs
+				String traffic;
+				try {
+					LoadApp.drive(context, 2048, 1024, Duration.ofSeconds(30), "qp0", "qp1");
+					traffic = "ok";
+				}
+				catch (AssertionError ex) {
+					traffic = "failed";
+				}
+				blockedNote[0] = traffic;
+				figures[3] = events.total() - eventsBefore;
+				assertThat(delete[0].isAlive()).as("rdma link delete still blocked before close").isTrue();
+
+				long start = System.nanoTime();
+				context.getSourceApplicationContext().close();
+				long closed = System.nanoTime();
+				figures[0] = (closed - start) / 1_000_000;
+				boolean done = delete[0].waitFor(AFTER_CLOSE_MS, TimeUnit.MILLISECONDS);
+				figures[1] = (System.nanoTime() - closed) / 1_000_000;
+				assertThat(done)
+					.as("rdma link delete " + device + " completed within " + AFTER_CLOSE_MS
+							+ " ms after the context closed (output: " + read(log) + ")")
+					.isTrue();
+				figures[2] = delete[0].exitValue();
+				DeviceTestSupport.await(Duration.ofSeconds(5), () -> exitedAt.get() != 0, "the deletion's exit seen");
+				figures[4] = (exitedAt.get() - start) / 1_000_000;
+			});
+		}
+		finally {
+			if (delete[0] != null && delete[0].isAlive()) {
+				delete[0].destroy();
+			}
+		}
+		Reliability.report("device-removal", "device", device, "deleteBlockedMs", ">=" + BLOCKED_MS,
+				"asyncEventsWhileBlocked", figures[3], "trafficWhileDeletePending", blockedNote[0], "closeMs",
+				figures[0], "deleteExitedAfterCloseStartMs", figures[4], "deleteDoneAfterCloseMs", figures[1],
+				"deleteExit", figures[2], "deviceGone", !Files.exists(Path.of("/sys/class/infiniband", device)));
+		assertThat(figures[2]).as("rdma link delete exit status (" + read(log) + ")").isZero();
+		assertThat(figures[3]).as("async events while the deletion was pending").isZero();
+		assertThat(Path.of("/sys/class/infiniband", device)).doesNotExist();
+		for (CompletionQueueListenerContainer poller : registry[0].getListenerContainers()) {
+			assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
+		}
+		assertThat(figures[0]).as("shutdown ms").isLessThan(5000);
+		assertThat(NativeObjects.open())
+			.as("native objects open (baseline " + open + "): " + NativeObjects.openByType())
+			.isEqualTo(open);
+	}
+
+	private static String read(Path log) {
+		try {
+			return Files.readString(log, StandardCharsets.UTF_8).trim();
+		}
+		catch (IOException ex) {
+			return "(" + ex + ")";
+		}
+	}
+
 }

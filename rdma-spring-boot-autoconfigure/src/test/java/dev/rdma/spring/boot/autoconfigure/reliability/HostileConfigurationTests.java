@@ -9,28 +9,31 @@ import org.springframework.boot.diagnostics.FailureAnalyzer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Issue 7, hostile configuration on the host (no RDMA device): {@link Reliability#hostileSets} random property sets
- * (300 by default, 3000 with RDMA_RELIABILITY_FULL=1) each start (the starter backs off) or fail with a
- * FailureAnalyzer message naming an rdma property. Seed: RDMA_RELIABILITY_SEED (default 7).
+ * Issue 7, hostile configuration on the host (no RDMA device):
+ * {@link Reliability#hostileSets} random property sets (300 by default, 3000 with
+ * RDMA_RELIABILITY_FULL=1) each start (the starter backs off) or fail with a
+ * FailureAnalyzer message naming an rdma property. Seed: RDMA_RELIABILITY_SEED (default
+ * 7).
  */
 class HostileConfigurationTests {
 
-    @Test
-    void randomPropertySetsStartOrFailWithAnAnalysedRdmaMessage() {
-        long seed = Reliability.seed();
-        int sets = Reliability.hostileSets(300, 3000);
-        HostileConfiguration generator = new HostileConfiguration(null, seed);
-        List<FailureAnalyzer> analyzers = HostileConfiguration.analyzers();
-        assertThat(analyzers).anyMatch(a -> a.getClass().getSimpleName().equals("RdmaFailureAnalyzer"));
-        HostileConfiguration.Outcomes outcomes = new HostileConfiguration.Outcomes();
-        long start = System.nanoTime();
-        for (int i = 0; i < sets; i++) {
-            HostileConfiguration.check(HostileConfiguration.baseRunner(), generator.next(),
-                    "host set #" + i + " (seed " + seed + ")", analyzers, outcomes);
-        }
-        Reliability.report("hostile-config-host", "sets", sets, "seed", seed, "durationMs",
-                (System.nanoTime() - start) / 1_000_000, "outcomes", outcomes);
-        assertThat(outcomes.started + outcomes.failed).isEqualTo(sets);
-        assertThat(outcomes.failed).isPositive();
-    }
+	@Test
+	void randomPropertySetsStartOrFailWithAnAnalysedRdmaMessage() {
+		long seed = Reliability.seed();
+		int sets = Reliability.hostileSets(300, 3000);
+		HostileConfiguration generator = new HostileConfiguration(null, seed);
+		List<FailureAnalyzer> analyzers = HostileConfiguration.analyzers();
+		assertThat(analyzers).anyMatch(a -> a.getClass().getSimpleName().equals("RdmaFailureAnalyzer"));
+		HostileConfiguration.Outcomes outcomes = new HostileConfiguration.Outcomes();
+		long start = System.nanoTime();
+		for (int i = 0; i < sets; i++) {
+			HostileConfiguration.check(HostileConfiguration.baseRunner(), generator.next(),
+					"host set #" + i + " (seed " + seed + ")", analyzers, outcomes);
+		}
+		Reliability.report("hostile-config-host", "sets", sets, "seed", seed, "durationMs",
+				(System.nanoTime() - start) / 1_000_000, "outcomes", outcomes);
+		assertThat(outcomes.started + outcomes.failed).isEqualTo(sets);
+		assertThat(outcomes.failed).isPositive();
+	}
+
 }
