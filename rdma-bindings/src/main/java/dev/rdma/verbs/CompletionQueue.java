@@ -257,22 +257,9 @@ public class CompletionQueue extends NativeObject {
 	 * re-enters this CQ's poll
 	 */
 	public int poll(WorkCompletionBuffer buffer) {
-		// pollFn is never NULL here: the constructor refuses a provider without poll_cq,
-		// the stand-ins without one
-		// (extended and EFA) override both polls
-		enterExclusive("ibv_poll_cq");
-		try {
-			buffer.claim();
-			try {
-				return pollCqInto(buffer);
-			}
-			finally {
-				buffer.unclaim();
-			}
-		}
-		finally {
-			exitExclusive();
-		}
+		// pollFn is never NULL here: create() refuses a provider without poll_cq, and the
+		// extended CQs, which may have none, override this poll
+		return pollCqExclusive(buffer);
 	}
 
 	/**
@@ -287,6 +274,13 @@ public class CompletionQueue extends NativeObject {
 		if (Native.isNull(pollFn)) {
 			throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP, "no poll_cq for " + describe());
 		}
+		return pollCqExclusive(buffer);
+	}
+
+	/**
+	 * ibv_poll_cq into {@code buffer}, in the exclusive slot, with the buffer claimed.
+	 */
+	private int pollCqExclusive(WorkCompletionBuffer buffer) {
 		enterExclusive("ibv_poll_cq");
 		try {
 			buffer.claim();
