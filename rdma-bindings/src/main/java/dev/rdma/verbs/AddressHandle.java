@@ -131,7 +131,7 @@ public final class AddressHandle extends NativeObject {
 			if (Native.isNull(ah)) {
 				throw new VerbsException("ibv_create_ah", Native.errno(capture), attributes.toString());
 			}
-			return new AddressHandle(pd, ah, attributes);
+			return adopt(() -> new AddressHandle(pd, ah, attributes), () -> Native.callIntVerb(Ibverbs.DESTROY_AH, ah));
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);

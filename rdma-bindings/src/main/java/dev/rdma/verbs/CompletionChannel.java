@@ -97,7 +97,10 @@ public final class CompletionChannel extends NativeObject {
 		finally {
 			context.release();
 		}
-		CompletionChannel c = new CompletionChannel(context, channel.reinterpret(Layouts.IBV_COMP_CHANNEL.byteSize()));
+		MemorySegment created = channel;
+		CompletionChannel c = adopt(
+				() -> new CompletionChannel(context, created.reinterpret(Layouts.IBV_COMP_CHANNEL.byteSize())),
+				() -> Native.callIntVerb(Ibverbs.DESTROY_COMP_CHANNEL, created));
 		try {
 			setNonBlocking(c.fd, "completion channel of " + context.deviceName());
 		}

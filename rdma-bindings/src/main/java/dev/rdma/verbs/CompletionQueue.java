@@ -191,8 +191,10 @@ public class CompletionQueue extends NativeObject {
 			throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP,
 					"the provider of " + context.deviceName() + " has no poll_cq");
 		}
-		return new CompletionQueue(context, context.deviceName(), cq.reinterpret(Layouts.IBV_CQ.byteSize()), channel,
-				compVector, calls);
+		MemorySegment created = cq;
+		return adopt(() -> new CompletionQueue(context, context.deviceName(),
+				created.reinterpret(Layouts.IBV_CQ.byteSize()), channel, compVector, calls),
+				() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
 	}
 
 	static void checkChannel(Context context, CompletionChannel channel) {

@@ -93,8 +93,12 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 		}
 		// EFA CQs do not store cq_context/channel in libibverbs' ibv_cq: the binding
 		// keeps them itself.
-		return new EfaCompletionQueue(context, cq, attributes,
-				new EfaReaders(dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), efaMask), ProviderCalls.of(context));
+		MemorySegment created = cq;
+		EfaReaders efa = new EfaReaders(dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), efaMask);
+		return adopt(() -> new EfaCompletionQueue(context, created, attributes, efa, ProviderCalls.of(context)), () -> {
+			efa.free();
+			Native.callIntVerb(Ibverbs.DESTROY_CQ, created);
+		});
 	}
 
 	/** The {@link EfaWcFlag} bits this CQ was created with. */

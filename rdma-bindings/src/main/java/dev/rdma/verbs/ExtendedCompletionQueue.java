@@ -188,9 +188,10 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		finally {
 			context.release();
 		}
-		return new ExtendedCompletionQueue(context,
-				checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex"), attributes, batch,
-				ProviderCalls.of(context), null);
+		MemorySegment created = checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex");
+		return adopt(
+				() -> new ExtendedCompletionQueue(context, created, attributes, batch, ProviderCalls.of(context), null),
+				() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
 	}
 
 	static MemorySegment fill(Arena a, CqInitAttributes attributes) {

@@ -63,7 +63,8 @@ public final class MemoryRegion extends NativeObject {
 			if (Native.isNull(mr)) {
 				throw new VerbsException("ibv_reg_mr", Native.errno(capture), size + " bytes, access " + access);
 			}
-			return new MemoryRegion(pd, mr.reinterpret(Layouts.IBV_MR.byteSize()), arena, buffer);
+			return adopt(() -> new MemoryRegion(pd, mr.reinterpret(Layouts.IBV_MR.byteSize()), arena, buffer),
+					() -> Native.callIntVerb(Ibverbs.DEREG_MR, mr));
 		}
 		catch (Throwable t) {
 			arena.close();

@@ -140,6 +140,26 @@ public abstract class NativeObject implements AutoCloseable {
 	}
 
 	/**
+	 * Wraps a native object the verb just created: when the wrapper cannot be built (its
+	 * owner started closing meanwhile, so it refuses new dependants), destroys the native
+	 * object before rethrowing, so that nothing created before a failure outlives it.
+	 */
+	static <T extends NativeObject> T adopt(java.util.function.Supplier<T> wrapper, Runnable destroyNative) {
+		try {
+			return wrapper.get();
+		}
+		catch (RuntimeException | Error e) {
+			try {
+				destroyNative.run();
+			}
+			catch (RuntimeException suppressed) {
+				e.addSuppressed(suppressed);
+			}
+			throw e;
+		}
+	}
+
+	/**
 	 * Calls a destroy-style verb {@code int verb(void *object)} that returns 0 or a
 	 * positive errno value, and throws {@link VerbsException} naming {@code verb} and
 	 * {@code what} when it fails.

@@ -35,7 +35,8 @@ public final class ProtectionDomain extends NativeObject {
 			if (Native.isNull(pd)) {
 				throw new VerbsException("ibv_alloc_pd", Native.errno(capture), context.deviceName());
 			}
-			return new ProtectionDomain(context, pd, null);
+			return adopt(() -> new ProtectionDomain(context, pd, null),
+					() -> Native.callIntVerb(Ibverbs.DEALLOC_PD, pd));
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
@@ -84,7 +85,8 @@ public final class ProtectionDomain extends NativeObject {
 			if (Native.isNull(pd)) {
 				throw new VerbsException("ibv_alloc_parent_domain", Native.errno(capture), describe());
 			}
-			return new ProtectionDomain(context, pd, this);
+			return adopt(() -> new ProtectionDomain(context, pd, this),
+					() -> Native.callIntVerb(Ibverbs.DEALLOC_PD, pd));
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);

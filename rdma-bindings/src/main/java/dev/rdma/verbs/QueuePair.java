@@ -349,9 +349,31 @@ public final class QueuePair extends NativeObject {
 				|| Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_RECV))) {
 			throw new VerbsException("ibv_create_qp", Errno.EOPNOTSUPP, "the provider has no post_send/post_recv");
 		}
+		// each acquire paired with its own release: a closed CQ refused after the PD was
+		// acquired must not leave the
+		// PD held (its close would then wait for ever)
 		pd.acquire();
-		attributes.sendCq().acquire();
-		attributes.recvCq().acquire();
+		try {
+			attributes.sendCq().acquire();
+			try {
+				attributes.recvCq().acquire();
+				try {
+					return createAcquired(pd, attributes);
+				}
+				finally {
+					attributes.recvCq().release();
+				}
+			}
+			finally {
+				attributes.sendCq().release();
+			}
+		}
+		finally {
+			pd.release();
+		}
+	}
+
+	private static QueuePair createAcquired(ProtectionDomain pd, Attributes attributes) {
 		try (Arena a = Arena.ofConfined()) {
 			var l = Layouts.IBV_QP_INIT_ATTR;
 			MemorySegment init = a.allocate(l);
@@ -368,15 +390,17 @@ public final class QueuePair extends NativeObject {
 			if (Native.isNull(qp)) {
 				throw new VerbsException("ibv_create_qp", Native.errno(capture), attributes.toString());
 			}
-			return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes);
+			try {
+				return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes);
+			}
+			catch (RuntimeException e) {
+				// the PD closed meanwhile: the native QP must not outlive the refusal
+				int ignored = (int) Ibverbs.DESTROY_QP.invokeExact(qp);
+				throw e;
+			}
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
-		}
-		finally {
-			attributes.recvCq().release();
-			attributes.sendCq().release();
-			pd.release();
 		}
 	}
 
