@@ -617,13 +617,17 @@ final class ApiSequence {
             if (c.ch.isClosed()) {
                 throw failure(c + " reports closed after its close() was refused");
             }
-            // as before the refused close: a look (timeout 0) is never WOKEN
-            Result<CompletionChannel.WaitResult> look = attempt(() -> c.ch.await(0, waker));
-            CompletionChannel.WaitResult w = ok(c + ".await(0) after a refused close", look);
-            if (w == WOKEN) {
-                throw failure(c + ".await(0, unsignalled waker) returned WOKEN after a refused close()");
+            if (cfg.included(Kind.CHANNEL_REFUSED_CLOSE)) {
+                // as before the refused close: a look (timeout 0) is never WOKEN (a check of channelRefusedClose)
+                Result<CompletionChannel.WaitResult> look = attempt(() -> c.ch.await(0, waker));
+                CompletionChannel.WaitResult w = ok(c + ".await(0) after a refused close", look);
+                if (w == WOKEN) {
+                    throw failure(c + ".await(0, unsignalled waker) returned WOKEN after a refused close()");
+                }
+                trace(c + ".close() refused (EBUSY, " + on + "), await(0) -> " + w);
+            } else {
+                trace(c + ".close() refused (EBUSY, " + on + ")");
             }
-            trace(c + ".close() refused (EBUSY, " + on + "), await(0) -> " + w);
             return;
         }
         ok(c + ".close()", r);
@@ -681,7 +685,9 @@ final class ApiSequence {
                 }
             }
             case Buf b -> {
-                List<Cq> open = openCqs();
+                // a poll into the closed buffer belongs to pollClosedBuffer(Extended): only when that kind is included
+                List<Cq> open = openCqs().stream().filter(c -> cfg.included(
+                        c.ext() ? Kind.POLL_CLOSED_BUFFER_EXTENDED : Kind.POLL_CLOSED_BUFFER)).toList();
                 if (v % 3 == 0 || open.isEmpty()) {
                     refused(b + ".get(0) after close", attempt(() -> b.b.get(0)), ISE);
                 } else if (v % 3 == 1) {
@@ -1138,6 +1144,8 @@ final class ApiSequence {
     /** The same thread calls into {@code cq} again while it holds it: refused, nothing taken. */
     private void reenter(Cq cq, int v, WorkCompletionBuffer inner, int target) {
         String what = label + ": " + cq + " re-entered by the thread that holds it";
+        trace("re-entering " + cq + ": " + new String[] {"poll(buffer)", "poll(buffer, handler)",
+                "resize(" + target + ")", "startPoll()"}[v]);
         switch (v) {
             case 0 -> refusedPoll(cq, "another buffer (" + what + ")", attempt(() -> cq.q.poll(inner)));
             case 1 -> refusedPoll(cq, "another buffer with a handler (" + what + ")",
@@ -1175,6 +1183,7 @@ final class ApiSequence {
         while (System.nanoTime() < deadline) {
             int n = rawBatch(cq, 0, via, () -> {
                 if (v == 4) {
+                    trace("closing " + cq + " inside its raw batch");
                     Result<Void> r = run(cq.q::close);
                     if (r.error() == null) {
                         cq.closed = true;
@@ -1326,6 +1335,7 @@ final class ApiSequence {
         WorkCompletionBuffer tb = temp(new WorkCompletionBuffer(8));
         feed(cq);
         String[] what = {"poll(buffer)", "poll(buffer, handler)", "resize(" + target + ")", "a raw batch"};
+        boolean safepoint = chance(0.5);
         CountDownLatch started = new CountDownLatch(1);
         AtomicLong otherEnd = new AtomicLong();
         AtomicLong holdEnd = new AtomicLong();
@@ -1342,7 +1352,15 @@ final class ApiSequence {
         Runnable hold = () -> {
             t.start();
             awaitLatch(started);
-            sleepMs(100);
+            sleepMs(50);
+            if (safepoint) {
+                // what any handler may cause (an allocation, a GC): a safepoint while the other thread waits. A
+                // thread that waits inside a critical downcall (spinning on the provider's lock) never reaches it,
+                // and the whole JVM stops
+                trace("safepoint (System.gc()) while the other thread waits for " + cq);
+                System.gc();
+            }
+            sleepMs(50);
             holdEnd.set(System.nanoTime());
         };
         boolean ran;
@@ -1464,9 +1482,15 @@ final class ApiSequence {
             }
             WorkCompletionBuffer b = temp(new WorkCompletionBuffer(1 + rnd.nextInt(8)));
             String name = "poller" + i;
+            int gcRound = chance(0.3) ? rnd.nextInt(rounds) : -1;
             ts.add(spawn(name, () -> {
                 for (int r = 0; r < rounds; r++) {
-                    total.addAndGet(pollOnce(cq, b, handler[r], cq + " [" + name + "]", false));
+                    if (r == gcRound) {
+                        // a safepoint from inside a handler while other threads poll the same CQ (see waitForPoll)
+                        total.addAndGet(Math.max(0, pollWithSafepoint(cq, b, cq + " [" + name + "]")));
+                    } else {
+                        total.addAndGet(pollOnce(cq, b, handler[r], cq + " [" + name + "]", false));
+                    }
                 }
             }));
         }
@@ -1480,6 +1504,23 @@ final class ApiSequence {
         }
         joinAll(ts);
         trace(threads + " threads polled " + cq + " at once: " + total.get() + " completion(s)");
+    }
+
+    /** poll(buffer, handler) whose handler triggers a safepoint (System.gc()) at its first completion. */
+    private int pollWithSafepoint(Cq cq, WorkCompletionBuffer b, String what) {
+        String via = label + " " + what;
+        AtomicInteger calls = new AtomicInteger();
+        int n = ok(via + ": " + cq + ".poll(buffer, handler)", attempt(() -> cq.q.poll(b, wc -> {
+            record(cq, wc, via);
+            if (calls.getAndIncrement() == 0) {
+                System.gc();
+            }
+        })));
+        if (n != calls.get()) {
+            throw failure(via + ": " + cq + ".poll(buffer, handler) returned " + n + " but called the handler "
+                    + calls.get() + " times");
+        }
+        return n;
     }
 
     /** A step of a thread of a parallel block. */
@@ -1499,17 +1540,21 @@ final class ApiSequence {
         List<Cq> closable = targets.stream().filter(c -> usersOf(c).isEmpty()).toList();
         List<Buf> shared = openBufs();
         List<Chan> channels = openChans();
+        // what the closer may close belongs to the kind that closes it while in use (excluded: not closed here)
+        List<Cq> closableCqs = cfg.included(Kind.CLOSE_CQ_DURING_POLL) ? closable : List.of();
+        List<Buf> closableBufs = cfg.included(Kind.CLOSE_BUFFER_DURING_POLL) ? shared : List.of();
+        List<Chan> closableChans = cfg.included(Kind.CLOSE_CHANNEL_DURING_WAIT) ? channels : List.of();
         Object victim = null;
         if (closer >= 0) {
             int v = rnd.nextInt(3);
-            if (v == 0 && !closable.isEmpty()) {
-                victim = any(closable);
-            } else if (v == 1 && !shared.isEmpty()) {
-                victim = any(shared);
-            } else if (!channels.isEmpty()) {
-                victim = any(channels);
-            } else if (!closable.isEmpty()) {
-                victim = any(closable);
+            if (v == 0 && !closableCqs.isEmpty()) {
+                victim = any(closableCqs);
+            } else if (v == 1 && !closableBufs.isEmpty()) {
+                victim = any(closableBufs);
+            } else if (!closableChans.isEmpty()) {
+                victim = any(closableChans);
+            } else if (!closableCqs.isEmpty()) {
+                victim = any(closableCqs);
             }
         }
         Object doomed = victim;
