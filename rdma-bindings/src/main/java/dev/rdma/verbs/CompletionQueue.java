@@ -372,14 +372,17 @@ public class CompletionQueue extends NativeObject {
 			buffer.claim();
 			try {
 				int n = pollCqInto(buffer);
-				for (int i = 0; i < n; i++) {
-					try {
+				int i = 0;
+				try {
+					for (; i < n; i++) {
 						handler.onCompletion(buffer.get(i));
 					}
-					catch (RuntimeException | Error e) {
-						deliverRest(buffer, handler, i + 1, n, e);
-						throw e;
-					}
+				}
+				catch (RuntimeException | Error e) {
+					// around the loop, not in it: the loop stays as tight as without the
+					// handling
+					deliverRest(buffer, handler, i + 1, n, e);
+					throw e;
 				}
 				return n;
 			}

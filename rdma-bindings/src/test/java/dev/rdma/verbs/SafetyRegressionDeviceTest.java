@@ -101,6 +101,31 @@ class SafetyRegressionDeviceTest {
 	}
 
 	@Test
+	void aLegacyHandlerThatThrowsLosesNoCompletionOfItsBatch() throws InterruptedException {
+		try (CompletionChannel ch = ctx.createCompletionChannel();
+				CompletionQueue send = ctx.createCompletionQueue(16, ch, 0);
+				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx, send, recv, 8, 64);
+				WorkCompletionBuffer b = new WorkCompletionBuffer(8)) {
+			sendAndAwaitEvent(lb, send, 3);
+			assertThat(drain(recv, 3)).containsExactly(100L, 101L, 102L);
+			Thread.sleep(200); // the three send completions follow their receives
+			List<Long> seen = new ArrayList<>();
+			int[] taken = new int[1];
+			Throwable thrown = refusal(() -> taken[0] = send.poll(b, wc -> {
+				seen.add(wc.wrId());
+				if (seen.size() == 1) {
+					throw new IllegalArgumentException("listener failed on the first");
+				}
+			}));
+			assertThat(thrown).hasMessage("listener failed on the first");
+			assertThat(seen).as("every completion the throwing poll took reached the handler").hasSizeGreaterThan(1);
+			seen.addAll(drain(send, 3 - seen.size()));
+			assertThat(seen).as("none lost, none twice").containsExactly(0L, 1L, 2L);
+		}
+	}
+
+	@Test
 	void anExtendedPollIntoAClosedBufferLosesNoCompletion() {
 		try (CompletionChannel ch = ctx.createCompletionChannel();
 				ExtendedCompletionQueue send = ctx
