@@ -317,14 +317,6 @@ public class CompletionQueue extends NativeObject {
 		slot.exit();
 	}
 
-	/**
-	 * True when the current thread holds this CQ's exclusive slot (inside a poll, a
-	 * handler or a batch).
-	 */
-	final boolean heldByCurrentThread() {
-		return slot.heldByCurrentThread();
-	}
-
 	@Override
 	void beforeClose() {
 		slot.revoke();
