@@ -1,11 +1,13 @@
 /**
- * The Spring-free binding of libibverbs and libefa through {@code java.lang.foreign}.
+ * The Spring-free binding of libibverbs, libefa and librdmacm through {@code java.lang.foreign}.
  *
  * <p>{@code dev.rdma.verbs} is the public API: devices, contexts, completion channels and queues, work completions,
  * protection domains, memory regions and queue pairs. {@code dev.rdma.verbs.ffm} holds the FFM plumbing - one class
  * per native library ({@code Ibverbs}, {@code Efa}, {@code Libc}), the hand-written struct layouts
  * ({@code Layouts}) and the shared linker helpers ({@code Native}) - and is not exported: nothing outside this module
- * calls a native function or reads a native struct directly.
+ * calls a native function or reads a native struct directly. {@code dev.rdma.verbs.cm} is the public API of the RDMA
+ * connection manager (librdmacm): event channels and connection ids; librdmacm is loaded on its own, so the rest of
+ * the binding works without it.
  *
  * <p>Applications usually run this module on the class path (Spring Boot does); the module name then only matters
  * for {@code --enable-native-access}: {@code ALL-UNNAMED} on the class path, {@code dev.rdma.verbs} on the module
@@ -15,4 +17,5 @@ module dev.rdma.verbs {
     requires static transitive org.jspecify;
 
     exports dev.rdma.verbs;
+    exports dev.rdma.verbs.cm;
 }

@@ -1,58 +1,40 @@
 package dev.rdma.verbs;
 
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
+
+import dev.rdma.verbs.ffm.ObjectCounts;
 
 /**
- * Counts every native object this binding opened and closed, per class, process-wide.
+ * Counts every native object this binding opened and closed, per class, process-wide:
+ * those of this package and those of the connection manager ({@code dev.rdma.verbs.cm}).
  * Tests and the Spring layer use it to prove that nothing native is left open.
  */
 public final class NativeObjects {
-
-	private static final Map<String, AtomicLong[]> COUNTS = new ConcurrentHashMap<>();
 
 	private NativeObjects() {
 	}
 
 	static void opened(Class<?> type) {
-		counters(type)[0].incrementAndGet();
+		ObjectCounts.opened(type);
 	}
 
 	static void closed(Class<?> type) {
-		counters(type)[1].incrementAndGet();
-	}
-
-	private static AtomicLong[] counters(Class<?> type) {
-		return COUNTS.computeIfAbsent(type.getSimpleName(),
-				k -> new AtomicLong[] { new AtomicLong(), new AtomicLong() });
+		ObjectCounts.closed(type);
 	}
 
 	/** Objects opened and not yet closed, all classes together. */
 	public static long open() {
-		long n = 0;
-		for (AtomicLong[] c : COUNTS.values()) {
-			n += c[0].get() - c[1].get();
-		}
-		return n;
+		return ObjectCounts.open();
 	}
 
 	/** Objects opened so far, all classes together. */
 	public static long opened() {
-		return COUNTS.values().stream().mapToLong(c -> c[0].get()).sum();
+		return ObjectCounts.opened();
 	}
 
 	/** Open objects per class name, only the classes with at least one open. */
 	public static Map<String, Long> openByType() {
-		Map<String, Long> out = new TreeMap<>();
-		COUNTS.forEach((k, c) -> {
-			long open = c[0].get() - c[1].get();
-			if (open != 0) {
-				out.put(k, open);
-			}
-		});
-		return out;
+		return ObjectCounts.openByType();
 	}
 
 }

@@ -260,6 +260,13 @@ public final class QueuePair extends NativeObject {
 	static final int SEND_SIGNALED = 1 << 1;
 	static final int SEND_SOLICITED = 1 << 2;
 
+	static {
+		// the connection manager (dev.rdma.verbs.cm) moves a QP with the attributes
+		// rdma_init_qp_attr filled
+		dev.rdma.verbs.ffm.QueuePairAccess.Holder
+			.install((qp, attr, mask, what) -> ((QueuePair) qp).modifyAcquired(attr, mask, what));
+	}
+
 	private final ProtectionDomain pd;
 
 	private final Attributes attributes;
@@ -569,6 +576,20 @@ public final class QueuePair extends NativeObject {
 			MemorySegment attr = a.allocate(Layouts.IBV_QP_ATTR);
 			attr.set(JAVA_INT, Layouts.off(Layouts.IBV_QP_ATTR, "qp_state"), State.ERR.ordinal());
 			modify(attr, QP_STATE, "ERR");
+		}
+		finally {
+			release();
+		}
+	}
+
+	/**
+	 * {@code ibv_modify_qp} with attributes filled elsewhere (rdma_init_qp_attr), holding
+	 * the QP open for the call.
+	 */
+	private void modifyAcquired(MemorySegment attr, int mask, String to) {
+		acquire();
+		try {
+			modify(attr, mask, to);
 		}
 		finally {
 			release();

@@ -27,6 +27,8 @@ class ArchitectureTests {
 
 	private static final String FFM = API + ".ffm";
 
+	private static final String CM = API + ".cm";
+
 	private static JavaClasses classes;
 
 	@BeforeAll
@@ -41,7 +43,7 @@ class ArchitectureTests {
 		for (JavaClass type : classes) {
 			packages.add(type.getPackageName());
 		}
-		assertThat(packages).containsExactly(API, FFM);
+		assertThat(packages).containsExactly(API, CM, FFM);
 	}
 
 	@Test
@@ -51,12 +53,31 @@ class ArchitectureTests {
 
 	@Test
 	void thePlumbingKnowsNothingOfTheApi() {
-		noClasses().that().resideInAPackage(FFM).should().dependOnClassesThat().resideInAPackage(API).check(classes);
+		noClasses().that()
+			.resideInAPackage(FFM)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(API, CM)
+			.check(classes);
+	}
+
+	@Test
+	void theVerbsDoNotNeedLibrdmacm() {
+		// a missing librdmacm must leave the verbs working: only the cm package loads it
+		noClasses().that()
+			.resideInAPackage(API)
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(CM)
+			.orShould()
+			.dependOnClassesThat()
+			.haveFullyQualifiedName(FFM + ".Rdmacm")
+			.check(classes);
 	}
 
 	@Test
 	void everyPackageIsNullMarked() {
-		for (String pkg : Set.of(API, FFM)) {
+		for (String pkg : Set.of(API, CM, FFM)) {
 			assertThat(classes.getPackage(pkg).isAnnotatedWith(NullMarked.class)).as(pkg + " is @NullMarked").isTrue();
 		}
 	}

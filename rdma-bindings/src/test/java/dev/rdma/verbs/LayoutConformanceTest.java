@@ -1,7 +1,10 @@
 package dev.rdma.verbs;
 
 import dev.rdma.verbs.ffm.Libc;
+import dev.rdma.verbs.cm.CmEventType;
+import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.verbs.ffm.Layouts;
+import dev.rdma.verbs.ffm.RdmacmLayouts;
 
 import java.io.IOException;
 import java.lang.foreign.GroupLayout;
@@ -41,7 +44,10 @@ class LayoutConformanceTest {
 
 	@BeforeAll
 	static void probe(@TempDir Path dir) throws Exception {
-		for (GroupLayout layout : Layouts.ALL) {
+		List<GroupLayout> layouts = new ArrayList<>(Layouts.ALL);
+		layouts.addAll(RdmacmLayouts.ALL); // librdmacm (rdma/rdma_cma.h) and the socket
+											// addresses
+		for (GroupLayout layout : layouts) {
 			String type = Layouts.cType(layout);
 			expect(type + " sizeof", layout.byteSize(), "sizeof(" + type + ")");
 			expect(type + " alignof", layout.byteAlignment(), "_Alignof(" + type + ")");
@@ -148,6 +154,25 @@ class LayoutConformanceTest {
 			expect("IBV_DEVICE_" + d.name(), d.bit(), "IBV_DEVICE_" + d.name());
 		}
 
+		// librdmacm
+		for (CmEventType t : CmEventType.values()) {
+			if (t != CmEventType.UNKNOWN) {
+				expect("RDMA_CM_EVENT_" + t.name(), t.code(), "RDMA_CM_EVENT_" + t.name());
+			}
+		}
+		expect("RDMA_PS_TCP", RdmacmLayouts.RDMA_PS_TCP, "RDMA_PS_TCP");
+		expect("RDMA_PS_UDP", RdmacmLayouts.RDMA_PS_UDP, "RDMA_PS_UDP");
+		expect("RDMA_MAX_RESP_RES", RdmacmLayouts.RDMA_MAX_RESP_RES, "RDMA_MAX_RESP_RES");
+		expect("RDMA_MAX_INIT_DEPTH", RdmacmLayouts.RDMA_MAX_INIT_DEPTH, "RDMA_MAX_INIT_DEPTH");
+		expect("CmParameters.DEVICE_MAXIMUM", CmParameters.DEVICE_MAXIMUM, "RDMA_MAX_RESP_RES");
+		expect("AF_INET", RdmacmLayouts.AF_INET, "AF_INET");
+		expect("AF_INET6", RdmacmLayouts.AF_INET6, "AF_INET6");
+		expect("rdma_conn_param.private_data_len max", 255,
+				"(1 << (8 * sizeof(((struct rdma_conn_param *)0)->private_data_len))) - 1");
+
+		Path cmHeader = Path.of("/usr/include/rdma/rdma_cma.h");
+		assertThat(cmHeader).as("the librdmacm headers (apt-get install librdmacm-dev) are needed for this test")
+			.exists();
 		Path header = Path.of("/usr/include/infiniband/verbs.h");
 		assertThat(header).as("the rdma-core headers (apt-get install libibverbs-dev) are needed for this test")
 			.exists();
@@ -160,6 +185,9 @@ class LayoutConformanceTest {
 				#include <sys/eventfd.h>
 				#include <infiniband/verbs.h>
 				#include <infiniband/efadv.h>
+				#include <netinet/in.h>
+				#include <sys/socket.h>
+				#include <rdma/rdma_cma.h>
 				int main(void) {
 				""");
 		C_LINES.forEach(l -> src.append(l).append('\n'));
@@ -210,6 +238,17 @@ class LayoutConformanceTest {
 		assertThat(Layouts.WC_SIZE).isEqualTo(48);
 		assertThat(Layouts.IBV_CQ_INIT_ATTR_EX.byteSize()).isEqualTo(56);
 		assertThat(Layouts.VCTX_CREATE_CQ_EX).isEqualTo(-120);
+	}
+
+	@Test
+	void librdmacmOffsetsAsGccPrintedThem() {
+		assertThat(RdmacmLayouts.SOCKADDR_IN.byteSize()).isEqualTo(16);
+		assertThat(RdmacmLayouts.SOCKADDR_IN6.byteSize()).isEqualTo(28);
+		assertThat(RdmacmLayouts.SOCKADDR_STORAGE.byteSize()).isEqualTo(128);
+		assertThat(RdmacmLayouts.RDMA_CONN_PARAM.byteSize()).isEqualTo(24);
+		assertThat(RdmacmLayouts.EVENT_CONN).isEqualTo(24);
+		assertThat(RdmacmLayouts.ID_SRC_ADDR).isEqualTo(32);
+		assertThat(RdmacmLayouts.ID_DST_ADDR).isEqualTo(160);
 	}
 
 	@Test

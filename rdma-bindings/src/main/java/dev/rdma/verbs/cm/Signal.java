@@ -1,0 +1,60 @@
+package dev.rdma.verbs.cm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import dev.rdma.verbs.VerbsException;
+import dev.rdma.verbs.ffm.Libc;
+import dev.rdma.verbs.ffm.Native;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/** A non-blocking eventfd that wakes a thread waiting in poll(2). Thread-safe. */
+final class Signal implements AutoCloseable {
+
+	private final Arena arena = Arena.ofShared();
+
+	private final MemorySegment one = arena.allocate(JAVA_LONG);
+
+	private final MemorySegment scratch = arena.allocate(JAVA_LONG);
+
+	private final MemorySegment capture = Native.allocateCapture(arena);
+
+	private int fd;
+
+	Signal(String what) {
+		int f = Libc.eventfd();
+		if (f < 0) {
+			arena.close();
+			throw new VerbsException("eventfd", -f, what);
+		}
+		fd = f;
+		one.set(JAVA_LONG, 0, 1L);
+	}
+
+	synchronized int fd() {
+		return fd;
+	}
+
+	synchronized void raise() {
+		if (fd >= 0) {
+			Libc.write8(fd, one, capture);
+		}
+	}
+
+	synchronized void clear() {
+		if (fd >= 0) {
+			Libc.read8(fd, scratch, capture);
+		}
+	}
+
+	@Override
+	public synchronized void close() {
+		if (fd >= 0) {
+			Libc.close(fd);
+			fd = -1;
+			arena.close();
+		}
+	}
+
+}
