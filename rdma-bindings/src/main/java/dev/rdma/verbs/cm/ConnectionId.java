@@ -253,14 +253,17 @@ public final class ConnectionId extends CmObject {
 	public void resolveAddress(@Nullable InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
 		Objects.requireNonNull(destination, "destination");
 		int ms = millis("timeout", timeout);
-		call("rdma_resolve_addr", (source == null ? "" : source + " -> ") + destination,
-				(a, capture) -> (int) Rdmacm.RESOLVE_ADDR.invokeExact(capture, handle,
-						source == null ? MemorySegment.NULL : sockaddr(a, source), sockaddr(a, destination), ms));
+		call("rdma_resolve_addr", (source == null ? "" : source + " -> ") + destination, (a, capture) -> {
+			MemorySegment src = source == null ? MemorySegment.NULL : sockaddr(a, source);
+			MemorySegment dst = sockaddr(a, destination);
+			return (int) Rdmacm.RESOLVE_ADDR.invokeExact(capture, handle, src, dst, ms);
+		});
 	}
 
 	/** {@code rdma_resolve_route}: ends with ROUTE_RESOLVED or ROUTE_ERROR. */
 	public void resolveRoute(Duration timeout) {
 		int ms = millis("timeout", timeout);
+		requireDevice("rdma_resolve_route", "resolveAddress and its ADDR_RESOLVED");
 		call("rdma_resolve_route", describe(),
 				(a, capture) -> (int) Rdmacm.RESOLVE_ROUTE.invokeExact(capture, handle, ms));
 	}
@@ -314,6 +317,7 @@ public final class ConnectionId extends CmObject {
 		Objects.requireNonNull(qp, "qp");
 		Objects.requireNonNull(parameters, "parameters");
 		checkPrivateData("rdma_connect", privateData, MAX_CONNECT_PRIVATE_DATA);
+		requireDevice("rdma_connect", "resolveAddress and resolveRoute");
 		requireSameDevice(qp);
 		queuePair = qp;
 		call("rdma_connect", "qp_num " + qp.qpNum(), (a, capture) -> (int) Rdmacm.CONNECT.invokeExact(capture, handle,
@@ -328,6 +332,7 @@ public final class ConnectionId extends CmObject {
 		Objects.requireNonNull(qp, "qp");
 		Objects.requireNonNull(parameters, "parameters");
 		checkPrivateData("rdma_accept", privateData, MAX_ACCEPT_PRIVATE_DATA);
+		requireDevice("rdma_accept", "a CONNECT_REQUEST (accept is for the id of a request)");
 		requireSameDevice(qp);
 		queuePair = qp;
 		call("rdma_accept", "qp_num " + qp.qpNum(), (a, capture) -> (int) Rdmacm.ACCEPT.invokeExact(capture, handle,
@@ -641,6 +646,24 @@ public final class ConnectionId extends CmObject {
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
+		}
+		finally {
+			release();
+		}
+	}
+
+	/**
+	 * librdmacm dereferences {@code id->verbs} (and the device behind it) in
+	 * rdma_resolve_route, rdma_connect and rdma_accept without checking it: before the id
+	 * is bound to a device such a call would crash the process, so it is refused here.
+	 */
+	private void requireDevice(String verb, String needed) {
+		acquire();
+		try {
+			if (Native.isNull(handle.get(ADDRESS, RdmacmLayouts.ID_VERBS))) {
+				throw new VerbsException(verb, dev.rdma.verbs.Errno.EINVAL,
+						describe() + " is not bound to an RDMA device yet: " + verb + " needs " + needed + " first");
+			}
 		}
 		finally {
 			release();

@@ -1,0 +1,155 @@
+package dev.rdma.verbs.cm;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.EnumSet;
+
+import dev.rdma.verbs.CompletionChannel;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.MemoryRegion;
+import dev.rdma.verbs.ProtectionDomain;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.WorkCompletionBuffer;
+import dev.rdma.verbs.WorkCompletionSnapshot;
+
+/**
+ * One end of a device test connection: the application's own context, completion channel,
+ * CQ, PD, memory region and RC QP on one device; completions are waited for through
+ * completion events.
+ */
+final class CmSide implements AutoCloseable {
+
+	/** One endpoint of the tier: an RDMA device and the IPv4 address of its netdev. */
+	record Endpoint(String device, String ipv4) {
+
+		/**
+		 * The two endpoints: {@code RDMA_DEVICE_A/B} and {@code RDMA_IP_A/B} of the
+		 * two-device tier, or else the one device of the VM at its own (non-loopback)
+		 * address for both ends. Fails, never skips, without them.
+		 */
+		static Endpoint[] pair() {
+			String a = System.getenv("RDMA_DEVICE_A");
+			if (a != null && !a.isBlank()) {
+				return new Endpoint[] { new Endpoint(a, require("RDMA_IP_A")),
+						new Endpoint(require("RDMA_DEVICE_B"), require("RDMA_IP_B")) };
+			}
+			String device = dev.rdma.verbs.testing.DeviceTestSupport.deviceName();
+			String ip = System.getenv("RXE_VM_IPV4");
+			if (ip == null || ip.isBlank() || ip.startsWith("127.")) {
+				throw new AssertionError("rdma_cm device tests need RDMA devices on a real netdev: the two-device tier "
+						+ "(RDMA_DEVICE_A/RDMA_IP_A, RDMA_DEVICE_B/RDMA_IP_B), or the VM with --netdev nic "
+						+ "(RDMA_TEST_VM_NETDEV=nic); rdma_cm refuses loopback addresses on RoCE (RXE_VM_IPV4=" + ip
+						+ ")");
+			}
+			Endpoint one = new Endpoint(device, ip);
+			return new Endpoint[] { one, one };
+		}
+
+		private static String require(String name) {
+			String v = System.getenv(name);
+			if (v == null || v.isBlank()) {
+				throw new AssertionError(name + " is not set although RDMA_DEVICE_A is");
+			}
+			return v;
+		}
+
+		/** A hardware counter of port 1 ({@code hw_counters/<name>}). */
+		long counter(String name) {
+			try {
+				return Long.parseLong(
+						Files.readString(Path.of("/sys/class/infiniband", device, "ports/1/hw_counters", name)).trim());
+			}
+			catch (java.io.IOException e) {
+				throw new AssertionError("cannot read hw counter " + name + " of " + device, e);
+			}
+		}
+
+	}
+
+	static final int SIZE = 4096;
+
+	final Context ctx;
+
+	final CompletionChannel channel;
+
+	final CompletionQueue cq;
+
+	final ProtectionDomain pd;
+
+	final MemoryRegion mr;
+
+	final QueuePair qp;
+
+	final WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
+
+	private final ArrayDeque<WorkCompletionSnapshot> pending = new ArrayDeque<>();
+
+	long events;
+
+	CmSide(String device) {
+		ctx = Context.open(device);
+		try {
+			channel = ctx.createCompletionChannel();
+			cq = ctx.createCompletionQueue(128, channel, 0);
+			pd = ctx.allocateProtectionDomain();
+			mr = pd.registerMemory(SIZE, EnumSet.of(MemoryRegion.Access.LOCAL_WRITE, MemoryRegion.Access.REMOTE_WRITE,
+					MemoryRegion.Access.REMOTE_READ));
+			qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 64, 64, true));
+		}
+		catch (RuntimeException e) {
+			ctx.close();
+			buffer.close();
+			throw e;
+		}
+	}
+
+	/**
+	 * The next completion, waiting for it through completion events (arm, poll again,
+	 * wait for an event, ack it); fails after {@code timeout}.
+	 */
+	WorkCompletionSnapshot take(String what, Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (true) {
+			WorkCompletionSnapshot wc = pending.poll();
+			if (wc != null) {
+				return wc;
+			}
+			cq.poll(buffer, c -> pending.add(c.copy()));
+			if (!pending.isEmpty()) {
+				continue;
+			}
+			cq.requestNotify(false);
+			cq.poll(buffer, c -> pending.add(c.copy()));
+			if (!pending.isEmpty()) {
+				continue;
+			}
+			long left = deadline - System.nanoTime();
+			if (left <= 0) {
+				throw new AssertionError("no completion within " + timeout + " waiting for " + what);
+			}
+			CompletionQueue fired = channel.getEvent(Duration.ofNanos(left), null);
+			if (fired != null) {
+				fired.ackEvents();
+				events++;
+			}
+		}
+	}
+
+	WorkCompletionSnapshot take(String what) {
+		return take(what, Duration.ofSeconds(30));
+	}
+
+	@Override
+	public void close() {
+		try {
+			ctx.close();
+		}
+		finally {
+			buffer.close();
+		}
+	}
+
+}

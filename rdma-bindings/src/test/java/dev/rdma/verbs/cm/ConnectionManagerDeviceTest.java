@@ -1,0 +1,436 @@
+package dev.rdma.verbs.cm;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.QueuePair.SendOpcode;
+import dev.rdma.verbs.RdmaException;
+import dev.rdma.verbs.WorkCompletionSnapshot;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+/**
+ * rdma_cm between two Java ends on real devices: the server on endpoint A, the client
+ * bound to endpoint B (the same device at its own address when the tier has one device).
+ * Every connection carries its QPs' traffic through the application's CQs and completion
+ * events; every failure mode ends within its bound with a clear exception; nothing native
+ * is left open.
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class ConnectionManagerDeviceTest {
+
+	static final Duration STEP = Duration.ofSeconds(30);
+
+	CmSide.Endpoint serverEnd;
+
+	CmSide.Endpoint clientEnd;
+
+	long openBefore;
+
+	int port;
+
+	@BeforeEach
+	void endpoints() {
+		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
+		serverEnd = pair[0];
+		clientEnd = pair[1];
+		openBefore = NativeObjects.open();
+		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+	}
+
+	@AfterEach
+	void nothingLeaked() {
+		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
+			.isEqualTo(openBefore);
+	}
+
+	InetSocketAddress server() throws Exception {
+		return new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+	}
+
+	InetSocketAddress client() throws Exception {
+		return new InetSocketAddress(InetAddress.getByName(clientEnd.ipv4()), 0);
+	}
+
+	static byte[] text(String s) {
+		return s.getBytes(StandardCharsets.US_ASCII);
+	}
+
+	static String prefix(byte[] data, int n) {
+		return new String(Arrays.copyOf(data, n), StandardCharsets.US_ASCII);
+	}
+
+	/** The server's memory region as the accept's private data: magic, addr, rkey. */
+	static byte[] describe(CmSide side) {
+		return ByteBuffer.allocate(16)
+			.putInt(0x52444d41)
+			.putLong(side.mr.bufferAddress())
+			.putInt(side.mr.rkey())
+			.array();
+	}
+
+	/** A connected pair: listener, server id, client id, and both sides' resources. */
+	record Connection(EventChannel serverChannel, ConnectionId listener, ConnectionId serverId, CmSide serverSide,
+			EventChannel clientChannel, ConnectionId clientId, CmSide clientSide, CmEvent request,
+			CmEvent response) implements AutoCloseable {
+
+		@Override
+		public void close() {
+			clientChannel.close();
+			serverChannel.close();
+			clientSide.close();
+			serverSide.close();
+		}
+
+	}
+
+	Connection connect() throws Exception {
+		EventChannel serverChannel = EventChannel.create();
+		EventChannel clientChannel = EventChannel.create();
+		CmSide serverSide = new CmSide(serverEnd.device());
+		CmSide clientSide = new CmSide(clientEnd.device());
+		ConnectionId listener = serverChannel.createId();
+		listener.bind(server());
+		listener.listen(4);
+		assertThat(listener.localAddress()).isEqualTo(server());
+		CompletableFuture<ConnectionId> accepted = CompletableFuture.supplyAsync(() -> {
+			ConnectionId id = listener.awaitRequest(STEP);
+			serverSide.qp.postRecv(1, serverSide.mr, 0, 64);
+			id.accept(serverSide.qp, describe(serverSide), STEP);
+			return id;
+		});
+		try {
+			ConnectionId clientId = clientChannel.createId();
+			CmEvent response = clientId.connect(server(), client(), clientSide.qp, text("hello from the client"), STEP);
+			ConnectionId serverId = accepted.get(60, TimeUnit.SECONDS);
+			CmEvent request = serverId.request();
+			assertThat(request).isNotNull();
+			return new Connection(serverChannel, listener, serverId, serverSide, clientChannel, clientId, clientSide,
+					request, response);
+		}
+		catch (Exception | Error e) {
+			listener.wakeUp();
+			clientChannel.close();
+			serverChannel.close();
+			clientSide.close();
+			serverSide.close();
+			throw e;
+		}
+	}
+
+	@Test
+	void connectsExchangesEveryOpcodeThroughTheApplicationsCqsAndDisconnectsFromTheClient() throws Exception {
+		long serverRcvd = serverEnd.counter("rcvd_pkts");
+		long clientSent = clientEnd.counter("sent_pkts");
+		try (Connection c = connect()) {
+			// the private data both ways, the devices and GIDs the connection runs on
+			assertThat(c.request().type()).isEqualTo(CmEventType.CONNECT_REQUEST);
+			assertThat(c.request().listener()).isSameAs(c.listener());
+			assertThat(prefix(c.request().privateData(), 21)).isEqualTo("hello from the client");
+			assertThat(c.response().type()).isEqualTo(CmEventType.CONNECT_RESPONSE);
+			ByteBuffer remote = ByteBuffer.wrap(c.response().privateData());
+			assertThat(remote.getInt()).isEqualTo(0x52444d41);
+			long remoteAddr = remote.getLong();
+			int rkey = remote.getInt();
+			assertThat(c.clientId().deviceName()).isEqualTo(clientEnd.device());
+			assertThat(c.serverId().deviceName()).isEqualTo(serverEnd.device());
+			assertThat(c.clientId().localAddress().getAddress().getHostAddress()).isEqualTo(clientEnd.ipv4());
+			assertThat(c.clientId().peerAddress()).isEqualTo(server());
+			assertThat(c.clientId().sourceGid().isIpv4Mapped()).isTrue();
+			assertThat(c.clientId().destinationGid()).isEqualTo(c.serverId().sourceGid());
+			assertThat(c.clientId().isConnected()).isTrue();
+			assertThat(c.serverId().isConnected()).isTrue();
+			assertThat(c.clientSide().qp.state()).isEqualTo(QueuePair.State.RTS);
+			assertThat(c.serverSide().qp.state()).isEqualTo(QueuePair.State.RTS);
+
+			CmSide s = c.serverSide();
+			CmSide k = c.clientSide();
+			// SEND client -> server (the receive was posted before accept)
+			k.mr.buffer().asSlice(0, 16).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("0123456789abcdef")));
+			k.qp.postSend(10, k.mr, 0, 16, SendOpcode.SEND, 0, true);
+			assertSuccess(k.take("client SEND"), 10, 0);
+			WorkCompletionSnapshot recv = s.take("server RECV");
+			assertSuccess(recv, 1, 128);
+			assertThat(recv.byteLen()).isEqualTo(16);
+			assertThat(prefix(s.mr.buffer().asSlice(0, 16).toArray(JAVA_BYTE), 16)).isEqualTo("0123456789abcdef");
+			// SEND_WITH_IMM server -> client
+			k.qp.postRecv(2, k.mr, 1024, 64);
+			s.qp.postSend(20, s.mr, 0, 8, SendOpcode.SEND_WITH_IMM, 0x1234abcd, true);
+			assertSuccess(s.take("server SEND_WITH_IMM"), 20, 0);
+			WorkCompletionSnapshot imm = k.take("client RECV with imm");
+			assertSuccess(imm, 2, 128);
+			assertThat(imm.immData()).isEqualTo(0x1234abcd);
+			// RDMA WRITE client -> server memory
+			k.mr.buffer().asSlice(100, 5).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("write")));
+			k.qp.postSend(30, k.mr, 100, 5, SendOpcode.RDMA_WRITE, 0, true, false, remoteAddr + 200, rkey);
+			assertSuccess(k.take("client RDMA_WRITE"), 30, 1);
+			assertThat(prefix(s.mr.buffer().asSlice(200, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
+			// RDMA WRITE_WITH_IMM: consumes a receive on the server
+			s.qp.postRecv(3, s.mr, 2048, 64);
+			k.qp.postSend(40, k.mr, 100, 5, SendOpcode.RDMA_WRITE_WITH_IMM, 77, true, false, remoteAddr + 300, rkey);
+			assertSuccess(k.take("client RDMA_WRITE_WITH_IMM"), 40, 1);
+			WorkCompletionSnapshot wimm = s.take("server RECV_RDMA_WITH_IMM");
+			assertSuccess(wimm, 3, 129);
+			assertThat(wimm.immData()).isEqualTo(77);
+			assertThat(prefix(s.mr.buffer().asSlice(300, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
+			// RDMA READ of the server's memory into the client's
+			s.mr.buffer().asSlice(400, 4).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("read")));
+			k.qp.postSend(50, k.mr, 500, 4, SendOpcode.RDMA_READ, 0, true, false, remoteAddr + 400, rkey);
+			assertSuccess(k.take("client RDMA_READ"), 50, 2);
+			assertThat(prefix(k.mr.buffer().asSlice(500, 4).toArray(JAVA_BYTE), 4)).isEqualTo("read");
+			assertThat(k.events).as("client completions came through completion events").isPositive();
+			assertThat(s.events).as("server completions came through completion events").isPositive();
+
+			// the traffic went out of the client's device into the server's
+			assertThat(clientEnd.counter("sent_pkts")).isGreaterThanOrEqualTo(clientSent + 5);
+			assertThat(serverEnd.counter("rcvd_pkts")).isGreaterThanOrEqualTo(serverRcvd + 5);
+
+			// orderly disconnect from the client: both ends see DISCONNECTED
+			c.clientId().disconnect(STEP);
+			assertThat(c.serverId().awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+			assertThat(c.clientId().isConnected()).isFalse();
+			assertThat(c.clientSide().qp.state()).isEqualTo(QueuePair.State.ERR);
+		}
+	}
+
+	static void assertSuccess(WorkCompletionSnapshot wc, long wrId, int opcode) {
+		assertThat(wc.statusCode()).as("status of " + wc).isZero();
+		assertThat(wc.wrId()).isEqualTo(wrId);
+		assertThat(wc.opcodeCode()).isEqualTo(opcode);
+	}
+
+	@Test
+	void disconnectsFromTheServer() throws Exception {
+		try (Connection c = connect()) {
+			c.serverId().disconnect(STEP);
+			assertThat(c.clientId().awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+			// a second disconnect of the client, after the peer's, returns at once
+			long t0 = System.nanoTime();
+			c.clientId().close();
+			c.clientId().close(); // idempotent
+			assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(10));
+			assertThat(c.clientSide().qp.state()).isEqualTo(QueuePair.State.ERR);
+		}
+	}
+
+	@Test
+	void aPortNobodyListensOnEndsRejectedOrUnreachableWithinTheBound() throws Exception {
+		try (EventChannel ch = EventChannel.create(); CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId id = ch.createId();
+			long t0 = System.nanoTime();
+			Throwable t = catchThrowable(() -> id.connect(server(), client(), k.qp, new byte[0], STEP));
+			Duration took = Duration.ofNanos(System.nanoTime() - t0);
+			assertThat(t).isInstanceOf(ConnectionException.class).hasMessageStartingWith("rdma_connect");
+			ConnectionException e = (ConnectionException) t;
+			assertThat(e.eventType()).isIn(CmEventType.REJECTED, CmEventType.UNREACHABLE);
+			assertThat(e.getMessage()).contains(
+					e.eventType() == CmEventType.REJECTED ? "RDMA_CM_EVENT_REJECTED" : "RDMA_CM_EVENT_UNREACHABLE");
+			assertThat(took).isLessThan(STEP.plusSeconds(5));
+		}
+	}
+
+	@Test
+	void anAddressWithoutRouteOrHostEndsInAnAddressErrorWithinTheBound() throws Exception {
+		try (EventChannel ch = EventChannel.create(); CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId id = ch.createId();
+			Duration bound = Duration.ofSeconds(5);
+			long t0 = System.nanoTime();
+			// TEST-NET-2 (RFC 5737): never assigned, no route in the guest
+			InetSocketAddress nowhere = new InetSocketAddress(InetAddress.getByName("198.51.100.7"), port);
+			Throwable t = catchThrowable(() -> id.connect(nowhere, client(), k.qp, new byte[0], bound));
+			Duration took = Duration.ofNanos(System.nanoTime() - t0);
+			assertThat(t).isInstanceOf(RdmaException.class).hasMessageContaining("rdma_resolve_addr");
+			if (t instanceof ConnectionException e && e.event() != null) {
+				assertThat(e.eventType()).isEqualTo(CmEventType.ADDR_ERROR);
+				assertThat(e.getMessage()).contains("RDMA_CM_EVENT_ADDR_ERROR").contains("status -");
+			}
+			assertThat(took).isLessThan(bound.plusSeconds(5));
+		}
+	}
+
+	@Test
+	void aRejectCarriesTheServersPrivateDataToTheClient() throws Exception {
+		try (EventChannel sc = EventChannel.create();
+				EventChannel cc = EventChannel.create();
+				CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId listener = sc.createId();
+			listener.bind(server());
+			listener.listen(1);
+			CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
+				ConnectionId req = listener.awaitRequest(STEP);
+				assertThatThrownBy(() -> req.reject(new byte[149])).isInstanceOf(IllegalArgumentException.class)
+					.hasMessageContaining("148");
+				req.reject(text("server is full"));
+				req.close();
+			});
+			ConnectionId id = cc.createId();
+			Throwable t = catchThrowable(() -> id.connect(server(), client(), k.qp, text("please"), STEP));
+			server.get(60, TimeUnit.SECONDS);
+			assertThat(t).isInstanceOf(ConnectionException.class).hasMessageContaining("RDMA_CM_EVENT_REJECTED");
+			ConnectionException e = (ConnectionException) t;
+			assertThat(e.eventType()).isEqualTo(CmEventType.REJECTED);
+			assertThat(e.event().status()).isEqualTo(CmEvent.REJECT_CONSUMER);
+			assertThat(prefix(e.privateData(), 14)).isEqualTo("server is full");
+		}
+	}
+
+	@Test
+	void aServerThatNeverAnswersEndsInATimeoutWithinTheBound() throws Exception {
+		try (EventChannel sc = EventChannel.create();
+				EventChannel cc = EventChannel.create();
+				CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId listener = sc.createId();
+			listener.bind(server());
+			listener.listen(1);
+			ConnectionId id = cc.createId();
+			Duration bound = Duration.ofSeconds(4);
+			long t0 = System.nanoTime();
+			Throwable t = catchThrowable(() -> id.connect(server(), client(), k.qp, new byte[0], bound));
+			Duration took = Duration.ofNanos(System.nanoTime() - t0);
+			assertThat(t).isInstanceOf(ConnectionException.class)
+				.hasMessageContaining("rdma_connect")
+				.hasMessageContaining("within PT4S");
+			assertThat(((ConnectionException) t).event()).isNull();
+			assertThat(took).isBetween(bound.minusMillis(100), bound.plusSeconds(3));
+			// the request is there, unanswered: the listener's channel closes it with the
+			// rest
+			assertThat(listener.awaitRequest(STEP).request().type()).isEqualTo(CmEventType.CONNECT_REQUEST);
+		}
+	}
+
+	@Test
+	void aCloseFromAnotherThreadEndsABlockedConnectAtOnce() throws Exception {
+		try (EventChannel sc = EventChannel.create();
+				EventChannel cc = EventChannel.create();
+				CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId listener = sc.createId();
+			listener.bind(server());
+			listener.listen(1);
+			ConnectionId id = cc.createId();
+			CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> catchThrowable(
+					() -> id.connect(server(), client(), k.qp, new byte[0], Duration.ofSeconds(120))));
+			listener.awaitRequest(STEP); // the client is now waiting for the answer
+			long t0 = System.nanoTime();
+			id.close();
+			Throwable t = blocked.get(15, TimeUnit.SECONDS);
+			assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(10));
+			assertThat(t).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("rdma_connect")
+				.hasMessageContaining("closed by another thread");
+			assertThat(id.isClosed()).isTrue();
+			assertThat(k.qp.state()).isEqualTo(QueuePair.State.ERR);
+		}
+	}
+
+	@Test
+	void aWakeUpEndsABlockedAcceptWait() throws Exception {
+		try (EventChannel sc = EventChannel.create()) {
+			ConnectionId listener = sc.createId();
+			listener.bind(server());
+			listener.listen(1);
+			CompletableFuture<Throwable> blocked = CompletableFuture
+				.supplyAsync(() -> catchThrowable(() -> listener.awaitRequest(Duration.ofSeconds(120))));
+			Thread.sleep(300);
+			listener.wakeUp();
+			Throwable t = blocked.get(15, TimeUnit.SECONDS);
+			assertThat(t).isInstanceOf(ConnectionException.class).hasMessageContaining("woken up");
+			assertThat(listener.getEvent(Duration.ofMillis(10))).isNull();
+		}
+	}
+
+	@Test
+	void theServerGoingAwayMidConnectionDisconnectsTheClient() throws Exception {
+		try (Connection c = connect()) {
+			c.serverChannel().close(); // the server's ids go, connected or listening
+			assertThat(c.serverId().isClosed()).isTrue();
+			assertThat(c.listener().isClosed()).isTrue();
+			CmEvent e = c.clientId().awaitDisconnect(STEP);
+			assertThat(e.type()).isEqualTo(CmEventType.DISCONNECTED);
+			// a send now fails: the client QP flushes (rdma_cm moved nothing; our
+			// disconnect
+			// handling did)
+			c.clientId().disconnect(STEP);
+			c.clientSide().qp.postSend(60, c.clientSide().mr, 0, 8, SendOpcode.SEND, 0, true);
+			assertThat(c.clientSide().take("flushed send").statusCode()).isNotZero();
+		}
+	}
+
+	@Test
+	void aDisconnectUnderTrafficFlushesAndEndsBothSides() throws Exception {
+		try (Connection c = connect()) {
+			CmSide s = c.serverSide();
+			CmSide k = c.clientSide();
+			for (int i = 0; i < 32; i++) {
+				s.qp.postRecv(100 + i, s.mr, 64L * (i % 32), 64);
+			}
+			for (int i = 0; i < 32; i++) {
+				k.qp.postSend(200 + i, k.mr, 0, 64, SendOpcode.SEND, 0, true);
+			}
+			c.serverId().disconnect(STEP);
+			assertThat(c.clientId().awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+			int ok = 0;
+			int failed = 0;
+			for (int i = 0; i < 32; i++) {
+				if (k.take("client send " + i).statusCode() == 0) {
+					ok++;
+				}
+				else {
+					failed++;
+				}
+			}
+			assertThat(ok + failed).isEqualTo(32);
+		}
+	}
+
+	@Test
+	void argumentsAreCheckedBeforeAnyCall() throws Exception {
+		try (EventChannel ch = EventChannel.create(); CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId id = ch.createId();
+			assertThat(id.deviceName()).isNull();
+			assertThatThrownBy(() -> id.connect(server(), null, k.qp, new byte[57], STEP))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("56");
+			assertThatThrownBy(() -> id.resolveRoute(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("timeout");
+			assertThatThrownBy(() -> id.listen(-1)).isInstanceOf(IllegalArgumentException.class);
+			assertThatThrownBy(() -> id.moveQueuePair(k.qp, QueuePair.State.SQD))
+				.isInstanceOf(IllegalArgumentException.class);
+			// librdmacm would dereference the id's NULL device in these: refused before
+			// the call
+			assertThatThrownBy(() -> id.resolveRoute(STEP)).isInstanceOf(dev.rdma.verbs.VerbsException.class)
+				.hasMessageContaining("rdma_resolve_route")
+				.hasMessageContaining("not bound to an RDMA device");
+			assertThatThrownBy(() -> id.connect(k.qp, CmParameters.DEFAULTS, new byte[0]))
+				.isInstanceOf(dev.rdma.verbs.VerbsException.class)
+				.hasMessageContaining("rdma_connect")
+				.hasMessageContaining("not bound to an RDMA device");
+			assertThatThrownBy(() -> id.accept(k.qp, CmParameters.DEFAULTS, new byte[0]))
+				.isInstanceOf(dev.rdma.verbs.VerbsException.class)
+				.hasMessageContaining("rdma_accept");
+			id.close();
+			assertThatThrownBy(() -> id.listen(1)).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("closed");
+		}
+	}
+
+}
