@@ -1,0 +1,181 @@
+package dev.rdma.verbs.cm;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.QueuePair.SendOpcode;
+import dev.rdma.verbs.WorkCompletionSnapshot;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The binding's rdma_cm path against programs no one here wrote: rdma-core's
+ * {@code rdma_server} and {@code rdma_client} (package rdmacm-utils), one 16-byte SEND
+ * each way, the client first. Their own output must report success ({@code end 0}).
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class RdmacmInteropDeviceTest {
+
+	static final Duration STEP = Duration.ofSeconds(30);
+
+	CmSide.Endpoint serverEnd;
+
+	CmSide.Endpoint clientEnd;
+
+	long openBefore;
+
+	int port;
+
+	@BeforeEach
+	void endpoints() {
+		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
+		serverEnd = pair[0];
+		clientEnd = pair[1];
+		openBefore = NativeObjects.open();
+		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+	}
+
+	@AfterEach
+	void nothingLeaked() {
+		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
+			.isEqualTo(openBefore);
+	}
+
+	/** A C peer whose output is collected by a thread of its own. */
+	static final class Peer implements AutoCloseable {
+
+		final Process process;
+
+		final ByteArrayOutputStream out = new ByteArrayOutputStream();
+
+		final Thread reader;
+
+		Peer(String... command) throws IOException {
+			process = new ProcessBuilder(command).redirectErrorStream(true).start();
+			reader = Thread.ofPlatform().daemon().start(() -> {
+				try (InputStream in = process.getInputStream()) {
+					in.transferTo(out);
+				}
+				catch (IOException ignored) {
+					// the process was killed
+				}
+			});
+		}
+
+		String output() {
+			synchronized (out) {
+				return out.toString(StandardCharsets.UTF_8);
+			}
+		}
+
+		int awaitExit(Duration timeout) throws InterruptedException {
+			if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+				throw new AssertionError("the C peer did not exit within " + timeout + "; output:\n" + output());
+			}
+			reader.join(5000);
+			return process.exitValue();
+		}
+
+		@Override
+		public void close() {
+			process.destroyForcibly();
+		}
+
+	}
+
+	@Test
+	void theBindingAsClientOfRdmaServer() throws Exception {
+		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+		try (Peer c = new Peer("rdma_server", "-p", Integer.toString(port)); EventChannel ch = EventChannel.create()) {
+			// rdma_server listens a moment after it starts: retry (new id, new QP) while
+			// nothing listens (REJECTED, invalid service id)
+			for (int attempt = 0;; attempt++) {
+				ConnectionId id = ch.createId();
+				try (CmSide k = new CmSide(clientEnd.device())) {
+					try {
+						id.connect(server, new InetSocketAddress(InetAddress.getByName(clientEnd.ipv4()), 0), k.qp,
+								new byte[0], STEP);
+					}
+					catch (ConnectionException e) {
+						if (attempt == 20 || e.eventType() != CmEventType.REJECTED) {
+							throw new AssertionError("rdma_server output:\n" + c.output(), e);
+						}
+						id.close();
+						Thread.sleep(500);
+						continue;
+					}
+					assertThat(id.deviceName()).isEqualTo(clientEnd.device());
+					k.qp.postRecv(1, k.mr, 1024, 16);
+					k.mr.buffer()
+						.asSlice(0, 16)
+						.copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes("java->c 16 bytes")));
+					k.qp.postSend(2, k.mr, 0, 16, SendOpcode.SEND, 0, true);
+					WorkCompletionSnapshot first = k.take("send or receive");
+					WorkCompletionSnapshot second = k.take("send or receive");
+					assertThat(first.statusCode()).isZero();
+					assertThat(second.statusCode()).isZero();
+					assertThat(first.wrId() + second.wrId()).isEqualTo(3);
+					WorkCompletionSnapshot recv = first.wrId() == 1 ? first : second;
+					assertThat(recv.byteLen()).isEqualTo(16);
+					assertThat(id.awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+					assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+					assertThat(c.output()).contains("rdma_server: end 0");
+					id.close();
+					return;
+				}
+			}
+		}
+	}
+
+	@Test
+	void theBindingAsServerOfRdmaClient() throws Exception {
+		InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+		try (EventChannel ch = EventChannel.create(); CmSide s = new CmSide(serverEnd.device())) {
+			ConnectionId listener = ch.createId();
+			listener.bind(new InetSocketAddress(port));
+			listener.listen(1);
+			try (Peer c = new Peer("rdma_client", "-s", serverEnd.ipv4(), "-p", Integer.toString(port))) {
+				ConnectionId id = listener.awaitRequest(STEP);
+				assertThat(id.deviceName()).isEqualTo(serverEnd.device());
+				s.qp.postRecv(1, s.mr, 0, 16);
+				id.accept(s.qp, new byte[0], STEP);
+				WorkCompletionSnapshot recv = s.take("receive of rdma_client's message");
+				assertThat(recv.statusCode()).isZero();
+				assertThat(recv.byteLen()).isEqualTo(16);
+				s.mr.buffer()
+					.asSlice(100, 16)
+					.copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes("java reply 16 b.")));
+				s.qp.postSend(2, s.mr, 100, 16, SendOpcode.SEND, 0, true);
+				assertThat(s.take("send to rdma_client").statusCode()).isZero();
+				assertThat(id.awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+				assertThat(c.output()).contains("rdma_client: end 0");
+				assertThat(s.mr.buffer().asSlice(0, 16).toArray(JAVA_BYTE)).hasSize(16);
+			}
+		}
+	}
+
+	static byte[] bytes(String s) {
+		byte[] b = s.getBytes(StandardCharsets.US_ASCII);
+		assertThat(b).hasSize(16);
+		return b;
+	}
+
+}
