@@ -553,9 +553,9 @@ public final class ConnectionId extends CmObject {
 	 */
 	public void disconnect(Duration timeout) {
 		long deadline = System.nanoTime() + timeout.toNanos();
-		if (!disconnected) {
-			disconnect();
-		}
+		// also after the peer's DREQ: rdma_disconnect then answers it (DREP), which the
+		// peer's own rdma_disconnect waits for
+		disconnect();
 		synchronized (queue) {
 			if (queue.removeIf(e -> e.type() == CmEventType.DISCONNECTED)) {
 				return;
@@ -583,7 +583,7 @@ public final class ConnectionId extends CmObject {
 
 	@Override
 	void destroy() {
-		if (connected && !disconnected) {
+		if (connected) {
 			try {
 				disconnectQuietly();
 			}

@@ -48,6 +48,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  */
 public final class EventChannel extends CmObject {
 
+	/** -Ddev.rdma.verbs.cm.trace=true prints every event read on stderr (diagnostics). */
+	private static final boolean TRACE = Boolean.getBoolean("dev.rdma.verbs.cm.trace");
+
 	private final int fd;
 
 	private final Signal closeSignal = new Signal("the close signal of an rdma_cm event channel");
@@ -244,6 +247,9 @@ public final class EventChannel extends CmObject {
 				MemorySegment out = a.allocate(ADDRESS);
 				MemorySegment capture = Native.allocateCapture(a);
 				int rc = (int) Rdmacm.GET_CM_EVENT.invokeExact(capture, handle, out);
+				if (TRACE) {
+					System.err.println("rdma_get_cm_event rc " + rc + " errno " + Native.errno(capture));
+				}
 				if (rc != 0) {
 					int errno = Native.errno(capture);
 					if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
@@ -254,6 +260,12 @@ public final class EventChannel extends CmObject {
 				MemorySegment ev = out.get(ADDRESS, 0).reinterpret(RdmacmLayouts.RDMA_CM_EVENT.byteSize());
 				try {
 					int code = ev.get(JAVA_INT, RdmacmLayouts.EVENT_EVENT);
+					if (TRACE) {
+						System.err.println("event " + code + " id 0x"
+								+ Long.toHexString(ev.get(ADDRESS, RdmacmLayouts.EVENT_ID).address()) + " listen 0x"
+								+ Long.toHexString(ev.get(ADDRESS, RdmacmLayouts.EVENT_LISTEN_ID).address()) + " known "
+								+ ids.keySet());
+					}
 					CmEventType type = CmEventType.of(code);
 					long idAddress = ev.get(ADDRESS, RdmacmLayouts.EVENT_ID).address();
 					ConnectionId listener = null;

@@ -135,6 +135,8 @@ class RdmacmInteropDeviceTest {
 					WorkCompletionSnapshot recv = first.wrId() == 1 ? first : second;
 					assertThat(recv.byteLen()).isEqualTo(16);
 					assertThat(id.awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+					id.disconnect(STEP); // answers the server's DREQ: its rdma_disconnect
+											// waits for that
 					assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
 					assertThat(c.output()).contains("rdma_server: end 0");
 					id.close();
