@@ -271,21 +271,23 @@ public final class EventChannel extends CmObject {
 					ConnectionId listener = null;
 					if (type == CmEventType.CONNECT_REQUEST) {
 						listener = ids.get(ev.get(ADDRESS, RdmacmLayouts.EVENT_LISTEN_ID).address());
-						target = listener == null ? null : adopt(ev.get(ADDRESS, RdmacmLayouts.EVENT_ID), listener);
-						if (target == null) {
-							// a request for a listener being closed: its id is
-							// librdmacm's to
-							// destroy after the ack
-							return;
+						if (listener == null) {
+							return; // a request for a listener being closed: acked below,
+									// dropped
 						}
+						// the event goes to the listener; it names the new id of the
+						// request
+						ConnectionId request = adopt(ev.get(ADDRESS, RdmacmLayouts.EVENT_ID), listener);
+						target = listener;
+						event = copy(ev, type, code, request, listener);
 					}
 					else {
 						target = ids.get(idAddress);
 						if (target == null) {
 							return; // an id closed meanwhile: acked below, dropped
 						}
+						event = copy(ev, type, code, target, null);
 					}
-					event = copy(ev, type, code, target, listener);
 				}
 				finally {
 					int ack = (int) Rdmacm.ACK_CM_EVENT.invokeExact(capture, ev);
