@@ -4,13 +4,13 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * An immutable copy of a {@link WorkCompletion}. Fields the source could not provide (not
- * requested on an extended CQ, not an EFA CQ) are 0/null; {@link #availableWcExFlags()}
- * says which were provided.
+ * requested on an extended CQ) are 0/null; {@link #availableWcExFlags()} says which were
+ * provided.
  */
 public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, int vendorErr, int byteLen, int immData,
 		int qpNum, int srcQp, int wcFlags, int pkeyIndex, int slid, int sl, int dlidPathBits, long completionTimestamp,
-		long completionWallclockNanos, int cvlan, int flowTag, @Nullable TmInfo tmInfo, @Nullable Gid sgid,
-		boolean isUnsolicited, long availableWcExFlags) implements WorkCompletion {
+		long completionWallclockNanos, int cvlan, int flowTag, @Nullable TmInfo tmInfo,
+		long availableWcExFlags) implements WorkCompletion {
 
 	@Override
 	public int invalidatedRkey() {
@@ -44,7 +44,7 @@ public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, 
 		return flag.isSet(wcFlags);
 	}
 
-	static WorkCompletionSnapshot of(WorkCompletion wc, long available, boolean legacy, long efaFlags) {
+	static WorkCompletionSnapshot of(WorkCompletion wc, long available, boolean legacy) {
 		boolean ok = wc.isSuccess();
 		return new WorkCompletionSnapshot(wc.wrId(), wc.statusCode(), ok ? wc.opcodeCode() : 0, wc.vendorErr(),
 				ok && has(available, WcExFlag.BYTE_LEN) ? wc.byteLen() : 0,
@@ -57,9 +57,7 @@ public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, 
 				ok && has(available, WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK) ? wc.completionWallclockNanos() : 0,
 				ok && has(available, WcExFlag.CVLAN) ? wc.cvlan() : 0,
 				ok && has(available, WcExFlag.FLOW_TAG) ? wc.flowTag() : 0,
-				ok && has(available, WcExFlag.TM_INFO) ? wc.tmInfo() : null,
-				ok && (efaFlags & EfaWcFlag.SGID.bit()) != 0 ? wc.sgid() : null,
-				ok && (efaFlags & EfaWcFlag.IS_UNSOLICITED.bit()) != 0 && wc.isUnsolicited(), available);
+				ok && has(available, WcExFlag.TM_INFO) ? wc.tmInfo() : null, available);
 	}
 
 	private static boolean has(long available, WcExFlag flag) {

@@ -24,7 +24,7 @@ import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
-import dev.rdma.verbs.EfaCompletionQueue;
+import dev.rdma.verbs.efa.EfaCompletionQueue;
 import dev.rdma.verbs.ExtendedCompletionQueue;
 
 /**

@@ -13,7 +13,7 @@ import org.springframework.boot.context.properties.ConfigurationPropertiesSource
 
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
-import dev.rdma.verbs.EfaWcFlag;
+import dev.rdma.verbs.efa.EfaWcFlag;
 import dev.rdma.verbs.WcExFlag;
 
 /**
