@@ -98,6 +98,9 @@ public class CompletionQueue extends NativeObject {
 	 */
 	private final ExclusiveSlot slot = new ExclusiveSlot();
 
+	/** The QPs using this CQ, one entry per use ({@link #addUser}); guarded by itself. */
+	private final List<NativeObject> users = new ArrayList<>();
+
 	/**
 	 * @param context the owner; null for a CQ over memory that is not a device's (the
 	 * tests' and benchmarks' rings, built through {@code dev.rdma.verbs.seam})
@@ -382,31 +385,31 @@ public class CompletionQueue extends NativeObject {
 		// What ibv_destroy_cq would refuse with EBUSY, refused before anything changes
 		// (no event acked, no waiter
 		// woken): a QP of this binding still uses the CQ.
-		List<QueuePair> users = queuePairsUsingThis();
-		if (!users.isEmpty()) {
+		List<NativeObject> current;
+		synchronized (users) {
+			current = List.copyOf(users);
+		}
+		if (!current.isEmpty()) {
 			throw new VerbsException("ibv_destroy_cq", Errno.EBUSY,
-					describe() + " is still used by " + users + ": close the QP(s) first");
+					describe() + " is still used by " + current + ": close the QP(s) first");
 		}
 	}
 
-	private List<QueuePair> queuePairsUsingThis() {
-		List<QueuePair> users = new ArrayList<>();
-		if (context != null) {
-			for (ProtectionDomain pd : context.dependants(ProtectionDomain.class)) {
-				collectUsers(pd, users);
-			}
+	/**
+	 * Registers a QP that uses this CQ (once per use: as send and as receive CQ), so that
+	 * {@link #close()} refuses while it exists. The QP registers itself; the CQ knows it
+	 * only as a native object (no dependency on the QP's class).
+	 */
+	final void addUser(NativeObject queuePair) {
+		synchronized (users) {
+			users.add(queuePair);
 		}
-		return users;
 	}
 
-	private void collectUsers(ProtectionDomain pd, List<QueuePair> users) {
-		for (QueuePair qp : pd.queuePairs()) {
-			if (qp.attributes().sendCq() == this || qp.attributes().recvCq() == this) {
-				users.add(qp);
-			}
-		}
-		for (ProtectionDomain child : pd.dependants(ProtectionDomain.class)) {
-			collectUsers(child, users);
+	/** Undoes one {@link #addUser}, once the QP is destroyed. */
+	final void removeUser(NativeObject queuePair) {
+		synchronized (users) {
+			users.remove(queuePair);
 		}
 	}
 

@@ -195,7 +195,7 @@ final class ExtendedCompletionView implements WorkCompletion {
 
 	@Override
 	public WorkCompletionSnapshot copy() {
-		return WorkCompletionSnapshot.of(this, queue.wcFlags(), false);
+		return Snapshots.of(this, queue.wcFlags(), false);
 	}
 
 	@Override

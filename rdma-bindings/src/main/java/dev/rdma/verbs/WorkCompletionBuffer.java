@@ -459,7 +459,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
 		@Override
 		public WorkCompletionSnapshot copy() {
-			return WorkCompletionSnapshot.of(this, legacy ? WcExFlag.STANDARD : available, legacy);
+			return Snapshots.of(this, legacy ? WcExFlag.STANDARD : available, legacy);
 		}
 
 		@Override

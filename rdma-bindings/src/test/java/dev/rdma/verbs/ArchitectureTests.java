@@ -19,7 +19,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The package structure of rdma-bindings (docs/architecture.md), checked on its compiled
  * classes with ArchUnit: the documented packages, no package cycle, the FFM plumbing
  * independent of the API (only the API calls into it), the API independent of the EFA
- * provider package and of the benchmarks' seam, and {@code @NullMarked} on every package. (ModuleLayoutTest checks that only the API is exported.)
+ * provider package and of the benchmarks' seam, and {@code @NullMarked} on every package.
+ * (ModuleLayoutTest checks that only the API is exported.)
  */
 class ArchitectureTests {
 
@@ -70,7 +71,12 @@ class ArchitectureTests {
 
 	@Test
 	void nothingInTheBindingUsesTheBenchmarkSeam() {
-		noClasses().that().resideOutsideOfPackage(SEAM).should().dependOnClassesThat().resideInAPackage(SEAM).check(classes);
+		noClasses().that()
+			.resideOutsideOfPackage(SEAM)
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(SEAM)
+			.check(classes);
 	}
 
 	@Test
