@@ -80,6 +80,31 @@ class ArchitectureTests {
 	}
 
 	@Test
+	void theClassCyclesThatAreNotParentAndChildStayBroken() {
+		// a value copied out of a view does not know the view type
+		noClasses().that()
+			.belongToAnyOf(WorkCompletionSnapshot.class)
+			.should()
+			.dependOnClassesThat()
+			.belongToAnyOf(WorkCompletion.class)
+			.check(classes);
+		// a CQ knows the QPs that use it only as registered native objects
+		noClasses().that()
+			.belongToAnyOf(CompletionQueue.class)
+			.should()
+			.dependOnClassesThat()
+			.belongToAnyOf(QueuePair.class, ProtectionDomain.class)
+			.check(classes);
+		// an address handle (and its attributes) does not need the QP
+		noClasses().that()
+			.belongToAnyOf(AddressHandle.class)
+			.should()
+			.dependOnClassesThat()
+			.belongToAnyOf(QueuePair.class)
+			.check(classes);
+	}
+
+	@Test
 	void everyPackageIsNullMarked() {
 		for (String pkg : Set.of(API, EFA, FFM, SEAM)) {
 			assertThat(classes.getPackage(pkg).isAnnotatedWith(NullMarked.class)).as(pkg + " is @NullMarked").isTrue();
