@@ -42,8 +42,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 public class CompletionQueue extends NativeObject {
 
 	/**
-	 * Null only for a stand-in of the tests and benchmarks (memory laid out as a CQ, no
-	 * device).
+	 * Null only for a CQ over memory that is not a device's (the tests' and benchmarks'
+	 * rings).
 	 */
 	final @Nullable Context context;
 
