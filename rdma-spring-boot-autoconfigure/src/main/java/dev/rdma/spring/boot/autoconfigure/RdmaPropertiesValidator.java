@@ -168,27 +168,28 @@ public final class RdmaPropertiesValidator {
 		boolean extended = queue.getType() != QueueType.LEGACY;
 		if (!extended && !queue.getWcFlags().isEmpty()) {
 			throw new RdmaConfigurationException(path + ".wc-flags",
-					path + ".wc-flags=" + queue.getWcFlags() + " needs an extended or efa queue; " + path
+					path + ".wc-flags=" + yaml(queue.getWcFlags()) + " needs an extended or efa queue; " + path
 							+ ".type is legacy",
 					"Set " + path + ".type to extended, or remove " + path
 							+ ".wc-flags (a legacy queue always provides the standard fields).");
 		}
 		if (!extended && !queue.getFlags().isEmpty()) {
-			throw new RdmaConfigurationException(path + ".flags", path + ".flags=" + queue.getFlags()
-					+ " needs an extended or efa queue; " + path + ".type is legacy",
+			throw new RdmaConfigurationException(
+					path + ".flags", path + ".flags=" + yaml(queue.getFlags()) + " needs an extended or efa queue; "
+							+ path + ".type is legacy",
 					"Set " + path + ".type to extended, or remove " + path + ".flags.");
 		}
 		if (queue.getType() != QueueType.EFA && !queue.getEfaWcFlags().isEmpty()) {
 			throw new RdmaConfigurationException(path + ".efa-wc-flags",
-					path + ".efa-wc-flags=" + queue.getEfaWcFlags() + " needs an efa queue; " + path + ".type is "
-							+ queue.getType().name().toLowerCase(java.util.Locale.ROOT),
+					path + ".efa-wc-flags=" + yaml(queue.getEfaWcFlags()) + " needs an efa queue; " + path + ".type is "
+							+ yaml(queue.getType()),
 					"Set " + path + ".type to efa (EFA devices only), or remove " + path + ".efa-wc-flags.");
 		}
 		PollingMode mode = queue.getPolling().getMode();
 		if (mode != null && mode != PollingMode.BUSY && channel == null) {
 			throw new RdmaConfigurationException(path + ".polling.mode",
-					path + ".polling.mode=" + mode.name().toLowerCase(java.util.Locale.ROOT)
-							+ " needs a completion channel, but " + path + ".channel is not set",
+					path + ".polling.mode=" + yaml(mode) + " needs a completion channel, but " + path
+							+ ".channel is not set",
 					"Set " + path + ".channel to a channel under rdma.channels, or use " + path
 							+ ".polling.mode=busy.");
 		}
@@ -208,6 +209,19 @@ public final class RdmaPropertiesValidator {
 					path + ".ack-batch=" + queue.getAckBatch() + " must be at least 1",
 					"Set " + path + ".ack-batch to e.g. 64.");
 		}
+	}
+
+	/**
+	 * A constant as it is written in YAML and properties files ({@code QP_NUM} is
+	 * {@code qp-num}), so that messages quote what the user wrote.
+	 */
+	public static String yaml(Enum<?> constant) {
+		return constant.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+	}
+
+	/** Constants as a YAML list, e.g. {@code [byte-len, qp-num]}. */
+	public static String yaml(java.util.Collection<? extends Enum<?>> constants) {
+		return constants.stream().map(RdmaPropertiesValidator::yaml).toList().toString();
 	}
 
 	/** The explicit completion vector of a queue, or -1 for auto. */
