@@ -249,7 +249,7 @@ public class RdmaProperties {
 
 		/**
 		 * Key of the completion channel (under rdma.channels); omitted = no completion
-		 * events (busy polling only).
+		 * events (polled in backoff or busy mode).
 		 */
 		private @Nullable String channel;
 
@@ -356,7 +356,11 @@ public class RdmaProperties {
 	@ConfigurationPropertiesSource
 	public static class Polling {
 
-		/** Polling mode; omitted = event when the queue has a channel, else busy. */
+		/**
+		 * Polling mode: busy (spins, one core per queue), event or adaptive (need a
+		 * channel), backoff (sleeps when idle). Omitted = event when the queue has a
+		 * channel, else backoff; busy only when set.
+		 */
 		private @Nullable PollingMode mode;
 
 		/**
@@ -370,6 +374,13 @@ public class RdmaProperties {
 		 * waiting on the channel.
 		 */
 		private Duration spin = Duration.ofNanos(50_000);
+
+		/**
+		 * Backoff mode: the longest pause between two polls of an idle queue; the pauses
+		 * double up to it, so an idle poller costs next to no CPU and a completion waits
+		 * at most about this long.
+		 */
+		private Duration maxSleep = Duration.ofMillis(1);
 
 		public @Nullable PollingMode getMode() {
 			return mode;
@@ -393,6 +404,14 @@ public class RdmaProperties {
 
 		public void setSpin(Duration spin) {
 			this.spin = spin;
+		}
+
+		public Duration getMaxSleep() {
+			return maxSleep;
+		}
+
+		public void setMaxSleep(Duration maxSleep) {
+			this.maxSleep = maxSleep;
 		}
 
 	}

@@ -1,5 +1,6 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -186,12 +187,12 @@ public final class RdmaPropertiesValidator {
 					"Set " + path + ".type to efa (EFA devices only), or remove " + path + ".efa-wc-flags.");
 		}
 		PollingMode mode = queue.getPolling().getMode();
-		if (mode != null && mode != PollingMode.BUSY && channel == null) {
+		if (mode != null && mode.needsChannel() && channel == null) {
 			throw new RdmaConfigurationException(path + ".polling.mode",
 					path + ".polling.mode=" + yaml(mode) + " needs a completion channel, but " + path
 							+ ".channel is not set",
 					"Set " + path + ".channel to a channel under rdma.channels, or use " + path
-							+ ".polling.mode=busy.");
+							+ ".polling.mode=backoff (sleeps when idle) or busy (spins, one core).");
 		}
 		int batchSize = queue.getPolling().getBatchSize();
 		if (batchSize < 1 || batchSize > 65536) {
@@ -203,6 +204,13 @@ public final class RdmaPropertiesValidator {
 			throw new RdmaConfigurationException(path + ".polling.spin",
 					path + ".polling.spin=" + queue.getPolling().getSpin() + " must not be negative",
 					"Set " + path + ".polling.spin to e.g. 50us.");
+		}
+		Duration maxSleep = queue.getPolling().getMaxSleep();
+		if (maxSleep == null || maxSleep.isNegative() || maxSleep.isZero()) {
+			throw new RdmaConfigurationException(path + ".polling.max-sleep",
+					path + ".polling.max-sleep=" + maxSleep + " must be positive",
+					"Set " + path + ".polling.max-sleep to e.g. 1ms, or use " + path
+							+ ".polling.mode=busy to poll without pauses.");
 		}
 		if (queue.getAckBatch() < 1) {
 			throw new RdmaConfigurationException(path + ".ack-batch",
@@ -246,14 +254,10 @@ public final class RdmaPropertiesValidator {
 
 	/**
 	 * The polling mode a queue's poller uses: the configured one, else event with a
-	 * channel, busy without.
+	 * channel, backoff without ({@link PollingMode#resolve}).
 	 */
 	public static PollingMode effectiveMode(CompletionQueueProperties queue) {
-		PollingMode mode = queue.getPolling().getMode();
-		if (mode != null) {
-			return mode;
-		}
-		return queue.getChannel() == null ? PollingMode.BUSY : PollingMode.EVENT;
+		return PollingMode.resolve(queue.getPolling().getMode(), queue.getChannel() != null);
 	}
 
 }

@@ -207,6 +207,8 @@ class RdmaAutoConfigurationTests {
 						"rdma.devices.nic0.name=a", "rdma.completion-queues.rx.polling.batch-size=0"),
 				bad("rdma.completion-queues.rx.polling.spin=PT-0.001S must not be negative", "rdma.devices.nic0.name=a",
 						"rdma.completion-queues.rx.polling.spin=-1ms"),
+				bad("rdma.completion-queues.rx.polling.max-sleep=PT0S must be positive", "rdma.devices.nic0.name=a",
+						"rdma.completion-queues.rx.polling.max-sleep=0ms"),
 				bad("rdma.completion-queues.rx.ack-batch=0 must be at least 1", "rdma.devices.nic0.name=a",
 						"rdma.completion-queues.rx.ack-batch=0"),
 				bad("rdma.completion-queues.nic0 clashes with rdma.devices.nic0", "rdma.devices.nic0.name=a",
