@@ -97,8 +97,9 @@ class RdmaAutoConfigurationTests {
 
 	@Test
 	void healthAndMetricsAreAutoConfigurationsOfTheirOwnAfterTheRoot() {
-		assertThat(RdmaAutoConfigurations.names()).containsExactly(RdmaAutoConfiguration.class.getName(),
-				RdmaMetricsAutoConfiguration.class.getName(), RdmaHealthAutoConfiguration.class.getName());
+		assertThat(RdmaAutoConfigurations.names()).containsExactly(RdmaStatusAutoConfiguration.class.getName(),
+				RdmaAutoConfiguration.class.getName(), RdmaMetricsAutoConfiguration.class.getName(),
+				RdmaHealthAutoConfiguration.class.getName());
 		for (Class<?> type : List.of(RdmaMetricsAutoConfiguration.class, RdmaHealthAutoConfiguration.class)) {
 			AutoConfiguration annotation = type.getAnnotation(AutoConfiguration.class);
 			assertThat(annotation).as(type.getSimpleName()).isNotNull();
