@@ -15,6 +15,7 @@ import org.springframework.boot.context.properties.source.ConfigurationPropertyS
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
 import org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException;
+import org.springframework.boot.origin.PropertySourceOrigin;
 import org.springframework.core.env.Environment;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
 
@@ -76,7 +77,9 @@ final class RdmaPropertiesBinding {
 		List<String> suggestions = new ArrayList<>();
 		String first = null;
 		for (ConfigurationProperty property : properties) {
-			String name = property.getName().toString();
+			// the name as written (the canonical name lower-cases map keys)
+			String name = property.getOrigin() instanceof PropertySourceOrigin origin ? origin.getPropertyName()
+					: property.getName().toString();
 			first = first == null ? name : first;
 			String nearest = RdmaPropertyNames.nearest(name);
 			lines.add(name + (property.getOrigin() != null ? " (" + property.getOrigin() + ")" : "")

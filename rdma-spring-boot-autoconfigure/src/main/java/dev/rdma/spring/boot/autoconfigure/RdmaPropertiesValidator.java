@@ -27,6 +27,24 @@ public final class RdmaPropertiesValidator {
 	static final String CHANNELS = RdmaProperties.PREFIX + ".channels.";
 	static final String QUEUES = RdmaProperties.PREFIX + ".completion-queues.";
 
+	/**
+	 * The starter's own bean names and what they are: a device, channel or queue key
+	 * cannot be one of them (whether or not that bean exists in this application, as
+	 * health and metrics depend on the class path).
+	 */
+	static final Map<String, String> STARTER_BEANS = Map.ofEntries(
+			Map.entry("rdmaHealthIndicator", "the rdma health indicator"),
+			Map.entry("rdmaPollerMetrics", "the pollers' Micrometer meters"),
+			Map.entry("rdmaStatus", "the RdmaStatus bean"), Map.entry("rdmaResources", "the RDMA resources"),
+			Map.entry("rdmaAsyncEventMonitor", "the asynchronous event monitor"),
+			Map.entry("rdmaStartupReport", "the startup report"),
+			Map.entry("rdmaListenerEndpointRegistry", "the listener registry"),
+			Map.entry("rdmaListenerContainerFactory", "the listener container factory"),
+			Map.entry("rdmaListenerContainerFactoryConfigurer", "the listener container factory's configurer"),
+			Map.entry("rdmaListenerEndpointValidator", "the listener check"),
+			Map.entry("rdmaCompletionListenerAnnotationBeanPostProcessor", "the listener post-processor"),
+			Map.entry("rdmaCompletionListenerCheck", "the listener check"));
+
 	private RdmaPropertiesValidator() {
 	}
 
@@ -57,6 +75,13 @@ public final class RdmaPropertiesValidator {
 					path + " clashes with " + previous
 							+ ": every device, channel and completion queue becomes a bean named after its key",
 					"Give " + path + " a key that no other RDMA resource uses.");
+		}
+		String starterBean = STARTER_BEANS.get(key);
+		if (starterBean != null) {
+			throw new RdmaConfigurationException(path,
+					path + " would be a bean named '" + key + "', a name the starter keeps for its own bean ("
+							+ starterBean + ")",
+					"Rename " + path + ": the starter's own beans are named rdma<Something>.");
 		}
 		if (beanNameTaken.test(key)) {
 			throw new RdmaConfigurationException(path,

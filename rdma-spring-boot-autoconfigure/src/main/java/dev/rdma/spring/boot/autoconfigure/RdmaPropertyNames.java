@@ -99,10 +99,11 @@ final class RdmaPropertyNames {
 				moved = candidate.toString();
 			}
 		}
-		// a typo (a few edits) wins; else the property of that name in another place
+		// a typo (a few edits, relative to the last segment's length) wins; else the
+		// property of that name in another place
 		// (rdma.completion-queues.rx.max-sleep is ...polling.max-sleep)
 		if (bestDistance <= 2 || moved == null) {
-			return best != null && bestDistance <= Math.max(3, plain.length() / 3) ? best : null;
+			return best != null && bestDistance <= Math.max(2, leaf.length() / 3) ? best : null;
 		}
 		return moved;
 	}

@@ -141,12 +141,42 @@ class RdmaAutoConfigurationTests {
 		for (String name : RdmaBeanRegistrar.LATER_BEAN_NAMES) {
 			runner.withPropertyValues("rdma.required=true", "rdma.devices[" + name + "].name=a").run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(context.getStartupFailure())
-					.hasMessageContaining("rdma.devices." + name + " would be a bean named '" + name
-							+ "', but the application already defines a bean with that name");
+				// the starter's own bean, not one "the application already defines"
+				assertThat(context.getStartupFailure()).hasMessageContaining("rdma.devices." + name
+						+ " would be a bean named '" + name + "', a name the starter keeps for its own bean");
 			});
 		}
 		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@org.springframework.boot.context.properties.EnableConfigurationProperties(RdmaProperties.class)
+	@Import(RdmaAnnotationDrivenConfiguration.class)
+	static class ListenerInfrastructure {
+
+	}
+
+	@Test
+	void everyBeanNameOfTheStarterIsReservedForIt() {
+		assertThat(RdmaPropertiesValidator.STARTER_BEANS)
+			.containsKeys(RdmaBeanRegistrar.LATER_BEAN_NAMES.toArray(String[]::new));
+		assertThat(RdmaPropertiesValidator.STARTER_BEANS).containsKeys(RdmaBeanRegistrar.MONITOR_BEAN_NAME,
+				RdmaBeanRegistrar.REPORT_BEAN_NAME, RdmaResources.BEAN_NAME, RdmaStatus.BEAN_NAME,
+				RdmaConfigurationCheckRegistrar.LISTENER_CHECK_BEAN_NAME);
+		runner.withUserConfiguration(ListenerInfrastructure.class).run(context -> {
+			for (String name : context.getBeanDefinitionNames()) {
+				if (name.matches("rdma[A-Z][A-Za-z]*")) {
+					assertThat(RdmaPropertiesValidator.STARTER_BEANS).as(name).containsKey(name);
+				}
+			}
+		});
+		for (String name : List.of(RdmaStatus.BEAN_NAME, "rdmaListenerEndpointRegistry")) {
+			runner.withPropertyValues("rdma.devices." + name + ".name=a").run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure())
+					.hasMessageContaining("a name the starter keeps for its own bean");
+			});
+		}
 	}
 
 	@Test
