@@ -47,18 +47,25 @@ public class RdmaProperties {
 	 */
 	private Duration shutdownTimeout = Duration.ofSeconds(5);
 
-	/** Devices to open, by bean name. Each becomes a dev.rdma.verbs.Context bean. */
+	/**
+	 * Devices to open, by bean name (the key, e.g. nic0). Each becomes a
+	 * dev.rdma.verbs.Context bean. Properties of each device: name, guid, port.
+	 */
 	private Map<String, DeviceProperties> devices = new LinkedHashMap<>();
 
 	/**
-	 * Completion event channels, by bean name. Each becomes a
-	 * dev.rdma.verbs.CompletionChannel bean.
+	 * Completion event channels, by bean name (the key, e.g. events0). Each becomes a
+	 * dev.rdma.verbs.CompletionChannel bean. Properties of each channel: device,
+	 * non-blocking.
 	 */
 	private Map<String, ChannelProperties> channels = new LinkedHashMap<>();
 
 	/**
-	 * Completion queues, by bean name. Each becomes a dev.rdma.verbs.CompletionQueue bean
-	 * (ExtendedCompletionQueue or EfaCompletionQueue for those types).
+	 * Completion queues, by bean name (the key, e.g. rx). Each becomes a
+	 * dev.rdma.verbs.CompletionQueue bean (ExtendedCompletionQueue or EfaCompletionQueue
+	 * for those types). Properties of each queue: device, type, entries, comp-vector,
+	 * channel, wc-flags, flags, efa-wc-flags, polling.mode, polling.batch-size,
+	 * polling.spin, polling.max-sleep, ack-batch.
 	 */
 	private Map<String, CompletionQueueProperties> completionQueues = new LinkedHashMap<>();
 
