@@ -130,7 +130,9 @@ public class RdmaResources {
 							"Check the device's driver.", ex);
 		}
 		contexts.put(key, context);
-		logger.info("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
+		// the startup report (RdmaStartupReport) logs each device, channel and queue at
+		// INFO
+		logger.debug("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
 		return context;
 	}
 
