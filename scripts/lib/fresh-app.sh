@@ -6,6 +6,8 @@
 #                                             and listener (the blocks marked <!-- fresh-app: PATH --> in README.md),
 #                                             set spring-boot-starter-parent to <boot-version>, build <dir>/target/demo.jar
 #                                             against the starter in the local Maven repository (./mvnw install first)
+#   fresh-app.sh boot3 <boot-version> <dir>   (host) the same application on Spring Boot 3.x: startup must fail naming
+#                                             the required Spring Boot version
 #   fresh-app.sh run <jar> <port> <log>       (device tier) start the jar on the device, wait until the README's
 #                                             listener got the test traffic's completions, then check over HTTP that
 #                                             /actuator/health shows rdma UP and /actuator/metrics/rdma.completions
@@ -15,7 +17,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 build() {
-    local boot=$1 dir=$2
+    local boot=$1 dir=$2 web=${3:-}
     rm -rf "$dir"
     mkdir -p "$dir"
     cp -r "$ROOT/scripts/fresh-app/." "$dir/"
@@ -28,6 +30,7 @@ build() {
     ' "$ROOT/README.md"
     sed -i "s|<version>[^<]*</version><!-- fresh-app: boot version -->|<version>$boot</version>|" "$dir/pom.xml"
     grep -q "<version>$boot</version>" "$dir/pom.xml" || { echo "fresh-app: could not set Boot $boot" >&2; return 1; }
+    [[ -n $web ]] && sed -i "s|<artifactId>spring-boot-starter-webmvc</artifactId>|<artifactId>$web</artifactId>|" "$dir/pom.xml"
     "$ROOT/mvnw" -B -q --no-transfer-progress -f "$dir/pom.xml" package -DskipTests
 }
 
@@ -76,8 +79,26 @@ run() {
     return 1
 }
 
+# Spring Boot 3.x is not supported: the same application (web starter under its 3.x name) must fail at startup with
+# the starter's message naming the required version, before anything native (no device needed: runs on the host)
+boot3() {
+    local boot=$1 dir=$2
+    build "$boot" "$dir" spring-boot-starter-web || { echo "FRESH-APP boot-$boot: FAIL: the build failed"; return 1; }
+    timeout 120 "${JAVA_HOME:?}/bin/java" -jar "$dir/target/demo.jar" --server.port=0 > "$dir/run.log" 2>&1
+    local rc=$?
+    local expected="rdma-spring-boot-starter needs Spring Boot 4.0.x and 4.1.x, but this application runs Spring Boot $boot"
+    if [[ $rc != 0 && $rc != 124 ]] && grep -qF "$expected" "$dir/run.log"; then
+        echo "FRESH-APP boot-$boot: PASS (startup fails, exit status $rc: $expected)"
+        return 0
+    fi
+    echo "FRESH-APP boot-$boot: FAIL: exit status $rc, without '$expected'"
+    tail -30 "$dir/run.log"
+    return 1
+}
+
 case "${1:-}" in
     build) build "${2:?boot version}" "${3:?directory}" ;;
+    boot3) boot3 "${2:?boot version}" "${3:?directory}" ;;
     run) run "${2:?jar}" "${3:?port}" "${4:?log}" ;;
-    *) echo "usage: fresh-app.sh build <boot-version> <dir> | run <jar> <port> <log>" >&2; exit 2 ;;
+    *) echo "usage: fresh-app.sh build|boot3 <boot-version> <dir> | run <jar> <port> <log>" >&2; exit 2 ;;
 esac
