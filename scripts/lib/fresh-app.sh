@@ -41,7 +41,7 @@ run() {
     # shellcheck disable=SC2086
     "$java" --illegal-native-access=deny -jar "$jar" --server.port="$port" > "$log" 2>&1 &
     local pid=$! verdict="" health="" metric=""
-    local deadline=$((SECONDS + ${FRESH_APP_TIMEOUT:-420}))
+    local deadline=$((SECONDS + ${FRESH_APP_TIMEOUT:-900}))
     while (( SECONDS < deadline )); do
         if ! kill -0 "$pid" 2>/dev/null; then verdict="the application exited"; break; fi
         if grep -q "fresh-app: traffic FAILED" "$log"; then verdict="$(grep -m1 'traffic FAILED' "$log")"; break; fi
@@ -49,7 +49,7 @@ run() {
         sleep 2
     done
     if [[ -z $verdict ]] && ! grep -q "fresh-app: .* completions received by the listener" "$log"; then
-        verdict="no completions within ${FRESH_APP_TIMEOUT:-420}s"
+        verdict="no completions within ${FRESH_APP_TIMEOUT:-900}s"
     fi
     if [[ -z $verdict ]]; then
         health=$(curl -s --max-time 30 "http://127.0.0.1:$port/actuator/health")
@@ -65,6 +65,9 @@ run() {
             verdict="native access warning: $(grep -m1 -e 'Native access' -e 'restricted method' "$log")"
         fi
     fi
+    # on failure, where the application was (under emulation, a start that is only slow is told from one that hangs)
+    [[ -n $verdict ]] && kill -0 "$pid" 2>/dev/null && "${JAVA_HOME}/bin/jcmd" "$pid" Thread.print 2>/dev/null \
+        | sed -n '/^"main"/,/^$/p' | head -40 > "$log.main-thread"
     kill "$pid" 2>/dev/null
     for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -9 "$pid" 2>/dev/null
@@ -76,6 +79,7 @@ run() {
     fi
     echo "FRESH-APP $name: FAIL: $verdict"
     tail -30 "$log"
+    cat "$log.main-thread" 2>/dev/null
     return 1
 }
 
