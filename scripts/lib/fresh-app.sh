@@ -52,8 +52,9 @@ run() {
         verdict="no completions within ${FRESH_APP_TIMEOUT:-900}s"
     fi
     if [[ -z $verdict ]]; then
-        health=$(curl -s --max-time 30 "http://127.0.0.1:$port/actuator/health")
-        metric=$(curl -s --max-time 30 "http://127.0.0.1:$port/actuator/metrics/rdma.completions")
+        # the first requests initialise the dispatcher servlet: minutes under emulation
+        health=$(curl -s --max-time 180 "http://127.0.0.1:$port/actuator/health")
+        metric=$(curl -s --max-time 180 "http://127.0.0.1:$port/actuator/metrics/rdma.completions")
         local count expected
         count=$(sed -n 's/.*"statistic":"COUNT","value":\([0-9.]*\).*/\1/p' <<< "$metric")
         expected=$(sed -n 's/.*fresh-app: \([0-9]*\) completions received by the listener.*/\1/p' "$log" | head -1)
