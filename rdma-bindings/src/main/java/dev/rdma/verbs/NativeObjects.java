@@ -5,9 +5,12 @@ import java.util.Map;
 import dev.rdma.verbs.ffm.ObjectCounts;
 
 /**
- * Counts every native object this binding opened and closed, per class, process-wide:
- * those of this package and those of the connection manager ({@code dev.rdma.verbs.cm}).
- * Tests and the Spring layer use it to prove that nothing native is left open.
+ * Counts every native object this binding opened and closed, per class, process-wide: a
+ * leak check for applications and their tests (the starter's and the sample's tests use
+ * it to prove that a context shut down, or a failed start-up, left nothing native open).
+ * Public API, not plumbing: it reads only counters the native objects keep in Java.
+ * Thread-safe; the counts never decrease.
+ * The connection manager's objects ({@code dev.rdma.verbs.cm}) count here too.
  */
 public final class NativeObjects {
 

@@ -14,6 +14,7 @@ import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.WorkCompletionBuffer;
 import dev.rdma.verbs.WorkCompletionSnapshot;
+import dev.rdma.verbs.testing.TwoDevices;
 
 /**
  * One end of a device test connection: the application's own context, completion channel,
@@ -33,8 +34,10 @@ final class CmSide implements AutoCloseable {
 		static Endpoint[] pair() {
 			String a = System.getenv("RDMA_DEVICE_A");
 			if (a != null && !a.isBlank()) {
-				return new Endpoint[] { new Endpoint(a, require("RDMA_IP_A")),
-						new Endpoint(require("RDMA_DEVICE_B"), require("RDMA_IP_B")) };
+				// the two-device tier: the server on B, the client on A (TwoDevices' convention)
+				TwoDevices two = TwoDevices.require();
+				return new Endpoint[] { new Endpoint(two.b().device(), two.b().ipv4()),
+						new Endpoint(two.a().device(), two.a().ipv4()) };
 			}
 			String device = dev.rdma.verbs.testing.DeviceTestSupport.deviceName();
 			String ip = System.getenv("RXE_VM_IPV4");
@@ -46,14 +49,6 @@ final class CmSide implements AutoCloseable {
 			}
 			Endpoint one = new Endpoint(device, ip);
 			return new Endpoint[] { one, one };
-		}
-
-		private static String require(String name) {
-			String v = System.getenv(name);
-			if (v == null || v.isBlank()) {
-				throw new AssertionError(name + " is not set although RDMA_DEVICE_A is");
-			}
-			return v;
 		}
 
 		/** A hardware counter of port 1 ({@code hw_counters/<name>}). */
