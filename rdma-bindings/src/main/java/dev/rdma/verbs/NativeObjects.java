@@ -9,8 +9,8 @@ import dev.rdma.verbs.ffm.ObjectCounts;
  * leak check for applications and their tests (the starter's and the sample's tests use
  * it to prove that a context shut down, or a failed start-up, left nothing native open).
  * Public API, not plumbing: it reads only counters the native objects keep in Java.
- * Thread-safe; the counts never decrease.
- * The connection manager's objects ({@code dev.rdma.verbs.cm}) count here too.
+ * Thread-safe; the counts never decrease. The connection manager's objects
+ * ({@code dev.rdma.verbs.cm}) count here too.
  */
 public final class NativeObjects {
 

@@ -554,8 +554,12 @@ public final class ConnectionId extends CmObject {
 	public void disconnect(Duration timeout) {
 		long deadline = System.nanoTime() + timeout.toNanos();
 		// also after the peer's DREQ: rdma_disconnect then answers it (DREP), which the
-		// peer's own rdma_disconnect waits for
+		// peer's own rdma_disconnect waits for; the one DISCONNECTED of the id has come
+		boolean peerFirst = disconnected;
 		disconnect();
+		if (peerFirst) {
+			return;
+		}
 		synchronized (queue) {
 			if (queue.removeIf(e -> e.type() == CmEventType.DISCONNECTED)) {
 				return;

@@ -34,7 +34,8 @@ final class CmSide implements AutoCloseable {
 		static Endpoint[] pair() {
 			String a = System.getenv("RDMA_DEVICE_A");
 			if (a != null && !a.isBlank()) {
-				// the two-device tier: the server on B, the client on A (TwoDevices' convention)
+				// the two-device tier: the server on B, the client on A (TwoDevices'
+				// convention)
 				TwoDevices two = TwoDevices.require();
 				return new Endpoint[] { new Endpoint(two.b().device(), two.b().ipv4()),
 						new Endpoint(two.a().device(), two.a().ipv4()) };

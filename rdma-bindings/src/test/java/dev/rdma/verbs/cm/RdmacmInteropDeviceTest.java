@@ -156,6 +156,7 @@ class RdmacmInteropDeviceTest {
 			try (Peer c = new Peer("rdma_client", "-s", serverEnd.ipv4(), "-p", Integer.toString(port))) {
 				ConnectionId id = listener.awaitRequest(STEP);
 				assertThat(id.deviceName()).isEqualTo(serverEnd.device());
+				id.moveQueuePair(s.qp, dev.rdma.verbs.QueuePair.State.INIT);
 				s.qp.postRecv(1, s.mr, 0, 16);
 				id.accept(s.qp, new byte[0], STEP);
 				WorkCompletionSnapshot recv = s.take("receive of rdma_client's message");
