@@ -27,6 +27,8 @@ class ArchitectureTests {
 
 	private static final String FFM = API + ".ffm";
 
+	private static final String EXCHANGE = "dev.rdma.verbs.exchange";
+
 	private static JavaClasses classes;
 
 	@BeforeAll
@@ -41,7 +43,7 @@ class ArchitectureTests {
 		for (JavaClass type : classes) {
 			packages.add(type.getPackageName());
 		}
-		assertThat(packages).containsExactly(API, FFM);
+		assertThat(packages).containsExactly(API, EXCHANGE, FFM);
 	}
 
 	@Test
@@ -56,7 +58,7 @@ class ArchitectureTests {
 
 	@Test
 	void everyPackageIsNullMarked() {
-		for (String pkg : Set.of(API, FFM)) {
+		for (String pkg : Set.of(API, EXCHANGE, FFM)) {
 			assertThat(classes.getPackage(pkg).isAnnotatedWith(NullMarked.class)).as(pkg + " is @NullMarked").isTrue();
 		}
 	}
