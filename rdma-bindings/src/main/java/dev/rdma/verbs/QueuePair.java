@@ -453,9 +453,9 @@ public final class QueuePair extends NativeObject {
 	}
 
 	/**
-	 * Moves an RC QP through INIT, RTR and RTS connected to {@code destQpNum} at
-	 * {@code destGid} over RoCE ({@code is_global=1}, the local GID at {@code sgidIndex})
-	 * with the given parameters.
+	 * Moves an RC QP through INIT (unless {@link #moveToInit} did already), RTR and RTS
+	 * connected to {@code destQpNum} at {@code destGid} over RoCE ({@code is_global=1},
+	 * the local GID at {@code sgidIndex}) with the given parameters.
 	 * @throws IllegalArgumentException when {@code parameters.pathMtu()} exceeds the
 	 * port's active MTU
 	 * @throws IllegalStateException on a UD QP (see
@@ -504,14 +504,10 @@ public final class QueuePair extends NativeObject {
 		try (Arena a = Arena.ofConfined()) {
 			var l = Layouts.IBV_QP_ATTR;
 			MemorySegment attr = a.allocate(l);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.INIT.ordinal());
-			attr.set(JAVA_SHORT, Layouts.off(l, "pkey_index"), (short) 0);
-			attr.set(JAVA_BYTE, Layouts.off(l, "port_num"), (byte) port);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_access_flags"), MemoryRegion.Access.LOCAL_WRITE.bit
-					| MemoryRegion.Access.REMOTE_WRITE.bit | MemoryRegion.Access.REMOTE_READ.bit);
-			modify(attr, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, "INIT");
-
-			attr.fill((byte) 0);
+			if (handle.get(JAVA_INT, Layouts.off(Layouts.IBV_QP, "state")) != State.INIT.ordinal()) {
+				modifyToInit(attr, port);
+				attr.fill((byte) 0);
+			}
 			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.RTR.ordinal());
 			attr.set(JAVA_INT, Layouts.off(l, "path_mtu"), mtuCode);
 			attr.set(JAVA_INT, Layouts.off(l, "dest_qp_num"), destQpNum);
@@ -544,6 +540,38 @@ public final class QueuePair extends NativeObject {
 		finally {
 			release();
 		}
+	}
+
+	/**
+	 * {@code ibv_modify_qp} of an RC QP from RESET to INIT (P_Key index 0, {@code port},
+	 * access LOCAL_WRITE, REMOTE_WRITE and REMOTE_READ), as {@code ibv_rc_pingpong} does
+	 * before it posts its receives: some providers (rxe) refuse a receive posted in
+	 * RESET. A later {@code connect} then starts from INIT.
+	 * @throws IllegalStateException on a UD QP
+	 * @throws VerbsException when the QP is not in RESET
+	 */
+	public void moveToInit(int port) {
+		if (ud) {
+			throw new IllegalStateException(describe() + " is a UD QP: it is made ready with activate()");
+		}
+		requireRange("port", port, 1, 255);
+		acquire();
+		try (Arena a = Arena.ofConfined()) {
+			modifyToInit(a.allocate(Layouts.IBV_QP_ATTR), port);
+		}
+		finally {
+			release();
+		}
+	}
+
+	private void modifyToInit(MemorySegment attr, int port) {
+		var l = Layouts.IBV_QP_ATTR;
+		attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.INIT.ordinal());
+		attr.set(JAVA_SHORT, Layouts.off(l, "pkey_index"), (short) 0);
+		attr.set(JAVA_BYTE, Layouts.off(l, "port_num"), (byte) port);
+		attr.set(JAVA_INT, Layouts.off(l, "qp_access_flags"), MemoryRegion.Access.LOCAL_WRITE.bit
+				| MemoryRegion.Access.REMOTE_WRITE.bit | MemoryRegion.Access.REMOTE_READ.bit);
+		modify(attr, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, "INIT");
 	}
 
 	/** {@link #activate(int, int, int, int)} with P_Key index 0 and send PSN 0. */

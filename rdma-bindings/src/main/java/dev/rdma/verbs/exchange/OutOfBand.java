@@ -28,7 +28,8 @@ import dev.rdma.verbs.VerbsException;
  * record, reads the server's, writes {@code "done"} and closes, then moves its QP; the
  * server ({@link #accept}) reads the client's record, moves its QP to RTR and RTS, and
  * only then answers, so the client's first send finds it ready. Post the receives before
- * calling either.
+ * calling either, after {@link QueuePair#moveToInit(int)} (rxe refuses receives in
+ * RESET).
  *
  * <p>
  * Every step is bounded ({@link ExchangeOptions#connectTimeout()},
@@ -125,7 +126,7 @@ public final class OutOfBand {
 
 	/**
 	 * The client role of {@code ibv_rc_pingpong <server>}: exchanges records with the
-	 * server at {@code server}, then connects {@code qp} (in RESET) to it.
+	 * server at {@code server}, then connects {@code qp} (in RESET or INIT) to it.
 	 * @return the server's record
 	 * @throws ExchangeException when the exchange fails (nothing is changed on the QP)
 	 * @throws VerbsException when {@code ibv_modify_qp} refuses the peer's values
@@ -142,8 +143,8 @@ public final class OutOfBand {
 	/**
 	 * The server role of {@code ibv_rc_pingpong}: takes the next client of
 	 * {@code listener} (within {@code options.connectTimeout()}), reads its record,
-	 * connects {@code qp} (in RESET) to it, answers with this side's record and waits for
-	 * the client's {@code "done"}.
+	 * connects {@code qp} (in RESET or INIT) to it, answers with this side's record and
+	 * waits for the client's {@code "done"}.
 	 * @return the client's record
 	 * @throws ExchangeException when the exchange fails
 	 * @throws VerbsException when {@code ibv_modify_qp} refuses the peer's values (the
