@@ -123,6 +123,8 @@ int main(int argc, char **argv) {
 		.send_flags = IBV_SEND_SIGNALED }, *bads;
 	for (int i = 0; i < RX_DEPTH; i++) if (ibv_post_recv(qp, &rwr, &badr)) die("post_recv");
 	int routs = RX_DEPTH;
+	/* armed before the exchange, as rc_pingpong: the peer may send as soon as it is over */
+	if (ibv_req_notify_cq(cq, 0)) die("req_notify");
 
 	struct ibv_port_attr pa;
 	struct dest me = { 0 }, rem;
@@ -162,7 +164,6 @@ int main(int argc, char **argv) {
 	int total = warmup + iters * reps, scnt = 0, rcnt = 0, pending = RECV_WRID, events = 0;
 	double *rtt = malloc(sizeof(double) * (total + 1)), t0 = 0, start = now_us();
 	double *rate = malloc(sizeof(double) * reps), *p50 = malloc(sizeof(double) * reps), *p99 = malloc(sizeof(double) * reps);
-	if (ibv_req_notify_cq(cq, 0)) die("req_notify");
 	if (server_ip) {
 		t0 = now_us();
 		if (ibv_post_send(qp, &swr, &bads)) die("post_send");

@@ -67,6 +67,9 @@ public final class XdevPingPong {
 				qp.postRecv(RECV_WRID, mr, 0, size);
 			}
 			int routs = RX_DEPTH;
+			// armed before the exchange, as rc_pingpong: the peer may send as soon as it
+			// is over
+			cq.requestNotify(false);
 			if (client) {
 				OutOfBand.connect(qp, new InetSocketAddress(InetAddress.getByName(serverIp), port), options);
 			}
@@ -88,7 +91,6 @@ public final class XdevPingPong {
 			long t0 = 0;
 			long start = System.nanoTime();
 			long eventTimeout = 60_000_000_000L;
-			cq.requestNotify(false);
 			if (client) {
 				t0 = System.nanoTime();
 				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);

@@ -219,7 +219,14 @@ class OutOfBandDeviceTest {
 					Integer.toString(PINGPONG_PORT), b.ipv4())) {
 				Endpoint peer = OutOfBand.accept(listener, server.qp, options());
 				assertThat(peer.gid()).isEqualTo(a.gid());
-				int events = server.run(ITERATIONS, false, STEP);
+				int events;
+				try {
+					events = server.run(ITERATIONS, false, STEP);
+				}
+				catch (AssertionError e) {
+					throw new AssertionError(e.getMessage() + "; ibv_rc_pingpong client output:\n" + client.output(),
+							e);
+				}
 				assertThat(client.awaitExit(STEP)).as("client exit status; output:%n%s", client.output()).isZero();
 				System.out.printf("binding server on %s, %d completion events; ibv_rc_pingpong client on %s:%n%s%n", b,
 						events, a, client.output());
@@ -247,7 +254,13 @@ class OutOfBandDeviceTest {
 			client.postReceives();
 			Endpoint peer = OutOfBand.connect(client.qp, address(b, PINGPONG_PORT), options());
 			assertThat(peer.gid()).isEqualTo(b.gid());
-			int events = client.run(ITERATIONS, true, STEP);
+			int events;
+			try {
+				events = client.run(ITERATIONS, true, STEP);
+			}
+			catch (AssertionError e) {
+				throw new AssertionError(e.getMessage() + "; ibv_rc_pingpong server output:\n" + server.output(), e);
+			}
 			assertThat(server.awaitExit(STEP)).as("server exit status; output:%n%s", server.output()).isZero();
 			System.out.printf("binding client on %s, %d completion events; ibv_rc_pingpong server on %s:%n%s%n", a,
 					events, b, server.output());

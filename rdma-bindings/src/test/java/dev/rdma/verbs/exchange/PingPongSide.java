@@ -66,12 +66,17 @@ final class PingPongSide implements AutoCloseable {
 		this(device, size, rxDepth, 2L * size, QueuePair.Type.RC);
 	}
 
-	/** Posts the receives of the ping-pong, as rc_pingpong does before the exchange. */
+	/**
+	 * Posts the receives of the ping-pong and arms the CQ, as rc_pingpong does before the
+	 * exchange: the peer may send as soon as the exchange is over, and a completion that
+	 * arrives before the CQ is armed raises no event.
+	 */
 	void postReceives() {
 		for (int i = 0; i < rxDepth; i++) {
 			qp.postRecv(RECV_WRID, mr, 0, size);
 		}
 		routs = rxDepth;
+		cq.requestNotify(false);
 	}
 
 	/**
@@ -79,7 +84,6 @@ final class PingPongSide implements AutoCloseable {
 	 * when no event arrives within {@code timeout} or a completion is not a success.
 	 */
 	int run(int iterations, boolean client, Duration timeout) {
-		cq.requestNotify(false);
 		int scnt = 0;
 		int rcnt = 0;
 		long pending = RECV_WRID;
