@@ -58,8 +58,9 @@ class TwoDeviceTierDeviceTest {
 		String port = Integer.toString(PINGPONG_PORT);
 		try (NativePeer server = NativePeer.start("ibv_rc_pingpong", "-d", b.device(), "-g",
 				Integer.toString(b.gidIndex()), "-e", "-n", Integer.toString(ITERATIONS), "-p", port)) {
-			// the server prints its address, then listens: connecting before that fails
-			server.awaitOutput("local address:", Duration.ofSeconds(60));
+			// connecting before the server listens fails (its stdout is a pipe, fully
+			// buffered: its "local
+			// address" line shows only at exit, so the listening socket is the signal)
 			NativePeer.awaitTcpListening(PINGPONG_PORT, Duration.ofSeconds(60));
 			try (NativePeer client = NativePeer.start("ibv_rc_pingpong", "-d", a.device(), "-g",
 					Integer.toString(a.gidIndex()), "-e", "-n", Integer.toString(ITERATIONS), "-p", port, b.ipv4())) {

@@ -4,9 +4,12 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * A C program (a peer no one here wrote: {@code ibv_rc_pingpong}, {@code rdma_server},
@@ -132,20 +135,16 @@ public final class NativePeer implements AutoCloseable {
 	 * server that prints its address before it listens. Fails after {@code timeout}.
 	 */
 	public static void awaitTcpListening(int port, Duration timeout) {
-		String local = String.format(":%04X ", port);
-		DeviceTestSupport.await(timeout, () -> {
-			try {
-				return java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/net/tcp"))
-					.stream()
-					.skip(1)
-					.map(String::trim)
-					.map(line -> line.split("\\s+"))
-					.anyMatch(f -> f.length > 3 && (f[1] + " ").endsWith(local) && f[3].equals("0A"));
-			}
-			catch (IOException ex) {
-				throw new UncheckedIOException(ex);
-			}
-		}, "a TCP listener on port " + port);
+		String local = String.format(":%04X", port);
+		// ibv_rc_pingpong binds the first getaddrinfo(AI_PASSIVE) answer: 0.0.0.0 or ::
+		DeviceTestSupport.await(timeout,
+				() -> Stream.of("/proc/net/tcp", "/proc/net/tcp6")
+					.map(Path::of)
+					.filter(Files::exists)
+					.flatMap(NativePeer::lines)
+					.map(line -> line.trim().split("\\s+"))
+					.anyMatch(f -> f.length > 3 && f[1].endsWith(local) && f[3].equals("0A")),
+				"a TCP listener on port " + port);
 	}
 
 	/**
@@ -177,6 +176,15 @@ public final class NativePeer implements AutoCloseable {
 		}
 		throw new AssertionError("no rdma_cm id listened on " + device + " port " + port + " within " + timeout
 				+ "; last 'rdma resource show cm_id':\n" + last);
+	}
+
+	private static Stream<String> lines(Path file) {
+		try {
+			return Files.readAllLines(file).stream().skip(1);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("cannot read " + file, ex);
+		}
 	}
 
 	/** Whether the program still runs. */
