@@ -26,6 +26,9 @@ ROWS = [
     ("e2e_starter_batch", "e2e", "rate", 0.90, "the starter with a batch listener (CompletionBatch)"),
     ("e2e_starter_ext", "e2e", "rate", 0.90, "the starter on an extended CQ, single listener"),
     ("e2e_starter_ext_batch", "e2e", "rate", 0.90, "the starter on an extended CQ, batch listener"),
+    ("xdev_rate", "xdev_rate", "rate", 0.95, "cross-device RC ping-pong rxeA->rxeB msgs/s (ibv_rc_pingpong -e)"),
+    ("xdev_p50", "xdev_p50", "time", 1 / 0.95, "cross-device round trip p50 (us)"),
+    ("xdev_p99", "xdev_p99", "time", 1 / 0.95, "cross-device round trip p99 (us)"),
 ]
 
 
@@ -79,7 +82,7 @@ def main():
             if kind == "time":
                 ok = ratio <= limit
                 target = f"<= {limit:.2f}x"
-                unit = " ns"
+                unit = " " + j["unit"]
             else:
                 ok = ratio >= limit
                 target = f">= {limit:.2f}x of C msgs/s"

@@ -2,7 +2,8 @@
  * The Spring-free binding of libibverbs, libefa and librdmacm through {@code java.lang.foreign}.
  *
  * <p>{@code dev.rdma.verbs} is the public API: devices, contexts, completion channels and queues, work completions,
- * protection domains, memory regions and queue pairs. {@code dev.rdma.verbs.ffm} holds the FFM plumbing - one class
+ * protection domains, memory regions and queue pairs; {@code dev.rdma.verbs.exchange} sets up connections out of band
+ * (endpoint records over TCP, {@code ibv_rc_pingpong}'s wire format). {@code dev.rdma.verbs.ffm} holds the FFM plumbing - one class
  * per native library ({@code Ibverbs}, {@code Efa}, {@code Libc}), the hand-written struct layouts
  * ({@code Layouts}) and the shared linker helpers ({@code Native}) - and is not exported: nothing outside this module
  * calls a native function or reads a native struct directly. {@code dev.rdma.verbs.efa} is
@@ -22,6 +23,7 @@ module dev.rdma.verbs {
 
     exports dev.rdma.verbs;
     exports dev.rdma.verbs.cm;
+    exports dev.rdma.verbs.exchange;
     exports dev.rdma.verbs.efa;
     // the benchmarks' seam (package-private constructors and fields reached with
     // privateLookupIn): for them only

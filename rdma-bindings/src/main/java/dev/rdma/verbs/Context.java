@@ -263,6 +263,39 @@ public final class Context extends NativeObject {
 		}
 	}
 
+	/**
+	 * {@code ibv_query_gid_ex(ctx, port, index, &entry, 0)}: the GID at {@code index}
+	 * with its type and netdev.
+	 * @throws VerbsException on an empty or absent entry (ENODATA, EINVAL)
+	 */
+	public GidEntry queryGidEntry(int port, int index) {
+		checkPort(port);
+		if (index < 0) {
+			throw new IllegalArgumentException("GID index must be >= 0, got " + index);
+		}
+		acquire();
+		try (Arena arena = Arena.ofConfined()) {
+			var l = Layouts.IBV_GID_ENTRY;
+			MemorySegment capture = Native.allocateCapture(arena);
+			MemorySegment entry = arena.allocate(l);
+			int rc = (int) Ibverbs.QUERY_GID_EX.invokeExact(capture, handle, port, index, entry, 0, l.byteSize());
+			if (rc != 0) {
+				throw new VerbsException("ibv_query_gid_ex", rc < 0 ? Native.errno(capture) : rc,
+						deviceName + " port " + port + " index " + index);
+			}
+			return new GidEntry(new Gid(entry.asSlice(0, 16).toArray(JAVA_BYTE)),
+					entry.get(JAVA_INT, Layouts.off(l, "gid_index")), entry.get(JAVA_INT, Layouts.off(l, "port_num")),
+					GidEntry.Type.of(entry.get(JAVA_INT, Layouts.off(l, "gid_type"))),
+					entry.get(JAVA_INT, Layouts.off(l, "ndev_ifindex")));
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			release();
+		}
+	}
+
 	/** The index of the first IPv4-mapped (RoCE v2) GID of {@code port}, or -1. */
 	public int findIpv4GidIndex(int port) {
 		int len = queryPort(port).gidTableLength();

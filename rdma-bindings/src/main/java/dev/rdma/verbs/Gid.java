@@ -34,6 +34,18 @@ public record Gid(byte[] raw) {
 		return true;
 	}
 
+	/**
+	 * {@code global.interface_id}: the last 8 bytes, read in network order. rdma-core's
+	 * {@code ibv_rc_pingpong} addresses a peer with a GRH only when this is non-zero.
+	 */
+	public long interfaceId() {
+		long id = 0;
+		for (int i = 8; i < 16; i++) {
+			id = (id << 8) | (raw[i] & 0xff);
+		}
+		return id;
+	}
+
 	/** {@code ::ffff:a.b.c.d}: the RoCE v2 GID of an IPv4 address. */
 	public boolean isIpv4Mapped() {
 		for (int i = 0; i < 10; i++) {

@@ -4,6 +4,8 @@ import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
 
+import org.jspecify.annotations.Nullable;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
@@ -461,9 +463,9 @@ public final class QueuePair extends NativeObject {
 	}
 
 	/**
-	 * Moves an RC QP through INIT, RTR and RTS connected to {@code destQpNum} at
-	 * {@code destGid} over RoCE ({@code is_global=1}, the local GID at {@code sgidIndex})
-	 * with the given parameters.
+	 * Moves an RC QP through INIT (unless {@link #moveToInit} did already), RTR and RTS
+	 * connected to {@code destQpNum} at {@code destGid} over RoCE ({@code is_global=1},
+	 * the local GID at {@code sgidIndex}) with the given parameters.
 	 * @throws IllegalArgumentException when {@code parameters.pathMtu()} exceeds the
 	 * port's active MTU
 	 * @throws IllegalStateException on a UD QP (see
@@ -471,6 +473,35 @@ public final class QueuePair extends NativeObject {
 	 */
 	public void connect(int port, int sgidIndex, Gid destGid, int destQpNum, ConnectionParameters parameters) {
 		Objects.requireNonNull(destGid, "destGid");
+		connect(port, sgidIndex, destGid, true, -1, destQpNum, parameters);
+	}
+
+	/**
+	 * Moves an RC QP through INIT, RTR and RTS connected to {@code destQpNum} at the
+	 * remote port with LID {@code destLid} and GID {@code destGid}, addressed as
+	 * rdma-core's {@code ibv_rc_pingpong} does: with a GRH ({@code is_global=1}, the
+	 * local GID at {@code sgidIndex}, {@code parameters.hopLimit()}) only when
+	 * {@code destGid} is given and its interface id is non-zero, else by LID alone
+	 * (InfiniBand without GIDs; RoCE always needs the GID).
+	 * @param destGid the remote GID, or null (or all zero) for LID-only addressing
+	 * @param destLid the remote port's LID ({@code ah_attr.dlid}), 16 bits
+	 * @throws IllegalArgumentException when {@code parameters.pathMtu()} exceeds the
+	 * port's active MTU
+	 * @throws IllegalStateException on a UD QP
+	 */
+	public void connect(int port, int sgidIndex, @Nullable Gid destGid, int destLid, int destQpNum,
+			ConnectionParameters parameters) {
+		Arguments.requireRange("destLid (dlid)", destLid, 0, 0xffff);
+		connect(port, sgidIndex, destGid, destGid != null && destGid.interfaceId() != 0, destLid, destQpNum,
+				parameters);
+	}
+
+	/**
+	 * {@code dlid < 0}: the local port's LID (the loopback connection of the 5-argument
+	 * connect).
+	 */
+	private void connect(int port, int sgidIndex, @Nullable Gid destGid, boolean global, int dlid, int destQpNum,
+			ConnectionParameters parameters) {
 		Objects.requireNonNull(parameters, "parameters");
 		if (ud) {
 			throw new IllegalStateException(
@@ -483,28 +514,26 @@ public final class QueuePair extends NativeObject {
 		try (Arena a = Arena.ofConfined()) {
 			var l = Layouts.IBV_QP_ATTR;
 			MemorySegment attr = a.allocate(l);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.INIT.ordinal());
-			attr.set(JAVA_SHORT, Layouts.off(l, "pkey_index"), (short) 0);
-			attr.set(JAVA_BYTE, Layouts.off(l, "port_num"), (byte) port);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_access_flags"), MemoryRegion.Access.LOCAL_WRITE.bit
-					| MemoryRegion.Access.REMOTE_WRITE.bit | MemoryRegion.Access.REMOTE_READ.bit);
-			modify(attr, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, "INIT");
-
-			attr.fill((byte) 0);
+			if (handle.get(JAVA_INT, Layouts.off(Layouts.IBV_QP, "state")) != State.INIT.ordinal()) {
+				modifyToInit(attr, port);
+				attr.fill((byte) 0);
+			}
 			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.RTR.ordinal());
 			attr.set(JAVA_INT, Layouts.off(l, "path_mtu"), mtuCode);
 			attr.set(JAVA_INT, Layouts.off(l, "dest_qp_num"), destQpNum);
 			attr.set(JAVA_INT, Layouts.off(l, "rq_psn"), parameters.rqPsn());
 			attr.set(JAVA_BYTE, Layouts.off(l, "max_dest_rd_atomic"), (byte) parameters.maxDestRdAtomic());
 			attr.set(JAVA_BYTE, Layouts.off(l, "min_rnr_timer"), (byte) parameters.minRnrTimer());
-			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "is_global"), (byte) 1);
 			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "port_num"), (byte) port);
 			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "sl"), (byte) parameters.serviceLevel());
-			attr.set(JAVA_SHORT, Layouts.off(l, "ah_attr", "dlid"), (short) portAttr.lid());
-			MemorySegment.copy(MemorySegment.ofArray(destGid.raw()), 0, attr, Layouts.off(l, "ah_attr", "grh", "dgid"),
-					16);
-			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "grh", "sgid_index"), (byte) sgidIndex);
-			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "grh", "hop_limit"), (byte) parameters.hopLimit());
+			attr.set(JAVA_SHORT, Layouts.off(l, "ah_attr", "dlid"), (short) (dlid < 0 ? portAttr.lid() : dlid));
+			if (global && destGid != null) {
+				attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "is_global"), (byte) 1);
+				MemorySegment.copy(MemorySegment.ofArray(destGid.raw()), 0, attr,
+						Layouts.off(l, "ah_attr", "grh", "dgid"), 16);
+				attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "grh", "sgid_index"), (byte) sgidIndex);
+				attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "grh", "hop_limit"), (byte) parameters.hopLimit());
+			}
 			modify(attr,
 					QP_STATE | QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER,
 					"RTR");
@@ -521,6 +550,38 @@ public final class QueuePair extends NativeObject {
 		finally {
 			release();
 		}
+	}
+
+	/**
+	 * {@code ibv_modify_qp} of an RC QP from RESET to INIT (P_Key index 0, {@code port},
+	 * access LOCAL_WRITE, REMOTE_WRITE and REMOTE_READ), as {@code ibv_rc_pingpong} does
+	 * before it posts its receives: some providers (rxe) refuse a receive posted in
+	 * RESET. A later {@code connect} then starts from INIT.
+	 * @throws IllegalStateException on a UD QP
+	 * @throws VerbsException when the QP is not in RESET
+	 */
+	public void moveToInit(int port) {
+		if (ud) {
+			throw new IllegalStateException(describe() + " is a UD QP: it is made ready with activate()");
+		}
+		Arguments.requireRange("port", port, 1, 255);
+		acquire();
+		try (Arena a = Arena.ofConfined()) {
+			modifyToInit(a.allocate(Layouts.IBV_QP_ATTR), port);
+		}
+		finally {
+			release();
+		}
+	}
+
+	private void modifyToInit(MemorySegment attr, int port) {
+		var l = Layouts.IBV_QP_ATTR;
+		attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.INIT.ordinal());
+		attr.set(JAVA_SHORT, Layouts.off(l, "pkey_index"), (short) 0);
+		attr.set(JAVA_BYTE, Layouts.off(l, "port_num"), (byte) port);
+		attr.set(JAVA_INT, Layouts.off(l, "qp_access_flags"), MemoryRegion.Access.LOCAL_WRITE.bit
+				| MemoryRegion.Access.REMOTE_WRITE.bit | MemoryRegion.Access.REMOTE_READ.bit);
+		modify(attr, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, "INIT");
 	}
 
 	/** {@link #activate(int, int, int, int)} with P_Key index 0 and send PSN 0. */

@@ -34,6 +34,8 @@ class ArchitectureTests {
 
 	private static final String SEAM = API + ".seam";
 
+	private static final String EXCHANGE = API + ".exchange";
+
 	private static JavaClasses classes;
 
 	@BeforeAll
@@ -48,7 +50,7 @@ class ArchitectureTests {
 		for (JavaClass type : classes) {
 			packages.add(type.getPackageName());
 		}
-		assertThat(packages).containsExactlyInAnyOrder(API, CM, EFA, FFM, SEAM);
+		assertThat(packages).containsExactlyInAnyOrder(API, CM, EFA, EXCHANGE, FFM, SEAM);
 	}
 
 	@Test
@@ -127,7 +129,7 @@ class ArchitectureTests {
 
 	@Test
 	void everyPackageIsNullMarked() {
-		for (String pkg : Set.of(API, CM, EFA, FFM, SEAM)) {
+		for (String pkg : Set.of(API, CM, EFA, EXCHANGE, FFM, SEAM)) {
 			assertThat(classes.getPackage(pkg).isAnnotatedWith(NullMarked.class)).as(pkg + " is @NullMarked").isTrue();
 		}
 	}

@@ -117,6 +117,11 @@ class LayoutConformanceTest {
 		for (QueuePair.Type t : QueuePair.Type.values()) {
 			expect("IBV_QPT_" + t.name(), t.code, "IBV_QPT_" + t.name());
 		}
+		for (GidEntry.Type t : GidEntry.Type.values()) {
+			if (t != GidEntry.Type.UNKNOWN) {
+				expect("IBV_GID_TYPE_" + t.name(), t.ordinal(), "IBV_GID_TYPE_" + t.name());
+			}
+		}
 		expect("sizeof(struct ibv_grh)", QueuePair.GRH_BYTES, "sizeof(struct ibv_grh)");
 		expect("IBV_QP_QKEY", QueuePair.QP_QKEY, "IBV_QP_QKEY");
 		expect("IBV_QP_STATE", QueuePair.QP_STATE, "IBV_QP_STATE");

@@ -36,7 +36,8 @@ class ModuleLayoutTest {
 			.filter(e -> !e.isQualified())
 			.map(ModuleDescriptor.Exports::source)
 			.collect(Collectors.toSet());
-		assertThat(unqualified).containsExactlyInAnyOrder("dev.rdma.verbs", "dev.rdma.verbs.cm", "dev.rdma.verbs.efa");
+		assertThat(unqualified).containsExactlyInAnyOrder("dev.rdma.verbs", "dev.rdma.verbs.cm", "dev.rdma.verbs.efa",
+				"dev.rdma.verbs.exchange");
 		assertThat(descriptor.exports()).filteredOn(ModuleDescriptor.Exports::isQualified)
 			.singleElement()
 			.satisfies(e -> {

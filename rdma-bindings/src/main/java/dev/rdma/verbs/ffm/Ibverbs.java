@@ -59,6 +59,13 @@ public final class Ibverbs {
 	public static final MethodHandle QUERY_GID = fn("ibv_query_gid",
 			FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), CAPTURE_ERRNO);
 
+	/**
+	 * {@code _ibv_query_gid_ex(ctx, port, index, entry, flags, entry_size)}, the exported
+	 * body of the inline {@code ibv_query_gid_ex} (IBVERBS_1.11): 0 or an errno value.
+	 */
+	public static final MethodHandle QUERY_GID_EX = fn("_ibv_query_gid_ex",
+			FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), CAPTURE_ERRNO);
+
 	public static final MethodHandle GET_ASYNC_EVENT = fn("ibv_get_async_event",
 			FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), CAPTURE_ERRNO);
 

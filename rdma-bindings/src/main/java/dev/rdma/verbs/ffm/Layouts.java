@@ -199,6 +199,10 @@ public final class Layouts {
 	public static final UnionLayout IBV_GID = union("ibv_gid", bytes("raw", 16),
 			struct("global", u64("subnet_prefix"), u64("interface_id")));
 
+	/** {@code struct ibv_gid_entry} of {@code ibv_query_gid_ex}. */
+	public static final StructLayout IBV_GID_ENTRY = struct("ibv_gid_entry", IBV_GID.withName("gid"), u32("gid_index"),
+			u32("port_num"), u32("gid_type"), u32("ndev_ifindex"));
+
 	public static final StructLayout IBV_ASYNC_EVENT = struct("ibv_async_event",
 			union("element", ptr("cq"), ptr("qp"), ptr("srq"), ptr("wq"), u32("port_num")), u32("event_type"));
 
@@ -382,7 +386,7 @@ public final class Layouts {
 
 	/** Every layout above, for the conformance test. */
 	public static final List<GroupLayout> ALL = List.of(IBV_CONTEXT, IBV_DEVICE, IBV_DEVICE_ATTR, IBV_PORT_ATTR,
-			IBV_GID, IBV_ASYNC_EVENT, IBV_COMP_CHANNEL, IBV_CQ, IBV_CQ_EX, IBV_WC, IBV_CQ_INIT_ATTR_EX,
+			IBV_GID, IBV_GID_ENTRY, IBV_ASYNC_EVENT, IBV_COMP_CHANNEL, IBV_CQ, IBV_CQ_EX, IBV_WC, IBV_CQ_INIT_ATTR_EX,
 			IBV_POLL_CQ_ATTR, IBV_WC_TM_INFO, EFADV_CQ_INIT_ATTR, EFADV_CQ, IBV_MR, IBV_QP, IBV_QP_CAP,
 			IBV_QP_INIT_ATTR, IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_PARENT_DOMAIN_INIT_ATTR, IBV_SGE,
 			IBV_SEND_WR, IBV_RECV_WR, POLLFD,

@@ -1,0 +1,90 @@
+package dev.rdma.verbs.exchange;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+
+import dev.rdma.verbs.QueuePair.ConnectionParameters;
+
+/**
+ * The settings of an out-of-band exchange and of the connection it sets up. Immutable;
+ * {@link #defaults()} gives rdma-core's {@code ibv_rc_pingpong} values, each
+ * {@code withX} a copy with one value changed.
+ *
+ * @param port the local port number ({@code -i}), 1..255
+ * @param gidIndex the local GID index ({@code -g}); {@link #FIND_GID}: the first IPv4
+ * RoCE v2 GID among the first {@value OutOfBand#GID_SCAN_ENTRIES} entries, on InfiniBand
+ * none; {@link #NO_GID}: addressed by LID only
+ * @param parameters the RC connection parameters: {@code sqPsn} is the PSN this side
+ * announces, {@code rqPsn} is replaced by the peer's, the path MTU is lowered to the
+ * peer's when its record says
+ * @param connectTimeout bound on the TCP connect (client) or accept (server)
+ * @param ioTimeout bound on each read of the peer's messages
+ */
+public record ExchangeOptions(int port, int gidIndex, ConnectionParameters parameters, Duration connectTimeout,
+		Duration ioTimeout) {
+
+	/** {@link #gidIndex()}: find it by type. */
+	public static final int FIND_GID = -1;
+
+	/** {@link #gidIndex()}: no GID, LID addressing (InfiniBand). */
+	public static final int NO_GID = -2;
+
+	/** {@code ibv_rc_pingpong}'s TCP port, 18515. */
+	public static final int PINGPONG_TCP_PORT = 18515;
+
+	public ExchangeOptions {
+		if (port < 1 || port > 255) {
+			throw new IllegalArgumentException("port must be 1..255, got " + port);
+		}
+		if (gidIndex < NO_GID || gidIndex > 255) {
+			throw new IllegalArgumentException(
+					"gidIndex must be 0..255, FIND_GID (-1) or NO_GID (-2), got " + gidIndex);
+		}
+		Objects.requireNonNull(parameters, "parameters");
+		requirePositive("connectTimeout", connectTimeout);
+		requirePositive("ioTimeout", ioTimeout);
+	}
+
+	private static void requirePositive(String name, Duration d) {
+		Objects.requireNonNull(d, name);
+		if (d.isNegative() || d.isZero() || d.toMillis() > Integer.MAX_VALUE) {
+			throw new IllegalArgumentException(name + " must be positive and at most " + Integer.MAX_VALUE
+					+ " ms (a bound is required), got " + d);
+		}
+	}
+
+	/**
+	 * Port 1, GID found by type, {@code ibv_rc_pingpong}'s connection values (path MTU
+	 * 1024, timeout 14, retry 7, RNR retry 7, min RNR timer 12, rd_atomic 1/1, hop limit
+	 * 1, SL 0) with a random 24-bit PSN ({@code lrand48() & 0xffffff} there), 10 s to
+	 * connect or accept, 10 s per read.
+	 */
+	public static ExchangeOptions defaults() {
+		return new ExchangeOptions(1, FIND_GID,
+				ConnectionParameters.DEFAULTS.withPathMtu(1024)
+					.withSqPsn(ThreadLocalRandom.current().nextInt(ConnectionParameters.MAX_PSN + 1)),
+				Duration.ofSeconds(10), Duration.ofSeconds(10));
+	}
+
+	public ExchangeOptions withPort(int port) {
+		return new ExchangeOptions(port, gidIndex, parameters, connectTimeout, ioTimeout);
+	}
+
+	public ExchangeOptions withGidIndex(int gidIndex) {
+		return new ExchangeOptions(port, gidIndex, parameters, connectTimeout, ioTimeout);
+	}
+
+	public ExchangeOptions withParameters(ConnectionParameters parameters) {
+		return new ExchangeOptions(port, gidIndex, parameters, connectTimeout, ioTimeout);
+	}
+
+	public ExchangeOptions withConnectTimeout(Duration connectTimeout) {
+		return new ExchangeOptions(port, gidIndex, parameters, connectTimeout, ioTimeout);
+	}
+
+	public ExchangeOptions withIoTimeout(Duration ioTimeout) {
+		return new ExchangeOptions(port, gidIndex, parameters, connectTimeout, ioTimeout);
+	}
+
+}
