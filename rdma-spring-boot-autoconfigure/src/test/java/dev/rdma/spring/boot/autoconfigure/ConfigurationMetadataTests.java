@@ -84,7 +84,7 @@ class ConfigurationMetadataTests {
 	void handWrittenPropertiesAreMapValuesEqualToWhatTheProcessorDerivedFromTheJavadoc() throws Exception {
 		JSONObject processed = read(PROCESSED);
 		Map<String, String> maps = mapValueTypes(processed);
-		assertThat(maps).containsOnlyKeys("rdma.devices", "rdma.channels", "rdma.completion-queues");
+		assertThat(maps).containsOnlyKeys("rdma.devices", "rdma.channels", "rdma.completion-queues", "rdma.pollers");
 		Set<String> handWritten = new TreeSet<>();
 		for (JSONObject property : list(read(HAND_WRITTEN), "properties")) {
 			String name = property.getString("name");
