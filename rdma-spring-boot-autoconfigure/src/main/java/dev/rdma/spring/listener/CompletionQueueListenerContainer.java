@@ -40,9 +40,14 @@ public class CompletionQueueListenerContainer {
 
 	private final CompletionEventRouter router;
 
-	private final Waker waker = new Waker();
+	/**
+	 * The dedicated poller's waker, made when it starts (a queue of a group has none).
+	 */
+	private @Nullable Waker waker;
 
-	private final Runnable wakerTarget = waker::wake;
+	/** How the router wakes this queue's poller; replaced when the poller starts. */
+	private Runnable wakerTarget = () -> {
+	};
 
 	private @Nullable PollerGroup group;
 
@@ -181,8 +186,20 @@ public class CompletionQueueListenerContainer {
 		boolean clocked = metrics != PollerMetrics.NONE || mode == PollingMode.ADAPTIVE;
 		CompletionDispatcher dispatcher = new CompletionDispatcher(queueName, id, listener, errorHandler,
 				errorHandlerName, metrics, clocked);
-		PollLoop created = new PollLoop(queueName, queue, mode, settings.copy(), batchListener, dispatcher, metrics,
-				router, waker);
+		Waker w = new Waker();
+		PollLoop created;
+		try {
+			created = new PollLoop(queueName, queue, mode, settings.copy(), batchListener, dispatcher, metrics, router,
+					w);
+		}
+		catch (RuntimeException ex) {
+			w.close();
+			throw ex;
+		}
+		waker = w;
+		router.unregister(queue, wakerTarget);
+		wakerTarget = w::wake;
+		router.register(queue, wakerTarget);
 		loop = created;
 		Thread started = Thread.ofPlatform().name("rdma-poller-" + queueName).daemon(false).unstarted(created);
 		thread = started;
@@ -205,13 +222,13 @@ public class CompletionQueueListenerContainer {
 		GroupPollLoop.Member m = new GroupPollLoop.Member(queueName, queue, dispatcher, metrics, batchListener,
 				s.getBatchSize(), s.getAckBatch());
 		router.unregister(queue, wakerTarget);
-		router.register(queue, m.routeTarget);
+		wakerTarget = m.routeTarget;
+		router.register(queue, wakerTarget);
 		try {
 			g.join(m);
 		}
 		catch (RuntimeException ex) {
-			router.unregister(queue, m.routeTarget);
-			router.register(queue, wakerTarget);
+			router.unregister(queue, wakerTarget);
 			throw ex;
 		}
 		startedMode = mode;
@@ -235,7 +252,13 @@ public class CompletionQueueListenerContainer {
 		if (l != null) {
 			l.stop();
 		}
-		waker.wake();
+		Waker w;
+		synchronized (this) {
+			w = waker;
+		}
+		if (w != null) {
+			w.wake();
+		}
 	}
 
 	/**
@@ -258,7 +281,6 @@ public class CompletionQueueListenerContainer {
 				return false;
 			}
 			router.unregister(queue, m.routeTarget);
-			waker.close();
 			return true;
 		}
 		Thread t = thread;
@@ -276,8 +298,16 @@ public class CompletionQueueListenerContainer {
 				return false;
 			}
 		}
-		router.unregister(queue, wakerTarget);
-		waker.close();
+		Runnable target;
+		Waker w;
+		synchronized (this) {
+			target = wakerTarget;
+			w = waker;
+		}
+		router.unregister(queue, target);
+		if (w != null) {
+			w.close();
+		}
 		return true;
 	}
 

@@ -235,8 +235,8 @@ final class GroupPollLoop implements Runnable {
 				if (left.token >= 0) {
 					queuesOnChannel[left.token]--;
 				}
-				leave(left);
 			}
+			leave(left);
 		}
 		return !members.isEmpty() || !group.retire(this);
 	}
@@ -495,15 +495,17 @@ final class GroupPollLoop implements Runnable {
 		queuesOnChannel[token]++;
 	}
 
-	/** A queue leaves: all its got events acked, its buffer freed, its container told. */
+	/**
+	 * A queue leaves: all its got events acked, its container told, its buffer freed.
+	 */
 	private void leave(Member m) {
 		countAndAck(m, true);
+		m.left.countDown();
 		WorkCompletionBuffer buffer = m.buffer;
 		if (buffer != null) {
 			buffer.close();
 			m.buffer = null;
 		}
-		m.left.countDown();
 	}
 
 	private void shutDown() {

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Collectors;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -320,6 +321,7 @@ class PollerGroupDeviceTest {
 				Map<String, long[]> sent = new LinkedHashMap<>();
 				try {
 					while (!stop.get()) {
+						boolean any = false;
 						for (Map.Entry<String, LoopbackQueuePair> e : loopbacks.byQueue.entrySet()) {
 							long[] p = sent.computeIfAbsent(e.getKey(), k -> new long[1]);
 							if (seen.get(e.getKey()).count.get() >= 2 * p[0] - 8) {
@@ -332,9 +334,13 @@ class PollerGroupDeviceTest {
 								}
 								p[0] += n;
 								posted.addAndGet(2 * n);
+								any = true;
 							}
 						}
-						Thread.onSpinWait();
+						if (!any) {
+							// the VM's few CPUs are the pollers'
+							LockSupport.parkNanos(200_000);
+						}
 					}
 				}
 				catch (RuntimeException ex) {
@@ -402,7 +408,7 @@ class PollerGroupDeviceTest {
 							next++;
 						}
 						else {
-							Thread.onSpinWait();
+							LockSupport.parkNanos(100_000);
 						}
 					}
 				}
