@@ -21,6 +21,8 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Qualifier;
@@ -376,6 +378,36 @@ class PollerGroupDeviceTest {
 		assertThat(events).isPositive();
 		DeviceTestSupport.await(TIMEOUT, () -> pollerThreads().isEmpty(), "the group's threads to end");
 		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	// ------------------------------------------------------------------ every mode
+
+	@ParameterizedTest
+	@EnumSource(PollingMode.class)
+	void eightQueuesOnOneThreadInEveryMode(PollingMode mode) {
+		runner(8, 8, "threads=1", "mode=" + mode.name().toLowerCase(java.util.Locale.ROOT), "spin=200us")
+			.run(context -> {
+				Map<String, Seen> seen = listen(context);
+				assertThat(pollerThreads()).containsExactly("rdma-poller-conns-0");
+				assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer("q3").mode())
+					.isEqualTo(mode);
+				Loopbacks loopbacks = context.getBean(Loopbacks.class);
+				Map<String, long[]> posted = new LinkedHashMap<>();
+				for (int round = 1; round <= 3; round++) {
+					post(loopbacks, posted, 16);
+					int expected = 32 * round;
+					DeviceTestSupport.await(TIMEOUT,
+							() -> seen.values().stream().allMatch(s -> s.count.get() >= expected), "round " + round);
+					// idle between rounds: event and adaptive mode arm and wait, busy
+					// spins
+					Thread.sleep(50);
+				}
+				for (Seen s : seen.values()) {
+					assertThat(s.count.get()).as(s.queue).isEqualTo(96);
+					assertThat(s.threads).containsExactly("rdma-poller-conns-0");
+				}
+				assertClean(seen);
+			});
 	}
 
 	// ------------------------------------------------------------------ one flooded,
