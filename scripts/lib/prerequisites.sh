@@ -33,6 +33,11 @@ as_root() {
     fi
 }
 
+# librdmacm and the C peers of the cross-device tests (issue 15): the runtime, its headers (layout probes of
+# rdma/rdma_cma.h), ibv_rc_pingpong (ibverbs-utils) and rdma_server/rdma_client/rping (rdmacm-utils). The Soft-RoCE
+# VM runs the host's own root, so these are the guest's programs too.
+RDMA_CM_PACKAGES=(librdmacm1 librdmacm-dev ibverbs-utils rdmacm-utils)
+
 APT_UPDATED=0
 # apt-get update, once per script run.
 apt_update_once() {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # softroce-vm guest stage 2: runs with the host's own bash inside the overlay root.
 #
-# Brings up rxe0, then runs the caller's command with the caller's environment and
+# Brings up rxe0 (and with --two-devices rxeA/rxeB on a veth pair), then runs the caller's command with the caller's environment and
 # working directory, stdin /dev/null, stdout/stderr on the virtio-serial ports.
 # Exit status: the command's, or 125 when the RDMA setup failed (ctl/setup-failed).
 set -u
@@ -73,6 +73,58 @@ done
 # rdma_cm users (rping, perftest -R): not needed by plain verbs, loaded for convenience.
 modprobe rdma_ucm 2>/dev/null || log "modprobe rdma_ucm failed (rdma_cm unavailable)"
 
+# --- two devices (--two-devices): rxeA on vethA (10.0.0.1), rxeB on vethB (10.0.0.2) -------
+# The commands of /work/shared/notes/cross-host.md ("What works"), except that rxe0 stays on lo for the
+# single-device tests: nothing in the rules below routes 10.0.0.x through lo, and rxe0's GID table holds no
+# 10.0.0.x address, so a packet that did fall through to lo would be dropped there, not carried. Both devices in
+# the initial namespace (rxe in 6.1 transmits from it only), and policy routing so that 10.0.0.1 <-> 10.0.0.2 goes
+# over the veth pair instead of lo.
+# Reads only the first 8 GID entries with the shell's own read: the table has 1024 and a process per entry costs
+# 0.1-0.3 s under emulation.
+ipv4_gid_index() { # $1: device; prints the index of its IPv4-mapped GID on port 1, nothing if none yet
+    local n g
+    for n in 0 1 2 3 4 5 6 7; do
+        g=
+        read -r g <"/sys/class/infiniband/$1/ports/1/gids/$n" 2>/dev/null || true
+        case "$g" in 0000:0000:0000:0000:0000:ffff:*) echo "$n"; return ;; esac
+    done
+}
+if [ "${TWO_DEVICES:-0}" = 1 ]; then
+    echo "two_devices_start $(now)" >>"$CTL/timings"
+    modprobe rdma_ucm || setup_fail "modprobe rdma_ucm failed (rdma_cm is needed for --two-devices)"
+    modprobe veth || setup_fail "modprobe veth failed"
+    ip link add vethA type veth peer name vethB || setup_fail "ip link add vethA type veth peer name vethB failed"
+    ip addr add 10.0.0.1/24 dev vethA || setup_fail "ip addr add 10.0.0.1/24 dev vethA failed"
+    ip addr add 10.0.0.2/24 dev vethB || setup_fail "ip addr add 10.0.0.2/24 dev vethB failed"
+    # up before the routes ("Device for nexthop is not up")
+    ip link set vethA up && ip link set vethB up || setup_fail "ip link set vethA/vethB up failed"
+    for d in all default vethA vethB; do echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"; done
+    ip route add 10.0.0.2 dev vethA src 10.0.0.1 table 100 || setup_fail "route 10.0.0.2 table 100 failed"
+    ip route add 10.0.0.1 dev vethB src 10.0.0.2 table 101 || setup_fail "route 10.0.0.1 table 101 failed"
+    # rxe's own route lookup names its netdev as oif; unbound sockets (rdma_cm without a source, TCP) come from lo
+    ip rule add pref 100 oif vethA lookup 100 && ip rule add pref 101 oif vethB lookup 101 &&
+        ip rule add pref 102 to 10.0.0.2 iif lo lookup 100 && ip rule add pref 103 to 10.0.0.1 iif lo lookup 101 ||
+        setup_fail "ip rule add failed"
+    # the local table after these rules, else 10.0.0.1 <-> 10.0.0.2 goes through lo
+    ip rule add pref 1000 lookup local && ip rule del pref 0 lookup local || setup_fail "moving the local rule failed"
+    rdma link add rxeA type rxe netdev vethA || setup_fail "rdma link add rxeA type rxe netdev vethA failed"
+    rdma link add rxeB type rxe netdev vethB || setup_fail "rdma link add rxeB type rxe netdev vethB failed"
+    gid_a=; gid_b=
+    for _ in $(seq 300); do
+        st_a=; st_b=
+        read -r st_a <"/sys/class/infiniband/rxeA/ports/1/state" 2>/dev/null
+        read -r st_b <"/sys/class/infiniband/rxeB/ports/1/state" 2>/dev/null
+        if [ "$st_a" = "4: ACTIVE" ] && [ "$st_b" = "4: ACTIVE" ]; then
+            gid_a=$(ipv4_gid_index rxeA); gid_b=$(ipv4_gid_index rxeB)
+            [ -n "$gid_a" ] && [ -n "$gid_b" ] && break
+        fi
+        sleep 0.05
+    done
+    [ -n "$gid_a" ] && [ -n "$gid_b" ] ||
+        setup_fail "rxeA/rxeB port 1 did not become ACTIVE with an IPv4-mapped GID within 15 s"
+    echo "two_devices_end $(now)" >>"$CTL/timings"
+fi
+
 # --- output ports --------------------------------------------------------------------
 out=; err=
 for p in /sys/class/virtio-ports/*; do
@@ -95,6 +147,10 @@ while IFS= read -r -d '' kv; do
 done <"$CTL/env"
 export RXE_VM=1 RXE_VM_DEVICE=rxe0 RXE_VM_PORT=1 RXE_VM_GID_INDEX="$gid_index" \
     RXE_VM_IPV4="$GUEST_IPV4" RXE_VM_NETDEV="$dev" RXE_VM_JAVA_OPTS="$JAVA_OPTS_VALUE"
+if [ "${TWO_DEVICES:-0}" = 1 ]; then
+    export RDMA_DEVICE_A=rxeA RDMA_NETDEV_A=vethA RDMA_IP_A=10.0.0.1 RDMA_GID_INDEX_A="$gid_a" \
+        RDMA_DEVICE_B=rxeB RDMA_NETDEV_B=vethB RDMA_IP_B=10.0.0.2 RDMA_GID_INDEX_B="$gid_b"
+fi
 if [ "$SET_JTO" = 1 ]; then
     export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:+$JAVA_TOOL_OPTIONS }$JAVA_OPTS_VALUE"
 fi

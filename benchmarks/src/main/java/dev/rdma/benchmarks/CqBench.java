@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Locale;
 
-import dev.rdma.verbs.BenchAccess;
+import dev.rdma.verbs.seam.BenchAccess;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionHandler;
 import dev.rdma.verbs.CompletionQueue;

@@ -43,16 +43,16 @@ public final class AddressHandle extends NativeObject {
 			int flowLabel, int trafficClass, int dlid, int serviceLevel) {
 
 		public Attributes {
-			QueuePair.requireRange("port (port_num)", port, 1, 255);
+			Arguments.requireRange("port (port_num)", port, 1, 255);
 			if (global) {
 				Objects.requireNonNull(destGid, "destGid (grh.dgid) of a global address");
 			}
-			QueuePair.requireRange("sgidIndex (grh.sgid_index)", sgidIndex, 0, 255);
-			QueuePair.requireRange("hopLimit (grh.hop_limit)", hopLimit, 0, 255);
-			QueuePair.requireRange("flowLabel (grh.flow_label)", flowLabel, 0, (1 << 20) - 1);
-			QueuePair.requireRange("trafficClass (grh.traffic_class)", trafficClass, 0, 255);
-			QueuePair.requireRange("dlid", dlid, 0, 0xffff);
-			QueuePair.requireRange("serviceLevel (sl)", serviceLevel, 0, 15);
+			Arguments.requireRange("sgidIndex (grh.sgid_index)", sgidIndex, 0, 255);
+			Arguments.requireRange("hopLimit (grh.hop_limit)", hopLimit, 0, 255);
+			Arguments.requireRange("flowLabel (grh.flow_label)", flowLabel, 0, (1 << 20) - 1);
+			Arguments.requireRange("trafficClass (grh.traffic_class)", trafficClass, 0, 255);
+			Arguments.requireRange("dlid", dlid, 0, 0xffff);
+			Arguments.requireRange("serviceLevel (sl)", serviceLevel, 0, 15);
 		}
 
 		/**

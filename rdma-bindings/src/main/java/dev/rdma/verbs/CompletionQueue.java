@@ -2,6 +2,7 @@ package dev.rdma.verbs;
 
 import org.jspecify.annotations.Nullable;
 
+import dev.rdma.verbs.ffm.CqProviderCalls;
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
@@ -20,7 +21,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 /**
  * A completion queue ({@code struct ibv_cq *}) created by {@code ibv_create_cq}, polled
  * with {@code ibv_poll_cq}. {@link ExtendedCompletionQueue} and
- * {@link EfaCompletionQueue} extend it.
+ * {@code dev.rdma.verbs.efa.EfaCompletionQueue} extend it.
  *
  * <p>
  * <b>Events.</b> With a {@link CompletionChannel}, {@link #requestNotify(boolean)}
@@ -41,8 +42,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 public class CompletionQueue extends NativeObject {
 
 	/**
-	 * Null only for a stand-in of the tests and benchmarks (memory laid out as a CQ, no
-	 * device).
+	 * Null only for a CQ over memory that is not a device's (the tests' and benchmarks'
+	 * rings).
 	 */
 	final @Nullable Context context;
 
@@ -97,31 +98,16 @@ public class CompletionQueue extends NativeObject {
 	 */
 	private final ExclusiveSlot slot = new ExclusiveSlot();
 
-	/**
-	 * The provider functions a CQ calls, read once at creation: {@code poll_cq} and
-	 * {@code req_notify_cq} of the context's ops (NULL where the provider has none) and
-	 * the destroy function. A stand-in of the tests and benchmarks (memory laid out as a
-	 * CQ, no device) passes native functions of its own: the CQ calls them exactly as it
-	 * calls a provider's.
-	 */
-	record ProviderCalls(MemorySegment pollCq, MemorySegment reqNotifyCq, MemorySegment destroyCq) {
-
-		/**
-		 * The functions of {@code context}'s provider, and libibverbs'
-		 * {@code ibv_destroy_cq}.
-		 */
-		static ProviderCalls of(Context context) {
-			return new ProviderCalls(context.handle.get(ADDRESS, Layouts.CONTEXT_POLL_CQ),
-					context.handle.get(ADDRESS, Layouts.CONTEXT_REQ_NOTIFY_CQ), Ibverbs.DESTROY_CQ_FUNCTION);
-		}
-	}
+	/** The QPs using this CQ, one entry per use ({@link #addUser}); guarded by itself. */
+	private final List<NativeObject> users = new ArrayList<>();
 
 	/**
-	 * @param context the owner; null only for a stand-in of the tests and benchmarks
+	 * @param context the owner; null for a CQ over memory that is not a device's (the
+	 * tests' and benchmarks' rings, built through {@code dev.rdma.verbs.seam})
 	 * @param name what {@link #describe()} calls the device
 	 */
 	CompletionQueue(@Nullable Context context, String name, MemorySegment cq, @Nullable CompletionChannel channel,
-			int compVector, ProviderCalls calls) {
+			int compVector, CqProviderCalls calls) {
 		super(cq, context);
 		if (Native.isNull(calls.destroyCq())) {
 			throw new IllegalArgumentException("a CQ needs a destroy function");
@@ -142,19 +128,6 @@ public class CompletionQueue extends NativeObject {
 			// objects, milliseconds)
 			nativeAck(0);
 		}
-	}
-
-	/**
-	 * A stand-in of the benchmarks (a CQ without a device) polled through {@code pollFn},
-	 * a native function with poll_cq's signature, and destroyed through
-	 * {@code destroyFn}, one with ibv_destroy_cq's.
-	 */
-	static CompletionQueue standIn(MemorySegment fakeCq, MemorySegment pollFn, MemorySegment destroyFn) {
-		if (Native.isNull(pollFn)) {
-			throw new IllegalArgumentException("a stand-in needs a poll_cq function");
-		}
-		return new CompletionQueue(null, "stand-in", fakeCq, null, 0,
-				new ProviderCalls(pollFn, MemorySegment.NULL, destroyFn));
 	}
 
 	/**
@@ -185,7 +158,7 @@ public class CompletionQueue extends NativeObject {
 		finally {
 			context.release();
 		}
-		ProviderCalls calls = ProviderCalls.of(context);
+		CqProviderCalls calls = CqProviderCalls.of(context.handle);
 		if (Native.isNull(calls.pollCq())) {
 			destroyVerb(Ibverbs.DESTROY_CQ, cq, "ibv_destroy_cq", "a CQ of " + context.deviceName());
 			throw new VerbsException("ibv_poll_cq", Errno.EOPNOTSUPP,
@@ -412,31 +385,31 @@ public class CompletionQueue extends NativeObject {
 		// What ibv_destroy_cq would refuse with EBUSY, refused before anything changes
 		// (no event acked, no waiter
 		// woken): a QP of this binding still uses the CQ.
-		List<QueuePair> users = queuePairsUsingThis();
-		if (!users.isEmpty()) {
+		List<NativeObject> current;
+		synchronized (users) {
+			current = List.copyOf(users);
+		}
+		if (!current.isEmpty()) {
 			throw new VerbsException("ibv_destroy_cq", Errno.EBUSY,
-					describe() + " is still used by " + users + ": close the QP(s) first");
+					describe() + " is still used by " + current + ": close the QP(s) first");
 		}
 	}
 
-	private List<QueuePair> queuePairsUsingThis() {
-		List<QueuePair> users = new ArrayList<>();
-		if (context != null) {
-			for (ProtectionDomain pd : context.dependants(ProtectionDomain.class)) {
-				collectUsers(pd, users);
-			}
+	/**
+	 * Registers a QP that uses this CQ (once per use: as send and as receive CQ), so that
+	 * {@link #close()} refuses while it exists. The QP registers itself; the CQ knows it
+	 * only as a native object (no dependency on the QP's class).
+	 */
+	final void addUser(NativeObject queuePair) {
+		synchronized (users) {
+			users.add(queuePair);
 		}
-		return users;
 	}
 
-	private void collectUsers(ProtectionDomain pd, List<QueuePair> users) {
-		for (QueuePair qp : pd.queuePairs()) {
-			if (qp.attributes().sendCq() == this || qp.attributes().recvCq() == this) {
-				users.add(qp);
-			}
-		}
-		for (ProtectionDomain child : pd.dependants(ProtectionDomain.class)) {
-			collectUsers(child, users);
+	/** Undoes one {@link #addUser}, once the QP is destroyed. */
+	final void removeUser(NativeObject queuePair) {
+		synchronized (users) {
+			users.remove(queuePair);
 		}
 	}
 

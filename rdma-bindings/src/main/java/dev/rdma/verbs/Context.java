@@ -336,14 +336,6 @@ public final class Context extends NativeObject {
 		return ExtendedCompletionQueue.create(this, attributes);
 	}
 
-	/**
-	 * {@code efadv_create_cq}: an EFA CQ. On a device that is not EFA the provider
-	 * refuses with EOPNOTSUPP.
-	 */
-	public EfaCompletionQueue createEfaCompletionQueue(CqInitAttributes attributes, Set<EfaWcFlag> efaWcFlags) {
-		return EfaCompletionQueue.create(this, attributes, efaWcFlags);
-	}
-
 	/** {@code ibv_alloc_pd}. */
 	public ProtectionDomain allocateProtectionDomain() {
 		return ProtectionDomain.allocate(this);

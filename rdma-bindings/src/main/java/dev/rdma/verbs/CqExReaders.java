@@ -5,7 +5,6 @@ import java.lang.foreign.StructLayout;
 
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
-import org.jspecify.annotations.Nullable;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -16,8 +15,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@code struct ibv_cq_ex} at creation, and the downcalls that call them (critical: a
  * reader returns a field of the completion the iterator stands on). The reader of a field
  * whose {@link WcExFlag} was not requested is NULL (the provider may leave it NULL) and
- * is never called: its typed accessor throws first. Plus, for an EFA CQ, the
- * {@code efadv_cq} readers.
+ * is never called: its typed accessor throws first.
  *
  * <p>
  * Valid only between a successful {@code start_poll} and its {@code end_poll}, on the
@@ -73,15 +71,11 @@ final class CqExReaders {
 	 */
 	private final MemorySegment scratch16;
 
-	/** The {@code efadv_cq} readers of an EFA CQ, or null. */
-	final @Nullable EfaReaders efa;
-
-	CqExReaders(MemorySegment cqEx, long wcFlags, MemorySegment scratch16, @Nullable EfaReaders efa) {
+	CqExReaders(MemorySegment cqEx, long wcFlags, MemorySegment scratch16) {
 		this.cq = cqEx.address();
 		this.cqMemory = cqEx;
 		this.wcFlags = wcFlags;
 		this.scratch16 = scratch16;
-		this.efa = efa;
 		StructLayout l = Layouts.IBV_CQ_EX;
 		this.readOpcode = fn(cqEx, l, "read_opcode", -1);
 		this.readVendorErr = fn(cqEx, l, "read_vendor_err", -1);
@@ -114,11 +108,6 @@ final class CqExReaders {
 	static IllegalStateException notRequested(WcExFlag flag) {
 		return new IllegalStateException("work completion field " + flag + " was not requested: create the CQ with "
 				+ "wc_flags including IBV_WC_EX_WITH_" + flag);
-	}
-
-	/** The {@link EfaWcFlag} bits this CQ provides (0 for a plain extended CQ). */
-	long efaFlags() {
-		return efa == null ? 0 : efa.flags();
 	}
 
 	// ---- the plain fields of the current completion

@@ -7,10 +7,10 @@ import java.util.Set;
 
 /**
  * {@code struct ibv_cq_init_attr_ex}: what {@link Context#createExtendedCompletionQueue}
- * and {@link Context#createEfaCompletionQueue} pass to the provider. {@code comp_mask} is
- * derived: {@code IBV_CQ_INIT_ATTR_MASK_FLAGS} when {@code flags} is not empty,
- * {@code IBV_CQ_INIT_ATTR_MASK_PD} when a parent domain is given. {@code cq_context} is
- * owned by the binding.
+ * and {@code EfaCompletionQueue.create} ({@code dev.rdma.verbs.efa}) pass to the
+ * provider. {@code comp_mask} is derived: {@code IBV_CQ_INIT_ATTR_MASK_FLAGS} when
+ * {@code flags} is not empty, {@code IBV_CQ_INIT_ATTR_MASK_PD} when a parent domain is
+ * given. {@code cq_context} is owned by the binding.
  *
  * @param cqe minimum number of entries
  * @param channel completion channel, or null for a CQ without events

@@ -4,7 +4,13 @@ import dev.rdma.verbs.ffm.Libc;
 
 import java.util.Map;
 
-/** Names and texts of the error numbers verbs report (Linux x86_64 values). */
+/**
+ * Names and texts of the error numbers verbs report (Linux x86_64 values). Public API:
+ * the constants are what {@link VerbsException#errno()} returns, for callers that react
+ * to one refusal (e.g. {@link #EOPNOTSUPP}: the provider lacks the feature;
+ * {@link #EAGAIN}: retry later), and {@link #describe(int)} is how the binding's error
+ * messages name an errno.
+ */
 public final class Errno {
 
 	public static final int EPERM = 1;

@@ -2,6 +2,8 @@ package dev.rdma.verbs;
 
 import org.jspecify.annotations.Nullable;
 
+import dev.rdma.verbs.ffm.CqCreateCall;
+import dev.rdma.verbs.ffm.CqProviderCalls;
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Libc;
@@ -75,10 +77,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
 	private final MemorySegment endPoll;
 
-	/**
-	 * The provider's readers of the current completion (and, for an EFA CQ, the efadv_cq
-	 * ones).
-	 */
+	/** The provider's readers of the current completion. */
 	private final CqExReaders readers;
 
 	/** The lazy view handed to handlers: one per CQ, reused. */
@@ -97,19 +96,41 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	private boolean rawBatch;
 
 	/**
-	 * @param efa the efadv_cq readers of an EFA CQ, or null
+	 * Wraps a CQ that a verb of this module created. Protected for the provider packages
+	 * of this module ({@code dev.rdma.verbs.efa}), which create their CQs with their own
+	 * verb: nothing outside the module can subclass (the calls table's type is in the
+	 * non-exported {@code dev.rdma.verbs.ffm}; on the class path, where every package is
+	 * readable, the constructor refuses a subclass outside the {@code dev.rdma.verbs}
+	 * packages of this class loader).
+	 * @param context the owner; null for a CQ over memory that is not a device's (the
+	 * tests' and benchmarks' rings, built through {@code dev.rdma.verbs.seam})
+	 * @param cq the {@code struct ibv_cq_ex}, its iterator pointers checked
+	 * ({@link #createNative})
+	 * @param batchIterator whether to drain with {@code next_poll} (see the class
+	 * comment)
+	 * @param calls the functions the CQ calls besides its iterator and readers
 	 */
-	ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
-			boolean batchIterator, ProviderCalls calls, @Nullable EfaReaders efa) {
-		super(context, context == null ? "stand-in" : context.deviceName(), cq, attributes.channel(),
+	// "exports": on purpose, only this module can name the calls type; "this-escape": the
+	// view only stores the reference, read after construction
+	@SuppressWarnings({ "exports", "this-escape" })
+	protected ExtendedCompletionQueue(@Nullable Context context, MemorySegment cq, CqInitAttributes attributes,
+			boolean batchIterator, CqProviderCalls calls) {
+		super(context, context == null ? "no device" : context.deviceName(), cq, attributes.channel(),
 				attributes.compVector(), calls);
+		Class<?> type = getClass();
+		if (type != ExtendedCompletionQueue.class
+				&& (type.getClassLoader() != ExtendedCompletionQueue.class.getClassLoader()
+						|| !type.getPackageName().startsWith("dev.rdma.verbs."))) {
+			throw new IllegalStateException(
+					type + ": only the provider packages of dev.rdma.verbs extend " + "ExtendedCompletionQueue");
+		}
 		this.wcFlags = attributes.wcFlagsMask();
 		this.createFlags = CqCreateFlag.mask(attributes.flags());
 		var l = Layouts.IBV_CQ_EX;
 		this.startPoll = cq.get(ADDRESS, Layouts.off(l, "start_poll"));
 		this.nextPoll = cq.get(ADDRESS, Layouts.off(l, "next_poll"));
 		this.endPoll = cq.get(ADDRESS, Layouts.off(l, "end_poll"));
-		this.readers = new CqExReaders(cq, wcFlags, Native.unscoped(arena.allocate(16, 8)), efa);
+		this.readers = new CqExReaders(cq, wcFlags, Native.unscoped(arena.allocate(16, 8)));
 		this.current = new ExtendedCompletionView(this, readers);
 		this.batchIterator = batchIterator;
 	}
@@ -124,26 +145,10 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	}
 
 	/**
-	 * A stand-in of the tests and benchmarks: memory laid out as {@code struct ibv_cq_ex}
-	 * whose iterator and readers are native functions of theirs (a CQ without a device),
-	 * polled exactly like a provider's CQ; never destroyed natively.
-	 */
-	static ExtendedCompletionQueue standIn(MemorySegment fakeCq, CqInitAttributes attributes, boolean batchIterator,
-			MemorySegment destroyFn) {
-		for (String f : new String[] { "start_poll", "next_poll", "end_poll" }) {
-			if (Native.isNull(fakeCq.get(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, f)))) {
-				throw new IllegalArgumentException("the stand-in's " + f + " is NULL");
-			}
-		}
-		return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator,
-				new ProviderCalls(MemorySegment.NULL, MemorySegment.NULL, destroyFn), null);
-	}
-
-	/**
 	 * Checks what the provider returned before any Java object wraps it: the iterator
 	 * pointers must be set. On failure destroys the CQ and throws.
 	 */
-	static MemorySegment checkIterator(MemorySegment cq, String verb) {
+	private static MemorySegment checkIterator(MemorySegment cq, String verb) {
 		var l = Layouts.IBV_CQ_EX;
 		for (String f : new String[] { "start_poll", "next_poll", "end_poll" }) {
 			if (Native.isNull(cq.get(ADDRESS, Layouts.off(l, f)))) {
@@ -164,22 +169,44 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	}
 
 	static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes, IteratorMode mode) {
-		checkChannel(context, attributes.channel());
 		boolean batch = batchIterator(context, mode);
+		MemorySegment created = createNative(context, attributes, "ibv_create_cq_ex", "",
+				(arena, capture, ctx, attr) -> {
+					// read while createNative holds the context open
+					MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
+					if (Native.isNull(fn)) {
+						throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
+								"the provider of " + context.deviceName() + " has no create_cq_ex");
+					}
+					return (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, ctx, attr);
+				});
+		return adopt(() -> new ExtendedCompletionQueue(context, created, attributes, batch, providerCalls(context)),
+				() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
+	}
+
+	/**
+	 * Creates a CQ with a provider's verb, for this class and the provider packages of
+	 * this module: checks the channel, holds {@code context} open during the call, fills
+	 * {@code struct ibv_cq_init_attr_ex} from {@code attributes}, calls {@code verb}, and
+	 * checks that the provider set the iterator.
+	 * @param detail appended to the error message (the provider's own attributes)
+	 * @return the {@code struct ibv_cq_ex} (readable as one)
+	 * @throws VerbsException with the errno when the verb returns NULL or leaves an
+	 * iterator pointer NULL (the CQ destroyed then)
+	 */
+	@SuppressWarnings("exports") // on purpose: only this module can name the type
+	protected static MemorySegment createNative(Context context, CqInitAttributes attributes, String verb,
+			String detail, CqCreateCall call) {
+		checkChannel(context, attributes.channel());
 		MemorySegment cq;
 		context.acquire();
 		try (Arena a = Arena.ofConfined()) {
-			MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
-			if (Native.isNull(fn)) {
-				throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
-						"the provider of " + context.deviceName() + " has no create_cq_ex");
-			}
 			MemorySegment attr = fill(a, attributes);
 			MemorySegment capture = Native.allocateCapture(a);
 			Libc.clearErrno();
-			cq = (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, context.handle, attr);
+			cq = call.create(a, capture, context.handle, attr);
 			if (Native.isNull(cq)) {
-				throw new VerbsException("ibv_create_cq_ex", Native.errno(capture), describe(context, attributes));
+				throw new VerbsException(verb, Native.errno(capture), describe(context, attributes) + detail);
 			}
 		}
 		catch (Throwable t) {
@@ -188,13 +215,19 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		finally {
 			context.release();
 		}
-		MemorySegment created = checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), "ibv_create_cq_ex");
-		return adopt(
-				() -> new ExtendedCompletionQueue(context, created, attributes, batch, ProviderCalls.of(context), null),
-				() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
+		return checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), verb);
 	}
 
-	static MemorySegment fill(Arena a, CqInitAttributes attributes) {
+	/**
+	 * The provider functions of {@code context} and libibverbs' {@code ibv_destroy_cq},
+	 * for the constructor.
+	 */
+	@SuppressWarnings("exports") // on purpose: only this module can name the type
+	protected static CqProviderCalls providerCalls(Context context) {
+		return CqProviderCalls.of(context.handle);
+	}
+
+	private static MemorySegment fill(Arena a, CqInitAttributes attributes) {
 		var l = Layouts.IBV_CQ_INIT_ATTR_EX;
 		MemorySegment attr = a.allocate(l);
 		attr.set(JAVA_INT, Layouts.off(l, "cqe"), attributes.cqe());
@@ -210,7 +243,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		return attr;
 	}
 
-	static String describe(Context context, CqInitAttributes a) {
+	private static String describe(Context context, CqInitAttributes a) {
 		return "cqe=" + a.cqe() + ", comp_vector=" + a.compVector() + " of " + context.numCompVectors() + ", wc_flags="
 				+ a.wcFlags() + " (0x" + Long.toHexString(a.wcFlagsMask()) + "), flags=" + a.flags() + ", device "
 				+ context.deviceName();
@@ -243,7 +276,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	 * True while this thread has an iterator batch of this CQ open (the lazy view is
 	 * readable then).
 	 */
-	final boolean inBatchOnCurrentThread() {
+	protected final boolean inBatchOnCurrentThread() {
 		return batchThread == Thread.currentThread();
 	}
 
@@ -407,7 +440,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 			buffer.claim();
 			try {
 				int n = iterate(buffer.capacity(), null, buffer);
-				buffer.filledByIterator(n, wcFlags, readers.efaFlags());
+				buffer.filledByIterator(n, wcFlags);
 				return n;
 			}
 			finally {

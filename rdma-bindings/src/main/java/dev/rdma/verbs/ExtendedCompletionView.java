@@ -55,15 +55,6 @@ final class ExtendedCompletionView implements WorkCompletion {
 		}
 	}
 
-	private EfaReaders efa(EfaWcFlag flag) {
-		requireBatch();
-		EfaReaders efa = r.efa;
-		if (efa == null) {
-			throw EfaReaders.notGranted(flag);
-		}
-		return efa;
-	}
-
 	@Override
 	public long wrId() {
 		requireBatch();
@@ -176,17 +167,6 @@ final class ExtendedCompletionView implements WorkCompletion {
 		return new TmInfo(info.get(JAVA_LONG, 0), info.get(JAVA_INT, 8));
 	}
 
-	@Override
-	public @Nullable Gid sgid() {
-		EfaReaders efa = efa(EfaWcFlag.SGID);
-		return efa.readSgid() ? new Gid(efa.gid().toArray(JAVA_BYTE)) : null;
-	}
-
-	@Override
-	public boolean isUnsolicited() {
-		return efa(EfaWcFlag.IS_UNSOLICITED).isUnsolicited();
-	}
-
 	/*
 	 * Overridden, not inherited: a default method's type profile is shared by every
 	 * WorkCompletion class, so a JIT-compiled caller that only ever sees this class would
@@ -215,7 +195,7 @@ final class ExtendedCompletionView implements WorkCompletion {
 
 	@Override
 	public WorkCompletionSnapshot copy() {
-		return WorkCompletionSnapshot.of(this, queue.wcFlags(), false, r.efaFlags());
+		return Snapshots.of(this, queue.wcFlags(), false);
 	}
 
 	@Override

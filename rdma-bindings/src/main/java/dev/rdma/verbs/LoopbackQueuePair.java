@@ -6,9 +6,9 @@ import java.util.EnumSet;
  * A reliable-connected QP connected to itself over the device's IPv4 (RoCE v2) GID of
  * port 1, with one registered buffer split in send slots (lower half) and receive slots
  * (upper half): every send it posts arrives as a receive on the same QP. Produces real
- * completions for smoke tests, benchmarks and the sample application. Closing it closes
- * the QP, the MR and the PD (not the CQs, not the context). Thread-safety as
- * {@link QueuePair}.
+ * completions for smoke tests, benchmarks and the sample application: public API for
+ * applications that check a device end to end without a peer. Closing it closes the QP,
+ * the MR and the PD (not the CQs, not the context). Thread-safety as {@link QueuePair}.
  */
 public class LoopbackQueuePair implements AutoCloseable {
 

@@ -129,16 +129,16 @@ public final class QueuePair extends NativeObject {
 				throw new IllegalArgumentException("pathMtu (path_mtu) must be 256, 512, 1024, 2048 or 4096 (or 0 for "
 						+ "the port's active MTU), got " + pathMtu);
 			}
-			requireRange("sqPsn (sq_psn)", sqPsn, 0, MAX_PSN);
-			requireRange("rqPsn (rq_psn)", rqPsn, 0, MAX_PSN);
-			requireRange("timeout", timeout, 0, 31);
-			requireRange("retryCount (retry_cnt)", retryCount, 0, 7);
-			requireRange("rnrRetry (rnr_retry)", rnrRetry, 0, 7);
-			requireRange("minRnrTimer (min_rnr_timer)", minRnrTimer, 0, 31);
-			requireRange("maxRdAtomic (max_rd_atomic)", maxRdAtomic, 0, 255);
-			requireRange("maxDestRdAtomic (max_dest_rd_atomic)", maxDestRdAtomic, 0, 255);
-			requireRange("hopLimit (hop_limit)", hopLimit, 0, 255);
-			requireRange("serviceLevel (sl)", serviceLevel, 0, 15);
+			Arguments.requireRange("sqPsn (sq_psn)", sqPsn, 0, MAX_PSN);
+			Arguments.requireRange("rqPsn (rq_psn)", rqPsn, 0, MAX_PSN);
+			Arguments.requireRange("timeout", timeout, 0, 31);
+			Arguments.requireRange("retryCount (retry_cnt)", retryCount, 0, 7);
+			Arguments.requireRange("rnrRetry (rnr_retry)", rnrRetry, 0, 7);
+			Arguments.requireRange("minRnrTimer (min_rnr_timer)", minRnrTimer, 0, 31);
+			Arguments.requireRange("maxRdAtomic (max_rd_atomic)", maxRdAtomic, 0, 255);
+			Arguments.requireRange("maxDestRdAtomic (max_dest_rd_atomic)", maxDestRdAtomic, 0, 255);
+			Arguments.requireRange("hopLimit (hop_limit)", hopLimit, 0, 255);
+			Arguments.requireRange("serviceLevel (sl)", serviceLevel, 0, 15);
 		}
 
 		public static ConnectionParameters defaults() {
@@ -339,6 +339,9 @@ public final class QueuePair extends NativeObject {
 		sendWr.set(JAVA_INT, SWR_NUM_SGE, 1);
 		recvWr.set(ADDRESS, RWR_SG_LIST, recvSge);
 		recvWr.set(JAVA_INT, RWR_NUM_SGE, 1);
+		// the CQs refuse to close while a QP uses them (ibv_destroy_cq's EBUSY, foreseen)
+		attributes.sendCq().addUser(this);
+		attributes.recvCq().addUser(this);
 	}
 
 	static QueuePair create(ProtectionDomain pd, Attributes attributes) {
@@ -466,7 +469,7 @@ public final class QueuePair extends NativeObject {
 			throw new IllegalStateException(
 					describe() + " is a UD QP: it is made ready with activate(), not connected");
 		}
-		requireRange("sgidIndex", sgidIndex, 0, 255);
+		Arguments.requireRange("sgidIndex", sgidIndex, 0, 255);
 		PortAttributes portAttr = pd.context().queryPort(port);
 		int mtuCode = parameters.pathMtuCode(portAttr.activeMtu(), pd.context().deviceName() + " port " + port);
 		acquire();
@@ -532,9 +535,9 @@ public final class QueuePair extends NativeObject {
 		if (!ud) {
 			throw new IllegalStateException(describe() + " is an RC QP: it is connected with connect(), not activated");
 		}
-		requireRange("port", port, 1, 255);
-		requireRange("pkeyIndex (pkey_index)", pkeyIndex, 0, 0xffff);
-		requireRange("sqPsn (sq_psn)", sqPsn, 0, ConnectionParameters.MAX_PSN);
+		Arguments.requireRange("port", port, 1, 255);
+		Arguments.requireRange("pkeyIndex (pkey_index)", pkeyIndex, 0, 0xffff);
+		Arguments.requireRange("sqPsn (sq_psn)", sqPsn, 0, ConnectionParameters.MAX_PSN);
 		acquire();
 		try (Arena a = Arena.ofConfined()) {
 			var l = Layouts.IBV_QP_ATTR;
@@ -752,19 +755,11 @@ public final class QueuePair extends NativeObject {
 		}
 	}
 
-	/**
-	 * Throws {@link IllegalArgumentException} naming {@code name} unless
-	 * {@code min <= value <= max}.
-	 */
-	static void requireRange(String name, long value, long min, long max) {
-		if (value < min || value > max) {
-			throw new IllegalArgumentException(name + " must be " + min + ".." + max + ", got " + value);
-		}
-	}
-
 	@Override
 	void destroy() {
 		destroyVerb(Ibverbs.DESTROY_QP, handle, "ibv_destroy_qp", describe());
+		attributes.sendCq().removeUser(this);
+		attributes.recvCq().removeUser(this);
 		arena.close();
 	}
 

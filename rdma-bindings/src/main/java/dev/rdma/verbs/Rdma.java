@@ -13,8 +13,8 @@ import dev.rdma.verbs.ffm.Efa;
  * <p>
  * Loading happens once, by soname ({@code libibverbs.so.1}, {@code libefa.so.1}), on
  * first use. A missing libibverbs makes every entry point throw
- * {@link RdmaUnavailableException}; a missing libefa only disables
- * {@link EfaCompletionQueue}.
+ * {@link RdmaUnavailableException}; a missing libefa only disables the EFA completion
+ * queues of {@code dev.rdma.verbs.efa}.
  */
 public final class Rdma {
 
@@ -57,15 +57,6 @@ public final class Rdma {
 	public static void requireLibrary() {
 		if (!isAvailable()) {
 			throw new RdmaUnavailableException(unavailableReason(), Ibverbs.LOAD_FAILURE);
-		}
-	}
-
-	/** Throws when libefa is missing. */
-	static void requireEfa() {
-		requireLibrary();
-		if (!Efa.available()) {
-			throw new RdmaUnavailableException("cannot load " + Efa.SONAME + " (package ibverbs-providers): "
-					+ "EFA completion queues are unavailable", Efa.LOAD_FAILURE);
 		}
 	}
 

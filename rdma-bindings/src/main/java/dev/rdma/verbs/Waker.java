@@ -12,8 +12,8 @@ import java.lang.foreign.MemorySegment;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * An eventfd that another thread writes to wake a thread blocked in
- * {@link CompletionChannel#await} or
+ * Public API for poll loops (the starter's, the benchmarks'): an eventfd that another
+ * thread writes to wake a thread blocked in {@link CompletionChannel#await} or
  * {@link CompletionChannel#getEvent(java.time.Duration, Waker)}. {@link #wake()} is
  * thread-safe. One thread at a time waits with a given waker (it carries that thread's
  * scratch memory): a second thread waiting with it at the same time gets

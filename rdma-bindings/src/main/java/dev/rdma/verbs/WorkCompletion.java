@@ -128,19 +128,6 @@ public interface WorkCompletion {
 	TmInfo tmInfo();
 
 	/**
-	 * {@code efadv_wc_read_sgid}: the source GID when the source AH is unknown, null when
-	 * the provider reports it known (negative return). EFA CQs created with
-	 * {@link EfaWcFlag#SGID} only. Allocates the result.
-	 */
-	@Nullable Gid sgid();
-
-	/**
-	 * {@code efadv_wc_is_unsolicited}. EFA CQs created with
-	 * {@link EfaWcFlag#IS_UNSOLICITED} only.
-	 */
-	boolean isUnsolicited();
-
-	/**
 	 * An immutable copy of every field this completion can provide, for callers that keep
 	 * it.
 	 */

@@ -37,9 +37,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  */
 public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatch {
 
-	// Beside the ibv_wc array, 64 bytes per entry for what ibv_wc has no room for: the
-	// extended fields, the 32-bit
-	// slid of read_slid, the EFA fields. This buffer's own layout: only this class reads
+	// Beside the ibv_wc array, 40 bytes per entry for what ibv_wc has no room for: the
+	// extended fields and the 32-bit slid of read_slid. This buffer's own layout: only
+	// this class reads
 	// or writes it.
 	private static final long EXT_COMPLETION_TS = 0;
 
@@ -53,15 +53,9 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
 	private static final long EXT_CVLAN = 32;
 
-	private static final long EXT_UNSOLICITED = 34;
-
-	private static final long EXT_SGID_VALID = 35;
-
 	private static final long EXT_SLID32 = 36;
 
-	private static final long EXT_SGID = 40;
-
-	private static final long EXT_SIZE = 64;
+	private static final long EXT_SIZE = 40;
 
 	/*
 	 * The memory is allocated by an automatic arena: close() makes the buffer refuse
@@ -118,12 +112,6 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 	long available;
 
 	/**
-	 * {@link EfaWcFlag} bits valid in the current contents (of an EFA CQ; unused while
-	 * {@link #legacy}).
-	 */
-	long efaAvailable;
-
-	/**
 	 * True when ibv_poll_cq filled it (every ibv_wc field is present, ext fields are
 	 * not).
 	 */
@@ -161,27 +149,25 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 	 * field is.
 	 */
 	void filledByPollCq(int n) {
-		legacy = true; // (available and efaAvailable only count for an extended CQ's
-						// contents)
+		legacy = true; // (available only counts for an extended CQ's contents)
 		size = n;
 	}
 
 	/**
 	 * After an extended CQ copied {@code n} completions with the fields of
-	 * {@code wcFlags} and {@code efaFlags}.
+	 * {@code wcFlags}.
 	 */
-	void filledByIterator(int n, long wcFlags, long efaFlags) {
+	void filledByIterator(int n, long wcFlags) {
 		legacy = false;
 		available = wcFlags;
-		efaAvailable = efaFlags;
 		size = n;
 	}
 
 	/**
 	 * Copies the extended CQ's current completion (the iterator stands on it) into entry
 	 * {@code i}: every {@code ibv_wc} field, read through {@code r} (or 0 when there is
-	 * no reader, or the field is not valid on error), then the extended and EFA fields
-	 * this buffer keeps beside the array. Called by the poll that has the buffer claimed.
+	 * no reader, or the field is not valid on error), then the extended fields this
+	 * buffer keeps beside the array. Called by the poll that has the buffer claimed.
 	 */
 	void copyCurrent(int i, CqExReaders r) {
 		MemorySegment wc = wcsView;
@@ -232,16 +218,6 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 			MemorySegment info = r.tmInfo();
 			x.set(JAVA_LONG, eb + EXT_TM_TAG, info.get(JAVA_LONG, 0));
 			x.set(JAVA_INT, eb + EXT_TM_PRIV, info.get(JAVA_INT, 8));
-		}
-		EfaReaders efa = r.efa;
-		if (efa != null) {
-			if (efa.hasSgid()) {
-				x.set(JAVA_BYTE, eb + EXT_SGID_VALID, (byte) (efa.readSgid() ? 1 : 0));
-				MemorySegment.copy(efa.gid(), 0, x, eb + EXT_SGID, 16);
-			}
-			if (efa.hasUnsolicited()) {
-				x.set(JAVA_BYTE, eb + EXT_UNSOLICITED, (byte) (efa.isUnsolicited() ? 1 : 0));
-			}
 		}
 	}
 
@@ -455,23 +431,6 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 					x().get(JAVA_INT, (index * EXT_SIZE) + EXT_TM_PRIV));
 		}
 
-		@Override
-		public @Nullable Gid sgid() {
-			if (legacy || (efaAvailable & EfaWcFlag.SGID.bit()) == 0) {
-				throw EfaReaders.notGranted(EfaWcFlag.SGID);
-			}
-			return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_SGID_VALID) == 0 ? null
-					: new Gid(x().asSlice((index * EXT_SIZE) + EXT_SGID, 16).toArray(JAVA_BYTE));
-		}
-
-		@Override
-		public boolean isUnsolicited() {
-			if (legacy || (efaAvailable & EfaWcFlag.IS_UNSOLICITED.bit()) == 0) {
-				throw EfaReaders.notGranted(EfaWcFlag.IS_UNSOLICITED);
-			}
-			return x().get(JAVA_BYTE, (index * EXT_SIZE) + EXT_UNSOLICITED) != 0;
-		}
-
 		/*
 		 * Overridden, not inherited: a default method's type profile is shared by every
 		 * WorkCompletion class, so a JIT-compiled caller that only ever sees this class
@@ -500,8 +459,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 
 		@Override
 		public WorkCompletionSnapshot copy() {
-			return WorkCompletionSnapshot.of(this, legacy ? WcExFlag.STANDARD : available, legacy,
-					legacy ? 0 : efaAvailable);
+			return Snapshots.of(this, legacy ? WcExFlag.STANDARD : available, legacy);
 		}
 
 		@Override

@@ -3,66 +3,39 @@ package dev.rdma.verbs;
 import org.jspecify.annotations.Nullable;
 
 /**
- * An immutable copy of a {@link WorkCompletion}. Fields the source could not provide (not
- * requested on an extended CQ, not an EFA CQ) are 0/null; {@link #availableWcExFlags()}
+ * An immutable copy of a {@link WorkCompletion} ({@link WorkCompletion#copy()}), with the
+ * same accessors. A plain value: it does not implement {@link WorkCompletion}, whose
+ * instances are views valid only during their callback. Fields the source could not
+ * provide (not requested on an extended CQ) are 0/null; {@link #availableWcExFlags()}
  * says which were provided.
  */
 public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, int vendorErr, int byteLen, int immData,
 		int qpNum, int srcQp, int wcFlags, int pkeyIndex, int slid, int sl, int dlidPathBits, long completionTimestamp,
-		long completionWallclockNanos, int cvlan, int flowTag, @Nullable TmInfo tmInfo, @Nullable Gid sgid,
-		boolean isUnsolicited, long availableWcExFlags) implements WorkCompletion {
+		long completionWallclockNanos, int cvlan, int flowTag, @Nullable TmInfo tmInfo, long availableWcExFlags) {
 
-	@Override
+	/** {@code invalidated_rkey}: shares {@code imm_data}'s field. */
 	public int invalidatedRkey() {
 		return immData;
 	}
 
-	@Override
-	public WorkCompletionSnapshot copy() {
-		return this;
-	}
-
-	// overridden, not inherited, like the views' (one shared default-method profile would
-	// make callers dispatch virtually)
-	@Override
+	/** {@code status == IBV_WC_SUCCESS}. */
 	public boolean isSuccess() {
 		return statusCode == 0;
 	}
 
-	@Override
+	/** {@code status}. */
 	public WcStatus status() {
 		return WcStatus.of(statusCode);
 	}
 
-	@Override
+	/** {@code opcode}. */
 	public WcOpcode opcode() {
 		return WcOpcode.of(opcodeCode);
 	}
 
-	@Override
+	/** Whether {@code wc_flags} has {@code flag}. */
 	public boolean hasFlag(WcFlag flag) {
 		return flag.isSet(wcFlags);
 	}
 
-	static WorkCompletionSnapshot of(WorkCompletion wc, long available, boolean legacy, long efaFlags) {
-		boolean ok = wc.isSuccess();
-		return new WorkCompletionSnapshot(wc.wrId(), wc.statusCode(), ok ? wc.opcodeCode() : 0, wc.vendorErr(),
-				ok && has(available, WcExFlag.BYTE_LEN) ? wc.byteLen() : 0,
-				ok && has(available, WcExFlag.IMM) ? wc.immData() : 0, has(available, WcExFlag.QP_NUM) ? wc.qpNum() : 0,
-				ok && has(available, WcExFlag.SRC_QP) ? wc.srcQp() : 0, ok ? wc.wcFlags() : 0,
-				ok && legacy ? wc.pkeyIndex() : 0, ok && has(available, WcExFlag.SLID) ? wc.slid() : 0,
-				ok && has(available, WcExFlag.SL) ? wc.sl() : 0,
-				ok && has(available, WcExFlag.DLID_PATH_BITS) ? wc.dlidPathBits() : 0,
-				ok && has(available, WcExFlag.COMPLETION_TIMESTAMP) ? wc.completionTimestamp() : 0,
-				ok && has(available, WcExFlag.COMPLETION_TIMESTAMP_WALLCLOCK) ? wc.completionWallclockNanos() : 0,
-				ok && has(available, WcExFlag.CVLAN) ? wc.cvlan() : 0,
-				ok && has(available, WcExFlag.FLOW_TAG) ? wc.flowTag() : 0,
-				ok && has(available, WcExFlag.TM_INFO) ? wc.tmInfo() : null,
-				ok && (efaFlags & EfaWcFlag.SGID.bit()) != 0 ? wc.sgid() : null,
-				ok && (efaFlags & EfaWcFlag.IS_UNSOLICITED.bit()) != 0 && wc.isUnsolicited(), available);
-	}
-
-	private static boolean has(long available, WcExFlag flag) {
-		return (available & flag.bit()) != 0;
-	}
 }

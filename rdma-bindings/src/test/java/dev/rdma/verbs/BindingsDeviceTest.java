@@ -1,5 +1,8 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.efa.EfaCompletionQueue;
+import dev.rdma.verbs.efa.EfaWcFlag;
+
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -134,7 +137,7 @@ class BindingsDeviceTest {
 	@Test
 	void efadvCreateCqOnANonEfaDeviceIsEopnotsupp() {
 		VerbsException e = verbsError(
-				() -> ctx.createEfaCompletionQueue(CqInitAttributes.of(16), Set.of(EfaWcFlag.SGID)));
+				() -> EfaCompletionQueue.create(ctx, CqInitAttributes.of(16), Set.of(EfaWcFlag.SGID)));
 		assertThat(e.verb()).isEqualTo("efadv_create_cq");
 		assertThat(e.errno()).isEqualTo(Errno.EOPNOTSUPP);
 		assertThat(e.errnoText()).isEqualTo("Operation not supported");

@@ -1,5 +1,6 @@
 package dev.rdma.verbs;
 
+import dev.rdma.verbs.efa.EfaWcFlag;
 import dev.rdma.verbs.ffm.Efa;
 
 import java.util.ArrayList;

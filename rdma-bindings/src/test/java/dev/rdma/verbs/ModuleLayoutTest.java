@@ -12,9 +12,10 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The module exports the public API and nothing else: the FFM plumbing
- * ({@code dev.rdma.verbs.ffm}) is not exported, so on the module path no code outside the
- * binding can call a native function through it.
+ * The module exports the public API and nothing else: the API and its EFA provider
+ * package; the FFM plumbing ({@code dev.rdma.verbs.ffm}) is not exported, so on the
+ * module path no code outside the binding can call a native function through it; the
+ * benchmarks' seam is exported to the benchmarks only.
  */
 class ModuleLayoutTest {
 
@@ -35,7 +36,13 @@ class ModuleLayoutTest {
 			.filter(e -> !e.isQualified())
 			.map(ModuleDescriptor.Exports::source)
 			.collect(Collectors.toSet());
-		assertThat(unqualified).containsExactly("dev.rdma.verbs");
+		assertThat(unqualified).containsExactlyInAnyOrder("dev.rdma.verbs", "dev.rdma.verbs.efa");
+		assertThat(descriptor.exports()).filteredOn(ModuleDescriptor.Exports::isQualified)
+			.singleElement()
+			.satisfies(e -> {
+				assertThat(e.source()).isEqualTo("dev.rdma.verbs.seam");
+				assertThat(e.targets()).containsExactly("dev.rdma.benchmarks");
+			});
 		assertThat(descriptor.packages()).contains("dev.rdma.verbs.ffm");
 		assertThat(descriptor.opens()).isEmpty();
 		assertThat(descriptor.requires()).extracting(ModuleDescriptor.Requires::name)

@@ -12,28 +12,24 @@ import java.lang.invoke.MethodType;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The extended-CQ and EFA readers that no device here can exercise (timestamps,
- * wallclock, cvlan, flow_tag, tm_info, sgid, is_unsolicited) against a native stand-in:
- * memory laid out as {@code struct ibv_cq_ex} / {@code struct efadv_cq} whose function
- * pointers are the C functions of {@link StandInLibrary} (compiled by the test), which
- * record each call and return known values. Each reader must call the right slot, with
- * the CQ (or efadv_cq) pointer, and convert width, sign and byte order.
+ * The extended-CQ readers that no device here can exercise (timestamps, wallclock, cvlan,
+ * flow_tag, tm_info) against a native stand-in: memory laid out as
+ * {@code struct ibv_cq_ex} / {@code struct efadv_cq} whose function pointers are the C
+ * functions of {@link StandInLibrary} (compiled by the test), which record each call and
+ * return known values. Each reader must call the right slot, with the CQ (or efadv_cq)
+ * pointer, and convert width, sign and byte order.
  */
 class NativeStandInTest {
 
@@ -96,7 +92,7 @@ class NativeStandInTest {
 
 	@Test
 	void everyExtendedReaderCallsItsSlotAndConvertsTheResult() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		StandInLibrary.remaining(1);
 		List<Object> seen = new ArrayList<>();
 		int n = q.poll(new WorkCompletionBuffer(4), wc -> {
@@ -132,7 +128,7 @@ class NativeStandInTest {
 
 	@Test
 	void batchCopyReadsEveryRequestedFieldIntoTheBuffer() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		StandInLibrary.remaining(2);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
 			assertThat(q.poll(buffer)).isEqualTo(2);
@@ -154,7 +150,7 @@ class NativeStandInTest {
 
 	@Test
 	void batchCopyOfAFailedCompletionCallsOnlyTheReadersValidOnErrorAndLeavesNoStaleField() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
 			StandInLibrary.remaining(1); // a successful completion first fills slot 0 of
 											// the buffer
@@ -189,14 +185,13 @@ class NativeStandInTest {
 
 	@Test
 	void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq,
+		ExtendedCompletionQueue q = StandIns.extended(cq,
 				CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true, DESTROY);
 		StandInLibrary.remaining(1);
 		List<Throwable> errors = new ArrayList<>();
 		q.poll(new WorkCompletionBuffer(1), wc -> {
 			for (Runnable r : List.<Runnable>of(wc::immData, wc::qpNum, wc::srcQp, wc::slid, wc::sl, wc::dlidPathBits,
-					wc::completionTimestamp, wc::cvlan, wc::flowTag, wc::tmInfo, wc::completionWallclockNanos, wc::sgid,
-					wc::isUnsolicited)) {
+					wc::completionTimestamp, wc::cvlan, wc::flowTag, wc::tmInfo, wc::completionWallclockNanos)) {
 				try {
 					r.run();
 				}
@@ -205,7 +200,7 @@ class NativeStandInTest {
 				}
 			}
 		});
-		assertThat(errors).hasSize(13);
+		assertThat(errors).hasSize(11);
 		assertThat(errors.getFirst()).hasMessageContaining("IMM was not requested");
 		assertThat(StandInLibrary.calls()).containsExactly("start_poll", "end_poll");
 		q.close();
@@ -213,7 +208,7 @@ class NativeStandInTest {
 
 	@Test
 	void theIteratorProtocolIsEnforced() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		StandInLibrary.remaining(0);
 		assertThat(q.startPoll()).isFalse(); // ENOENT: no end_poll may follow
 		assertThatThrownBy(q::endPoll).isInstanceOf(IllegalStateException.class);
@@ -231,7 +226,7 @@ class NativeStandInTest {
 
 	@Test
 	void aThrowingHandlerStillEndsTheBatch() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		StandInLibrary.remaining(3);
 		assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(8), wc -> {
 			throw new IllegalArgumentException("listener failed");
@@ -241,56 +236,8 @@ class NativeStandInTest {
 	}
 
 	@Test
-	void efaReadersCallTheEfadvCqSlotsOnlyWhenGranted() {
-		EfaCompletionQueue q = EfaCompletionQueue.standIn(cq, efadv, all(),
-				EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED), DESTROY);
-		StandInLibrary.remaining(1);
-		List<Object> seen = new ArrayList<>();
-		q.poll(new WorkCompletionBuffer(1), wc -> {
-			seen.add(wc.sgid());
-			seen.add(wc.isUnsolicited());
-		});
-		byte[] expected = new byte[16];
-		for (int i = 0; i < 16; i++) {
-			expected[i] = (byte) (0xF0 + i);
-		}
-		assertThat(seen).containsExactly(new Gid(expected), true);
-		assertThat(StandInLibrary.calls()).contains("wc_read_sgid", "wc_is_unsolicited");
-		q.close();
-
-		StandInLibrary.clear();
-		EfaCompletionQueue sgidOnly = EfaCompletionQueue.standIn(cq, efadv, all(), Set.of(EfaWcFlag.SGID), DESTROY);
-		List<Throwable> errors = refusalsOfOneCompletion(sgidOnly, WorkCompletion::isUnsolicited);
-		assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("IS_UNSOLICITED"));
-		assertThat(StandInLibrary.calls()).doesNotContain("wc_is_unsolicited");
-		sgidOnly.close();
-	}
-
-	@Test
-	void aBufferRefilledByALegacyPollNoLongerOffersTheEfaFieldsOfItsPreviousContents() {
-		EfaCompletionQueue q = EfaCompletionQueue.standIn(cq, efadv, all(),
-				EnumSet.of(EfaWcFlag.SGID, EfaWcFlag.IS_UNSOLICITED), DESTROY);
-		StandInLibrary.remaining(1);
-		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(2)) {
-			assertThat(q.poll(buffer)).isEqualTo(1);
-			assertThat(buffer.get(0).isUnsolicited()).isTrue();
-			// what CompletionQueue.pollCqInto does to the buffer after ibv_poll_cq
-			// returned 1 (no legacy CQ here)
-			buffer.filledByPollCq(1);
-			WorkCompletion wc = buffer.get(0);
-			assertThatThrownBy(wc::isUnsolicited).isInstanceOf(IllegalStateException.class)
-				.hasMessageContaining("IS_UNSOLICITED");
-			assertThatThrownBy(wc::sgid).isInstanceOf(IllegalStateException.class).hasMessageContaining("SGID");
-			assertThatThrownBy(wc::completionTimestamp).isInstanceOf(IllegalStateException.class);
-			assertThat(wc.copy().sgid()).isNull();
-			assertThat(wc.copy().isUnsolicited()).isFalse();
-		}
-		q.close();
-	}
-
-	@Test
 	void aClosedCqThrowsInsteadOfTouchingFreedMemory() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		q.close();
 		q.close(); // idempotent
 		assertThat(q.isClosed()).isTrue();
@@ -303,7 +250,7 @@ class NativeStandInTest {
 
 	@Test
 	void closeWaitsForTheOwnersPollInFlightAndLaterPollsThrow() throws Exception {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
 		java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
 		java.util.concurrent.atomic.AtomicReference<Throwable> pollerEnd = new java.util.concurrent.atomic.AtomicReference<>();
@@ -337,7 +284,7 @@ class NativeStandInTest {
 
 	@Test
 	void aSecondPollingThreadWaitsInJavaForTheFirstsBatchAndThenPolls() throws Exception {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
 		java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
 		StandInLibrary.remaining(1);
@@ -370,7 +317,7 @@ class NativeStandInTest {
 
 	@Test
 	void reEnteringTheCqFromItsOwnHandlerIsRefusedBeforeAnyNativeCall() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		List<Throwable> errors = refusalsOfOneCompletion(q, wc -> {
 			StandInLibrary.clear();
 			try (WorkCompletionBuffer other = new WorkCompletionBuffer(1)) {
@@ -391,7 +338,7 @@ class NativeStandInTest {
 
 	@Test
 	void theRawIteratorOwnsTheCqUntilEndPoll() throws Exception {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		StandInLibrary.remaining(1);
 		assertThat(q.startPoll()).isTrue();
 		assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class)
@@ -414,7 +361,7 @@ class NativeStandInTest {
 
 	@Test
 	void closingFromInsideItsOwnCallbackIsRefused() {
-		ExtendedCompletionQueue q = ExtendedCompletionQueue.standIn(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		List<Throwable> errors = refusalsOfOneCompletion(q, wc -> q.close());
 		assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("own poll callback"));
 		assertThat(q.isClosed()).isFalse();

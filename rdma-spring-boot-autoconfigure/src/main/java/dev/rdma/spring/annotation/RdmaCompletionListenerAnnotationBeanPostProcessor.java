@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.aop.support.AopUtils;
@@ -48,6 +50,8 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	/** Bean name of this post-processor. */
 	public static final String BEAN_NAME = "rdmaCompletionListenerAnnotationBeanPostProcessor";
 
+	private static final Log logger = LogFactory.getLog(RdmaCompletionListenerAnnotationBeanPostProcessor.class);
+
 	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
 
 	private final Map<String, RdmaListenerEndpoint> endpointsByQueue = new LinkedHashMap<>();
@@ -55,6 +59,8 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	private @Nullable BeanFactory beanFactory;
 
 	private @Nullable RdmaListenerEndpointValidator validator;
+
+	private @Nullable String checkOnly;
 
 	@Override
 	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
@@ -67,6 +73,16 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	 */
 	public void setEndpointValidator(RdmaListenerEndpointValidator validator) {
 		this.validator = validator;
+	}
+
+	/**
+	 * Makes this post-processor check each listener (as always) but start none: for an
+	 * application where RDMA backed off, so that a listener on an unknown queue fails
+	 * startup on a machine without RDMA too.
+	 * @param reason why no listener starts, for the log
+	 */
+	public void setCheckOnly(String reason) {
+		this.checkOnly = reason;
 	}
 
 	@Override
@@ -165,6 +181,11 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	public void afterSingletonsInstantiated() {
 		List<RdmaListenerEndpoint> endpoints = endpoints();
 		BeanFactory factory = beanFactory;
+		if (checkOnly != null) {
+			endpoints.forEach(endpoint -> logger.info(endpoint.id() + " on queue '" + endpoint.queue()
+					+ "' checked against the configuration; it will not run (" + checkOnly + ")"));
+			return;
+		}
 		if (endpoints.isEmpty() || factory == null) {
 			return;
 		}

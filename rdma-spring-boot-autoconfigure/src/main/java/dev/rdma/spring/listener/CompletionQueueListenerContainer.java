@@ -3,6 +3,7 @@ package dev.rdma.spring.listener;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import org.jspecify.annotations.Nullable;
 
@@ -183,7 +184,9 @@ public class CompletionQueueListenerContainer {
 			return;
 		}
 		startedMode = mode;
-		boolean clocked = metrics != PollerMetrics.NONE || mode == PollingMode.ADAPTIVE;
+		// adaptive and backoff spin for `spin` after the last delivery: they need its
+		// time
+		boolean clocked = metrics != PollerMetrics.NONE || mode == PollingMode.ADAPTIVE || mode == PollingMode.BACKOFF;
 		CompletionDispatcher dispatcher = new CompletionDispatcher(queueName, id, listener, errorHandler,
 				errorHandlerName, metrics, clocked);
 		Waker w = new Waker();
@@ -259,6 +262,10 @@ public class CompletionQueueListenerContainer {
 		if (w != null) {
 			w.wake();
 		}
+		Thread t = thread;
+		if (t != null) {
+			LockSupport.unpark(t); // a backoff poller may be sleeping
+		}
 	}
 
 	/**
@@ -328,7 +335,7 @@ public class CompletionQueueListenerContainer {
 
 	/**
 	 * The polling mode the poller uses: the one it started with; before start, its
-	 * settings' mode, else event with a channel and busy without.
+	 * settings' mode, else event with a channel and backoff without.
 	 */
 	public PollingMode mode() {
 		PollingMode started = startedMode;

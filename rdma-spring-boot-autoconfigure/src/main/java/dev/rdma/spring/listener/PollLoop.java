@@ -22,9 +22,12 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * <ol>
  * <li><b>drain</b>: poll batches of up to batch-size completions until the CQ is empty,
  * handing each completion (or each batch) to the dispatcher;</li>
- * <li><b>busy</b>: with nothing polled, busy mode (and adaptive mode for {@code spin}
- * after the last completion) spins with {@link Thread#onSpinWait()} and drains
- * again;</li>
+ * <li><b>busy</b>: with nothing polled, busy mode (and adaptive and backoff mode for
+ * {@code spin} after the last completion) spins with {@link Thread#onSpinWait()} and
+ * drains again;</li>
+ * <li><b>back off</b>: backoff mode then sleeps ({@link LockSupport#parkNanos}), each
+ * pause twice the last up to {@code max-sleep}, and drains again; a completion resets the
+ * pause. An idle queue costs next to no CPU and needs no channel;</li>
  * <li><b>arm</b>: event mode arms the CQ ({@code ibv_req_notify_cq}) and <b>drains</b>
  * once more, so a completion that arrived before the arm is never left waiting for an
  * event that will not come;</li>
@@ -51,6 +54,9 @@ final class PollLoop implements Runnable {
 	 */
 	private static final long WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
+	/** Backoff mode: the first pause after the spin (the pauses double from here). */
+	private static final long MIN_SLEEP_NANOS = TimeUnit.MICROSECONDS.toNanos(1);
+
 	/** Pause after a failed poll (e.g. a CQ in the error state after an overrun). */
 	private static final long ERROR_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
@@ -68,6 +74,8 @@ final class PollLoop implements Runnable {
 	private final long spinNanos;
 
 	private final int ackBatch;
+
+	private final long maxSleepNanos;
 
 	private final boolean batchListener;
 
@@ -95,18 +103,18 @@ final class PollLoop implements Runnable {
 		this.batchSize = settings.getBatchSize();
 		this.spinNanos = settings.getSpin().toNanos();
 		this.ackBatch = settings.getAckBatch();
+		this.maxSleepNanos = settings.getMaxSleep().toNanos();
 		this.batchListener = batchListener;
 		this.dispatcher = dispatcher;
 		this.metrics = metrics;
 		this.router = router;
 		this.waker = waker;
-		if (mode != PollingMode.BUSY && channel == null) {
+		if (mode.needsChannel() && channel == null) {
 			throw new IllegalArgumentException("queue " + queueName + " has no channel for " + mode + " polling");
 		}
-		if (batchSize < 1 || ackBatch < 1 || spinNanos < 0) {
-			throw new IllegalArgumentException(
-					"queue " + queueName + ": batch size and ack batch must be at least 1 and"
-							+ " spin must not be negative (" + settings + ")");
+		if (batchSize < 1 || ackBatch < 1 || spinNanos < 0 || maxSleepNanos <= 0) {
+			throw new IllegalArgumentException("queue " + queueName + ": batch size and ack batch must be at least 1,"
+					+ " spin must not be negative and max sleep must be positive (" + settings + ")");
 		}
 	}
 
@@ -117,33 +125,41 @@ final class PollLoop implements Runnable {
 		eventsSeen = queue.eventsGot();
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(batchSize)) {
 			long idleSince = System.nanoTime();
+			long sleepNanos = MIN_SLEEP_NANOS;
 			while (running) {
 				try {
 					// 1. drain
 					if (drain(buffer) > 0) {
 						idleSince = dispatcher.lastDelivery();
+						sleepNanos = MIN_SLEEP_NANOS;
 						continue;
 					}
-					// 2. busy: spin (busy mode always, adaptive mode for `spin` after the
-					// last completion)
+					// 2. busy: spin (busy mode always, adaptive and backoff mode for
+					// `spin` after the last completion)
 					if (mode == PollingMode.BUSY
-							|| (mode == PollingMode.ADAPTIVE && System.nanoTime() - idleSince < spinNanos)) {
+							|| (mode != PollingMode.EVENT && System.nanoTime() - idleSince < spinNanos)) {
 						Thread.onSpinWait();
 						continue;
 					}
-					// 3. arm, then drain what arrived before the arm
+					// 3. back off: sleep, each pause twice the last, then drain again
+					if (mode == PollingMode.BACKOFF) {
+						LockSupport.parkNanos(sleepNanos);
+						sleepNanos = Math.min(sleepNanos * 2, maxSleepNanos);
+						continue;
+					}
+					// 4. arm, then drain what arrived before the arm
 					queue.requestNotify(false);
 					if (drain(buffer) > 0) {
 						idleSince = dispatcher.lastDelivery();
 						continue;
 					}
-					// 4. wait on the channel (own waker: stop, or a peer routing our
+					// 5. wait on the channel (own waker: stop, or a peer routing our
 					// event)
 					if (channel.await(WAIT_NANOS, waker) == CompletionChannel.WaitResult.READY) {
-						// 5. get the event; route one of another CQ to its poller
+						// 6. get the event; route one of another CQ to its poller
 						takeEvent(channel);
 					}
-					// 6. count our events and ack them in batches; the next turn drains
+					// 7. count our events and ack them in batches; the next turn drains
 					// and re-arms
 					countAndAck(false);
 					idleSince = System.nanoTime();

@@ -64,6 +64,10 @@ public final class PollerGroup {
 		this.settings = settings.copy();
 		this.router = Objects.requireNonNull(router, "router");
 		int threads = this.settings.getThreads();
+		if (this.settings.getMode() == PollingMode.BACKOFF) {
+			throw new IllegalArgumentException("poller group '" + name
+					+ "': backoff is the mode of a dedicated poller; a group runs in event, busy or adaptive mode");
+		}
 		if (threads < 1 || this.settings.getBatchBudget() < 1 || this.settings.getSpin().isNegative()) {
 			throw new IllegalArgumentException("poller group '" + name
 					+ "': threads and batch budget must be at least 1 and spin must not be negative (" + settings

@@ -21,9 +21,11 @@ public final class PollerSettings {
 
 	private int ackBatch = 64;
 
+	private Duration maxSleep = Duration.ofMillis(1);
+
 	/**
 	 * The polling mode, or null for {@link PollingMode#resolve the default} (event with a
-	 * channel, else busy).
+	 * channel, else backoff).
 	 */
 	public @Nullable PollingMode getMode() {
 		return mode;
@@ -58,6 +60,18 @@ public final class PollerSettings {
 	}
 
 	/**
+	 * Backoff mode: the longest pause between two polls of an idle queue (the pauses
+	 * double up to it).
+	 */
+	public Duration getMaxSleep() {
+		return maxSleep;
+	}
+
+	public void setMaxSleep(Duration maxSleep) {
+		this.maxSleep = Objects.requireNonNull(maxSleep, "maxSleep");
+	}
+
+	/**
 	 * Completion events acknowledged together ({@code ibv_ack_cq_events}); all are acked
 	 * when the poller stops.
 	 */
@@ -76,13 +90,14 @@ public final class PollerSettings {
 		copy.batchSize = batchSize;
 		copy.spin = spin;
 		copy.ackBatch = ackBatch;
+		copy.maxSleep = maxSleep;
 		return copy;
 	}
 
 	@Override
 	public String toString() {
 		return "PollerSettings[mode=" + mode + ", batchSize=" + batchSize + ", spin=" + spin + ", ackBatch=" + ackBatch
-				+ "]";
+				+ ", maxSleep=" + maxSleep + "]";
 	}
 
 }

@@ -29,17 +29,20 @@ class OnRdmaAvailableCondition extends SpringBootCondition {
 
 	@Override
 	public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
-		ConditionMessage.Builder message = ConditionMessage.forCondition("RDMA available");
+		// reads "RDMA is not available: no RDMA device found (...)" in the condition
+		// report
+		ConditionMessage.Builder message = ConditionMessage.forCondition("RDMA");
 		if (required(context)) {
-			return ConditionOutcome.match(message.because("rdma.required=true (startup fails when RDMA is missing)"));
+			return ConditionOutcome
+				.match(message.because("is required (rdma.required=true: startup fails when it is missing)"));
 		}
 		String problem = problem();
 		if (problem != null) {
 			logger.info("RDMA auto-configuration backs off: " + problem
 					+ " (set rdma.required=true to fail startup instead)");
-			return ConditionOutcome.noMatch(message.because(problem));
+			return ConditionOutcome.noMatch(message.because("is not available: " + problem));
 		}
-		return ConditionOutcome.match(message.because("found RDMA device(s) " + devices()));
+		return ConditionOutcome.match(message.because("is available: found RDMA device(s) " + devices()));
 	}
 
 	/**

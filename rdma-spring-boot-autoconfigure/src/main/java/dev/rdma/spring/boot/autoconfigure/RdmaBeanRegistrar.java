@@ -21,10 +21,11 @@ import org.springframework.core.type.AnnotationMetadata;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
-import dev.rdma.verbs.EfaCompletionQueue;
+import dev.rdma.verbs.efa.EfaCompletionQueue;
 import dev.rdma.verbs.ExtendedCompletionQueue;
 
 /**
@@ -38,6 +39,8 @@ import dev.rdma.verbs.ExtendedCompletionQueue;
 class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
 
 	static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
+
+	static final String REPORT_BEAN_NAME = "rdmaStartupReport";
 
 	/**
 	 * Beans that the starter's later auto-configurations define (health:
@@ -107,6 +110,11 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 					: new String[] { device, queue.getChannel() };
 			register(registry, key, type, () -> resources(factory).createQueue(key), dependsOn);
 		});
+
+		RootBeanDefinition report = new RootBeanDefinition(RdmaStartupReport.class,
+				() -> new RdmaStartupReport(resources(factory),
+						factory.getBeanProvider(RdmaListenerEndpointRegistry.class)));
+		registry.registerBeanDefinition(REPORT_BEAN_NAME, report);
 
 		RootBeanDefinition monitor = new RootBeanDefinition(RdmaAsyncEventMonitor.class,
 				() -> new RdmaAsyncEventMonitor(resources(factory), deviceKeys));

@@ -14,7 +14,7 @@ public class RdmaFailureAnalyzer extends AbstractFailureAnalyzer<RdmaConfigurati
 	@Override
 	protected FailureAnalysis analyze(Throwable rootFailure, RdmaConfigurationException cause) {
 		StringBuilder description = new StringBuilder("The RDMA configuration could not be applied.\n\n");
-		description.append("    Property: ").append(cause.property()).append('\n');
+		description.append("    ").append(subject(cause.property())).append(": ").append(cause.property()).append('\n');
 		description.append("    Reason: ").append(cause.reason()).append('\n');
 		if (cause.verb() != null) {
 			description.append("    Verb: ")
@@ -29,6 +29,17 @@ public class RdmaFailureAnalyzer extends AbstractFailureAnalyzer<RdmaConfigurati
 			description.append("    Cause: ").append(cause.getCause().getMessage()).append('\n');
 		}
 		return new FailureAnalysis(description.toString(), cause.action(), cause);
+	}
+
+	/**
+	 * What the error is about: a property ({@code rdma.*}) or a listener method (its
+	 * {@code bean#method(..)} description).
+	 */
+	static String subject(String property) {
+		if (property.startsWith(RdmaProperties.PREFIX + ".") || property.equals(RdmaProperties.PREFIX)) {
+			return "Property";
+		}
+		return property.startsWith("@RdmaCompletionListener") ? "Listener" : "About";
 	}
 
 }

@@ -60,6 +60,7 @@ public class RdmaListenerContainerFactoryConfigurer {
 		settings.setMode(RdmaPropertiesValidator.effectiveMode(queue));
 		settings.setBatchSize(queue.getPolling().getBatchSize());
 		settings.setSpin(queue.getPolling().getSpin());
+		settings.setMaxSleep(queue.getPolling().getMaxSleep());
 		settings.setAckBatch(queue.getAckBatch());
 		return settings;
 	}

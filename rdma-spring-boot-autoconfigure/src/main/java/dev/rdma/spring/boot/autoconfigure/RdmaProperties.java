@@ -13,7 +13,7 @@ import org.springframework.boot.context.properties.ConfigurationPropertiesSource
 
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
-import dev.rdma.verbs.EfaWcFlag;
+import dev.rdma.verbs.efa.EfaWcFlag;
 import dev.rdma.verbs.WcExFlag;
 
 /**
@@ -49,25 +49,33 @@ public class RdmaProperties {
 	 */
 	private Duration shutdownTimeout = Duration.ofSeconds(5);
 
-	/** Devices to open, by bean name. Each becomes a dev.rdma.verbs.Context bean. */
+	/**
+	 * Devices to open, by bean name (the key, e.g. nic0). Each becomes a
+	 * dev.rdma.verbs.Context bean. Properties of each device: name, guid, port.
+	 */
 	private Map<String, DeviceProperties> devices = new LinkedHashMap<>();
 
 	/**
-	 * Completion event channels, by bean name. Each becomes a
-	 * dev.rdma.verbs.CompletionChannel bean.
+	 * Completion event channels, by bean name (the key, e.g. events0). Each becomes a
+	 * dev.rdma.verbs.CompletionChannel bean. Properties of each channel: device,
+	 * non-blocking.
 	 */
 	private Map<String, ChannelProperties> channels = new LinkedHashMap<>();
 
 	/**
-	 * Completion queues, by bean name. Each becomes a dev.rdma.verbs.CompletionQueue bean
-	 * (ExtendedCompletionQueue or EfaCompletionQueue for those types).
+	 * Completion queues, by bean name (the key, e.g. rx). Each becomes a
+	 * dev.rdma.verbs.CompletionQueue bean (ExtendedCompletionQueue or EfaCompletionQueue
+	 * for those types). Properties of each queue: device, type, entries, comp-vector,
+	 * channel, wc-flags, flags, efa-wc-flags, polling.mode, polling.batch-size,
+	 * polling.spin, polling.max-sleep, ack-batch, poller.
 	 */
 	private Map<String, CompletionQueueProperties> completionQueues = new LinkedHashMap<>();
 
 	/**
 	 * Poller groups, by name: threads shared by the listeners of many completion queues
 	 * (a queue joins one with its poller property). The group 'default' exists without
-	 * being configured (1 thread, event mode).
+	 * being configured (1 thread, event mode). Properties of each group: threads, mode,
+	 * spin, batch-budget.
 	 */
 	private Map<String, PollerProperties> pollers = new LinkedHashMap<>();
 
@@ -266,7 +274,7 @@ public class RdmaProperties {
 
 		/**
 		 * Key of the completion channel (under rdma.channels); omitted = no completion
-		 * events (busy polling only).
+		 * events (polled in backoff or busy mode).
 		 */
 		private @Nullable String channel;
 
@@ -399,7 +407,8 @@ public class RdmaProperties {
 
 		/**
 		 * Polling mode of every queue of the group: event (one epoll_wait for all of a
-		 * thread's channels), busy (spin over all of a thread's queues) or adaptive.
+		 * thread's channels), busy (spin over all of a thread's queues) or adaptive
+		 * (backoff is a dedicated poller's mode).
 		 */
 		private PollingMode mode = PollingMode.EVENT;
 
@@ -453,7 +462,11 @@ public class RdmaProperties {
 	@ConfigurationPropertiesSource
 	public static class Polling {
 
-		/** Polling mode; omitted = event when the queue has a channel, else busy. */
+		/**
+		 * Polling mode: busy (spins, one core per queue), event or adaptive (need a
+		 * channel), backoff (sleeps when idle). Omitted = event when the queue has a
+		 * channel, else backoff; busy only when set.
+		 */
 		private @Nullable PollingMode mode;
 
 		/**
@@ -467,6 +480,13 @@ public class RdmaProperties {
 		 * waiting on the channel.
 		 */
 		private Duration spin = Duration.ofNanos(50_000);
+
+		/**
+		 * Backoff mode: the longest pause between two polls of an idle queue; the pauses
+		 * double up to it, so an idle poller costs next to no CPU and a completion waits
+		 * at most about this long.
+		 */
+		private Duration maxSleep = Duration.ofMillis(1);
 
 		public @Nullable PollingMode getMode() {
 			return mode;
@@ -490,6 +510,14 @@ public class RdmaProperties {
 
 		public void setSpin(Duration spin) {
 			this.spin = spin;
+		}
+
+		public Duration getMaxSleep() {
+			return maxSleep;
+		}
+
+		public void setMaxSleep(Duration maxSleep) {
+			this.maxSleep = maxSleep;
 		}
 
 	}

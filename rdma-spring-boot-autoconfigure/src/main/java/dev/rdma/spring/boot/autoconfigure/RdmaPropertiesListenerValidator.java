@@ -1,8 +1,9 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.List;
-import java.util.Locale;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.config.RdmaListenerEndpointValidator;
@@ -35,19 +36,37 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 	public void validateFields(String listener, String queue, List<WcExFlag> fields) {
 		RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
 		long provided = RdmaResources.providedWcFlags(config);
+		// every missing field, not only the first: one restart fixes them all
+		Set<WcExFlag> missing = new LinkedHashSet<>();
 		for (WcExFlag field : fields) {
 			if ((provided & field.bit()) == 0) {
-				String path = RdmaPropertiesValidator.QUEUES + queue + ".wc-flags";
-				String name = field.name().toLowerCase(Locale.ROOT).replace('_', '-');
-				throw new RdmaConfigurationException(listener,
-						listener + " reads field " + name + ", but queue '" + queue + "' (type "
-								+ config.getType().name().toLowerCase(Locale.ROOT) + ") does not provide it (" + path
-								+ "=" + config.getWcFlags() + ")",
-						config.getType() == RdmaProperties.QueueType.LEGACY
-								? "Make queue '" + queue + "' an extended queue with that field in " + path + "."
-								: "Add " + name + " to " + path + ".");
+				missing.add(field);
 			}
 		}
+		if (missing.isEmpty()) {
+			return;
+		}
+		String path = RdmaPropertiesValidator.QUEUES + queue + ".wc-flags";
+		boolean one = missing.size() == 1;
+		String names = one ? RdmaPropertiesValidator.yaml(missing.iterator().next())
+				: RdmaPropertiesValidator.yaml(missing);
+		String configured = config.getType() == RdmaProperties.QueueType.LEGACY
+				? "legacy queues provide " + RdmaPropertiesValidator.yaml(standard())
+				: path + "="
+						+ (config.getWcFlags().isEmpty() ? "(not set: " + RdmaPropertiesValidator.yaml(standard()) + ")"
+								: RdmaPropertiesValidator.yaml(config.getWcFlags()));
+		throw new RdmaConfigurationException(listener,
+				listener + " reads field" + (one ? " " : "s ") + names + ", but queue '" + queue + "' (type "
+						+ RdmaPropertiesValidator.yaml(config.getType()) + ") does not provide " + (one ? "it" : "them")
+						+ " (" + configured + ")",
+				config.getType() == RdmaProperties.QueueType.LEGACY
+						? "Make queue '" + queue + "' an extended queue (" + RdmaPropertiesValidator.QUEUES + queue
+								+ ".type=extended) with " + names + " in " + path + "."
+						: "Add " + names + " to " + path + ".");
+	}
+
+	private static List<WcExFlag> standard() {
+		return java.util.Arrays.stream(WcExFlag.values()).filter(f -> (WcExFlag.STANDARD & f.bit()) != 0).toList();
 	}
 
 }

@@ -1,5 +1,6 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -27,6 +28,24 @@ public final class RdmaPropertiesValidator {
 	static final String CHANNELS = RdmaProperties.PREFIX + ".channels.";
 	static final String QUEUES = RdmaProperties.PREFIX + ".completion-queues.";
 	static final String POLLERS = RdmaProperties.PREFIX + ".pollers.";
+
+	/**
+	 * The starter's own bean names and what they are: a device, channel or queue key
+	 * cannot be one of them (whether or not that bean exists in this application, as
+	 * health and metrics depend on the class path).
+	 */
+	static final Map<String, String> STARTER_BEANS = Map.ofEntries(
+			Map.entry("rdmaHealthIndicator", "the rdma health indicator"),
+			Map.entry("rdmaPollerMetrics", "the pollers' Micrometer meters"),
+			Map.entry("rdmaStatus", "the RdmaStatus bean"), Map.entry("rdmaResources", "the RDMA resources"),
+			Map.entry("rdmaAsyncEventMonitor", "the asynchronous event monitor"),
+			Map.entry("rdmaStartupReport", "the startup report"),
+			Map.entry("rdmaListenerEndpointRegistry", "the listener registry"),
+			Map.entry("rdmaListenerContainerFactory", "the listener container factory"),
+			Map.entry("rdmaListenerContainerFactoryConfigurer", "the listener container factory's configurer"),
+			Map.entry("rdmaListenerEndpointValidator", "the listener check"),
+			Map.entry("rdmaCompletionListenerAnnotationBeanPostProcessor", "the listener post-processor"),
+			Map.entry("rdmaCompletionListenerCheck", "the listener check"));
 
 	private RdmaPropertiesValidator() {
 	}
@@ -68,6 +87,11 @@ public final class RdmaPropertiesValidator {
 		}
 		if (poller.getMode() == null) {
 			throw new RdmaConfigurationException(path + ".mode", path + ".mode must be set",
+					"Set " + path + ".mode to event, busy or adaptive.");
+		}
+		if (poller.getMode() == PollingMode.BACKOFF) {
+			throw new RdmaConfigurationException(path + ".mode",
+					path + ".mode=backoff is the mode of a dedicated poller (one queue sleeping between polls)",
 					"Set " + path + ".mode to event, busy or adaptive.");
 		}
 		if (poller.getSpin() == null || poller.getSpin().isNegative()) {
@@ -143,6 +167,13 @@ public final class RdmaPropertiesValidator {
 					path + " clashes with " + previous
 							+ ": every device, channel and completion queue becomes a bean named after its key",
 					"Give " + path + " a key that no other RDMA resource uses.");
+		}
+		String starterBean = STARTER_BEANS.get(key);
+		if (starterBean != null) {
+			throw new RdmaConfigurationException(path,
+					path + " would be a bean named '" + key + "', a name the starter keeps for its own bean ("
+							+ starterBean + ")",
+					"Rename " + path + ": the starter's own beans are named rdma<Something>.");
 		}
 		if (beanNameTaken.test(key)) {
 			throw new RdmaConfigurationException(path,
@@ -255,29 +286,30 @@ public final class RdmaPropertiesValidator {
 		boolean extended = queue.getType() != QueueType.LEGACY;
 		if (!extended && !queue.getWcFlags().isEmpty()) {
 			throw new RdmaConfigurationException(path + ".wc-flags",
-					path + ".wc-flags=" + queue.getWcFlags() + " needs an extended or efa queue; " + path
+					path + ".wc-flags=" + yaml(queue.getWcFlags()) + " needs an extended or efa queue; " + path
 							+ ".type is legacy",
 					"Set " + path + ".type to extended, or remove " + path
 							+ ".wc-flags (a legacy queue always provides the standard fields).");
 		}
 		if (!extended && !queue.getFlags().isEmpty()) {
-			throw new RdmaConfigurationException(path + ".flags", path + ".flags=" + queue.getFlags()
-					+ " needs an extended or efa queue; " + path + ".type is legacy",
+			throw new RdmaConfigurationException(
+					path + ".flags", path + ".flags=" + yaml(queue.getFlags()) + " needs an extended or efa queue; "
+							+ path + ".type is legacy",
 					"Set " + path + ".type to extended, or remove " + path + ".flags.");
 		}
 		if (queue.getType() != QueueType.EFA && !queue.getEfaWcFlags().isEmpty()) {
 			throw new RdmaConfigurationException(path + ".efa-wc-flags",
-					path + ".efa-wc-flags=" + queue.getEfaWcFlags() + " needs an efa queue; " + path + ".type is "
-							+ queue.getType().name().toLowerCase(java.util.Locale.ROOT),
+					path + ".efa-wc-flags=" + yaml(queue.getEfaWcFlags()) + " needs an efa queue; " + path + ".type is "
+							+ yaml(queue.getType()),
 					"Set " + path + ".type to efa (EFA devices only), or remove " + path + ".efa-wc-flags.");
 		}
 		PollingMode mode = queue.getPolling().getMode();
-		if (mode != null && mode != PollingMode.BUSY && channel == null) {
+		if (mode != null && mode.needsChannel() && channel == null) {
 			throw new RdmaConfigurationException(path + ".polling.mode",
-					path + ".polling.mode=" + mode.name().toLowerCase(java.util.Locale.ROOT)
-							+ " needs a completion channel, but " + path + ".channel is not set",
+					path + ".polling.mode=" + yaml(mode) + " needs a completion channel, but " + path
+							+ ".channel is not set",
 					"Set " + path + ".channel to a channel under rdma.channels, or use " + path
-							+ ".polling.mode=busy.");
+							+ ".polling.mode=backoff (sleeps when idle) or busy (spins, one core).");
 		}
 		int batchSize = queue.getPolling().getBatchSize();
 		if (batchSize < 1 || batchSize > 65536) {
@@ -290,11 +322,31 @@ public final class RdmaPropertiesValidator {
 					path + ".polling.spin=" + queue.getPolling().getSpin() + " must not be negative",
 					"Set " + path + ".polling.spin to e.g. 50us.");
 		}
+		Duration maxSleep = queue.getPolling().getMaxSleep();
+		if (maxSleep == null || maxSleep.isNegative() || maxSleep.isZero()) {
+			throw new RdmaConfigurationException(path + ".polling.max-sleep",
+					path + ".polling.max-sleep=" + maxSleep + " must be positive",
+					"Set " + path + ".polling.max-sleep to e.g. 1ms, or use " + path
+							+ ".polling.mode=busy to poll without pauses.");
+		}
 		if (queue.getAckBatch() < 1) {
 			throw new RdmaConfigurationException(path + ".ack-batch",
 					path + ".ack-batch=" + queue.getAckBatch() + " must be at least 1",
 					"Set " + path + ".ack-batch to e.g. 64.");
 		}
+	}
+
+	/**
+	 * A constant as it is written in YAML and properties files ({@code QP_NUM} is
+	 * {@code qp-num}), so that messages quote what the user wrote.
+	 */
+	public static String yaml(Enum<?> constant) {
+		return constant.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+	}
+
+	/** Constants as a YAML list, e.g. {@code [byte-len, qp-num]}. */
+	public static String yaml(java.util.Collection<? extends Enum<?>> constants) {
+		return constants.stream().map(RdmaPropertiesValidator::yaml).toList().toString();
 	}
 
 	/** The explicit completion vector of a queue, or -1 for auto. */
@@ -319,14 +371,10 @@ public final class RdmaPropertiesValidator {
 
 	/**
 	 * The polling mode a queue's poller uses: the configured one, else event with a
-	 * channel, busy without.
+	 * channel, backoff without ({@link PollingMode#resolve}).
 	 */
 	public static PollingMode effectiveMode(CompletionQueueProperties queue) {
-		PollingMode mode = queue.getPolling().getMode();
-		if (mode != null) {
-			return mode;
-		}
-		return queue.getChannel() == null ? PollingMode.BUSY : PollingMode.EVENT;
+		return PollingMode.resolve(queue.getPolling().getMode(), queue.getChannel() != null);
 	}
 
 }

@@ -25,7 +25,8 @@ import dev.rdma.verbs.CqInitAttributes;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceAttributes;
 import dev.rdma.verbs.DeviceList;
-import dev.rdma.verbs.EfaWcFlag;
+import dev.rdma.verbs.efa.EfaCompletionQueue;
+import dev.rdma.verbs.efa.EfaWcFlag;
 import dev.rdma.verbs.Rdma;
 import dev.rdma.verbs.RdmaException;
 import dev.rdma.verbs.WcExFlag;
@@ -129,7 +130,9 @@ public class RdmaResources {
 							"Check the device's driver.", ex);
 		}
 		contexts.put(key, context);
-		logger.info("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
+		// the startup report (RdmaStartupReport) logs each device, channel and queue at
+		// INFO
+		logger.debug("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
 		return context;
 	}
 
@@ -196,7 +199,7 @@ public class RdmaResources {
 			queue = switch (config.getType()) {
 				case LEGACY -> context.createCompletionQueue(config.getEntries(), channel, vector);
 				case EXTENDED -> context.createExtendedCompletionQueue(attributes(config, channel, vector));
-				case EFA -> context.createEfaCompletionQueue(attributes(config, channel, vector), efaFlags(config));
+				case EFA -> EfaCompletionQueue.create(context, attributes(config, channel, vector), efaFlags(config));
 			};
 		}
 		catch (RdmaException ex) {

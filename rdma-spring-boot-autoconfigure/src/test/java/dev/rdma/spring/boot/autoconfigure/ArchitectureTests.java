@@ -114,6 +114,19 @@ class ArchitectureTests {
 	}
 
 	@Test
+	void theBindingsAreUsedOnlyThroughWhatTheirModuleExports() {
+		// dev.rdma.verbs exports dev.rdma.verbs and dev.rdma.verbs.efa to everyone, its
+		// benchmark seam to dev.rdma.benchmarks only, its FFM plumbing to no one. On the
+		// class path (how Boot runs) only this rule enforces it.
+		noClasses().that()
+			.resideInAPackage(BASE + "..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage("dev.rdma.verbs.ffm..", "dev.rdma.verbs.seam..")
+			.check(classes);
+	}
+
+	@Test
 	void everyPackageIsNullMarked() throws ClassNotFoundException {
 		for (String name : packages()) {
 			Class<?> info = Class.forName(name + ".package-info");

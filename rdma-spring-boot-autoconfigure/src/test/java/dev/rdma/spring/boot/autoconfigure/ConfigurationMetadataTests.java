@@ -11,6 +11,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
@@ -25,15 +27,16 @@ import org.springframework.util.ClassUtils;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The configuration metadata: the descriptions, types and defaults come from the field
- * Javadoc and initializers through spring-boot-configuration-processor; the hand-written
- * {@code META-INF/additional-spring-configuration-metadata.json} holds only what the
- * processor cannot produce. The processor does not descend into map values
- * ({@code rdma.devices.*.name}), so their entries are hand-written, and must equal, field
- * for field, what the processor derived for their classes (written for each
- * {@code @ConfigurationPropertiesSource} class to
- * {@code META-INF/spring/configuration-metadata/<class>.json}). Fails when the two
- * disagree.
+ * The configuration metadata, the way Spring Boot defines it: property names are plain
+ * lower-case dotted names, a map property ({@code rdma.completion-queues}) is one entry
+ * of type {@code Map<String, Value>}, and hints apply to its {@code .keys} or
+ * {@code .values} (the format has no {@code *} wildcard; Boot's own map-of-object
+ * properties, e.g. {@code spring.security.oauth2.client.registration}, are described the
+ * same way). The properties of each map value come from its class: the processor writes
+ * them, from the field Javadoc, for each {@code @ConfigurationPropertiesSource} class to
+ * {@code META-INF/spring/configuration-metadata/<class>.json}, where tools that know the
+ * value type find them, and the map property's description lists them. The hand-written
+ * {@code META-INF/additional-spring-configuration-metadata.json} holds only hints.
  */
 class ConfigurationMetadataTests {
 
@@ -70,73 +73,84 @@ class ConfigurationMetadataTests {
 		return maps;
 	}
 
-	/** What the processor derived for a class: its properties by (relative) name. */
+	/**
+	 * What the processor derived for a class: its properties by relative name, those of
+	 * its nested groups ({@code polling.mode}) included.
+	 */
 	private static Map<String, JSONObject> derived(String type) throws IOException, JSONException {
 		Map<String, JSONObject> properties = new LinkedHashMap<>();
-		for (JSONObject property : list(read("META-INF/spring/configuration-metadata/" + type + ".json"),
-				"properties")) {
+		JSONObject metadata = read("META-INF/spring/configuration-metadata/" + type + ".json");
+		for (JSONObject property : list(metadata, "properties")) {
 			properties.put(property.getString("name"), property);
+		}
+		for (JSONObject group : list(metadata, "groups")) {
+			String prefix = group.getString("name") + ".";
+			for (Map.Entry<String, JSONObject> nested : derived(group.getString("type")).entrySet()) {
+				properties.put(prefix + nested.getKey(), nested.getValue());
+			}
 		}
 		return properties;
 	}
 
 	@Test
-	void handWrittenPropertiesAreMapValuesEqualToWhatTheProcessorDerivedFromTheJavadoc() throws Exception {
+	void namesAreBootSyntaxWithoutWildcards() throws Exception {
+		for (String resource : List.of(PROCESSED, HAND_WRITTEN)) {
+			for (String key : List.of("properties", "groups", "hints")) {
+				for (JSONObject item : list(read(resource), key)) {
+					assertThat(item.getString("name")).as(resource + " " + key)
+						.matches("[a-z0-9.-]+")
+						.doesNotContain("*");
+				}
+			}
+		}
+		assertThat(list(read(HAND_WRITTEN), "properties")).as("hand-written properties: the processor writes them")
+			.isEmpty();
+	}
+
+	@Test
+	void eachMapPropertyDescribesItsValuesWhoseClassMetadataComesFromTheJavadoc() throws Exception {
 		JSONObject processed = read(PROCESSED);
 		Map<String, String> maps = mapValueTypes(processed);
 		assertThat(maps).containsOnlyKeys("rdma.devices", "rdma.channels", "rdma.completion-queues", "rdma.pollers");
-		Set<String> handWritten = new TreeSet<>();
-		for (JSONObject property : list(read(HAND_WRITTEN), "properties")) {
-			String name = property.getString("name");
-			handWritten.add(name);
-			int star = name.indexOf(".*.");
-			assertThat(star)
-				.as(name + ": only the values of map properties are written by hand; the processor writes "
-						+ "the others from the field Javadoc")
-				.isPositive();
-			String map = name.substring(0, star);
-			String relative = name.substring(star + 3);
-			assertThat(maps).as(name + ": " + map + " is no map property").containsKey(map);
-			JSONObject derived = derived(maps.get(map)).get(relative);
-			assertThat(derived).as(name + ": the processor derived no property " + relative + " for " + maps.get(map))
-				.isNotNull();
-			for (String field : List.of("type", "sourceType", "description")) {
-				assertThat(property.optString(field, null))
-					.as(name + " " + field + " (copy it from the processor's output: the field Javadoc is the source)")
-					.isEqualTo(derived.optString(field, null));
-			}
-			Object actualDefault = defaultOf(maps.get(map), relative, derived.getString("type"));
-			if (derived.has("defaultValue")) {
-				assertThat(property.has("defaultValue")).as(name + " defaultValue missing").isTrue();
-				assertThat(convert(derived.get("defaultValue"), derived.getString("type")))
-					.as(name + " processor default")
-					.isEqualTo(actualDefault);
-			}
-			if (property.has("defaultValue")) {
-				assertThat(convert(property.get("defaultValue"), derived.getString("type")))
-					.as(name + " defaultValue against the field's initial value")
-					.isEqualTo(actualDefault);
-			}
-		}
-		// every property of every map value is listed
-		for (Map.Entry<String, String> map : maps.entrySet()) {
-			for (String relative : derived(map.getValue()).keySet()) {
-				assertThat(handWritten).as("hand-written entry for " + map.getKey() + ".*." + relative)
-					.contains(map.getKey() + ".*." + relative);
-			}
-		}
-		// and the processed (merged) metadata carries them, each with a description
 		Map<String, String> descriptions = new LinkedHashMap<>();
 		for (JSONObject property : list(processed, "properties")) {
 			descriptions.put(property.getString("name"), property.optString("description", ""));
 		}
-		assertThat(descriptions.keySet()).containsAll(handWritten);
+		Set<String> keyHints = new TreeSet<>();
+		for (JSONObject hint : list(read(HAND_WRITTEN), "hints")) {
+			keyHints.add(hint.getString("name"));
+		}
+		for (Map.Entry<String, String> map : maps.entrySet()) {
+			Map<String, JSONObject> values = derived(map.getValue());
+			assertThat(values).as(map.getValue()).isNotEmpty();
+			// the description names every property of a value, and no other
+			String description = descriptions.get(map.getKey());
+			Matcher listed = Pattern.compile("Properties of each \\w+: ([a-z., -]+)\\.$").matcher(description);
+			assertThat(listed.find()).as(map.getKey() + " description lists the value's properties: " + description)
+				.isTrue();
+			assertThat(new TreeSet<>(Arrays.asList(listed.group(1).split(", ")))).as(map.getKey())
+				.isEqualTo(new TreeSet<>(values.keySet()));
+			assertThat(keyHints).as("a .keys hint for " + map.getKey()).contains(map.getKey() + ".keys");
+			for (Map.Entry<String, JSONObject> value : values.entrySet()) {
+				JSONObject property = value.getValue();
+				String name = map.getKey() + ".<key>." + value.getKey();
+				assertThat(property.optString("description", "")).as(name + " description (field Javadoc)")
+					.isNotBlank()
+					.doesNotContain("{@")
+					.doesNotContain("<");
+				if (property.has("defaultValue")) {
+					assertThat(convert(property.get("defaultValue"), property.getString("type")))
+						.as(name + " default against the field's initial value")
+						.isEqualTo(defaultOf(map.getValue(), value.getKey()));
+				}
+			}
+		}
 		assertThat(descriptions)
 			.allSatisfy((name, description) -> assertThat(description).as(name).isNotBlank().doesNotContain("{@"));
 	}
 
 	@Test
-	void hintsNamePropertiesAndListExactlyTheValuesTheyAccept() throws Exception {
+	void hintsNameMapKeysOrPropertiesAndListExactlyTheValuesTheyAccept() throws Exception {
 		JSONObject processed = read(PROCESSED);
 		Map<String, String> types = new LinkedHashMap<>();
 		for (JSONObject property : list(processed, "properties")) {
@@ -158,22 +172,11 @@ class ConfigurationMetadataTests {
 			}
 			assertThat(types).as("hint " + name + " names a property").containsKey(name);
 			Class<?> enumType = enumType(types.get(name));
-			if (enumType != null) {
-				Set<String> constants = Arrays.stream(enumType.getEnumConstants())
-					.map(c -> ((Enum<?>) c).name().toLowerCase(Locale.ROOT).replace('_', '-'))
-					.collect(Collectors.toCollection(TreeSet::new));
-				assertThat(new TreeSet<>(values)).as("hint values of " + name).isEqualTo(constants);
-			}
-			else {
-				assertThat(name).isEqualTo("rdma.completion-queues.*.comp-vector");
-				RdmaProperties.CompletionQueueProperties queue = new RdmaProperties.CompletionQueueProperties();
-				for (String value : values) {
-					queue.setCompVector(value);
-					RdmaPropertiesValidator.compVector(name, queue); // throws for a value
-																		// it does not
-																		// accept
-				}
-			}
+			assertThat(enumType).as(name).isNotNull();
+			Set<String> constants = Arrays.stream(enumType.getEnumConstants())
+				.map(c -> ((Enum<?>) c).name().toLowerCase(Locale.ROOT).replace('_', '-'))
+				.collect(Collectors.toCollection(TreeSet::new));
+			assertThat(new TreeSet<>(values)).as("hint values of " + name).isEqualTo(constants);
 		}
 	}
 
@@ -191,7 +194,7 @@ class ConfigurationMetadataTests {
 	 * The initial value of {@code relative} (kebab-case, dotted) in a new instance of
 	 * {@code type}.
 	 */
-	private static Object defaultOf(String type, String relative, String propertyType) throws Exception {
+	private static Object defaultOf(String type, String relative) throws Exception {
 		Object instance = ClassUtils.resolveClassName(type, ConfigurationMetadataTests.class.getClassLoader())
 			.getDeclaredConstructor()
 			.newInstance();

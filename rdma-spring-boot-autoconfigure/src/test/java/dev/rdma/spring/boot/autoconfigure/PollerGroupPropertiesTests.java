@@ -114,6 +114,8 @@ class PollerGroupPropertiesTests {
 				bad("rdma.pollers.conns.batch-budget=0 must be at least 1", "rdma.pollers.conns.batch-budget=0"),
 				bad("rdma.pollers.conns.spin=PT-0.001S must not be negative", "rdma.pollers.conns.spin=-1ms"),
 				bad("rdma.pollers.dedicated: 'dedicated' is not a group name", "rdma.pollers.dedicated.threads=2"),
+				bad("rdma.pollers.conns.mode=backoff is the mode of a dedicated poller",
+						"rdma.pollers.conns.mode=backoff"),
 				bad("rdma.completion-queues.rx.poller=conns names no poller group under rdma.pollers (configured: [])",
 						"rdma.completion-queues.rx.channel=events0", "rdma.completion-queues.rx.poller=conns"),
 				bad("rdma.completion-queues.rx.poller must not be blank", "rdma.completion-queues.rx.channel=events0",

@@ -1,5 +1,7 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -14,6 +16,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -21,6 +24,8 @@ import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -260,6 +265,47 @@ class RdmaAutoConfigurationDeviceTest {
 			assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainer("rx").mode())
 				.isEqualTo(mode);
 		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Test
+	@ExtendWith(OutputCaptureExtension.class)
+	void defaultsLogEachResourceWithItsThreadAndAnIdleQueueWithoutChannelCostsNoCore(CapturedOutput output) {
+		long open = NativeObjects.open();
+		runner().withUserConfiguration(ListenerApp.class)
+			.withPropertyValues("rdma.channels.events0.device=nic0", "rdma.completion-queues.rx.type=extended",
+					"rdma.completion-queues.rx.entries=256", "rdma.completion-queues.rx.channel=events0",
+					"rdma.completion-queues.rx.wc-flags=byte-len,imm,qp-num,src-qp",
+					"rdma.completion-queues.tx.type=legacy", "rdma.completion-queues.tx.entries=256")
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
+				assertThat(registry.getListenerContainer("rx").mode()).isEqualTo(PollingMode.EVENT);
+				assertThat(registry.getListenerContainer("tx").mode()).isEqualTo(PollingMode.BACKOFF);
+				assertThat(output.getOut())
+					.contains("RDMA device 'nic0': " + device
+							+ ", port 1; asynchronous events read by thread rdma-async-" + device)
+					.contains("RDMA completion channel 'events0' on device 'nic0': events of queue(s) [rx]")
+					.contains("RDMA completion queue 'rx': type extended")
+					.contains("polling event (waits on the channel when idle)")
+					.contains("on thread rdma-poller-rx")
+					.contains("RDMA completion queue 'tx': type legacy")
+					.contains("channel none; polling backoff (sleeps up to 1000us between polls when idle)")
+					.contains("on thread rdma-poller-tx");
+				MeterRegistry meters = context.getBean(MeterRegistry.class);
+				assertThat(meters.get("rdma.listener.failures").tag("queue", "rx").counter().count()).isZero();
+				assertThat(context.getBean(RdmaStatus.class).isActive()).isTrue();
+				// the idle tx poller (no channel, no mode set) does not spin
+				Thread tx = registry.getListenerContainer("tx").thread();
+				ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+				Thread.sleep(200);
+				long cpu = threads.getThreadCpuTime(tx.threadId());
+				long start = System.nanoTime();
+				Thread.sleep(1000);
+				double share = (threads.getThreadCpuTime(tx.threadId()) - cpu) / (double) (System.nanoTime() - start);
+				assertThat(share).as("CPU share of the idle backoff poller").isLessThan(0.25);
+				exchange(context, 0, N); // and it still delivers
+			});
 		assertThat(NativeObjects.open()).isEqualTo(open);
 	}
 

@@ -67,8 +67,11 @@ class RdmaAutoConfigurationTests {
 				report.getConditionAndOutcomesBySource()
 					.get(RdmaAutoConfiguration.class.getName())
 					.forEach(co -> outcome.append(co.getOutcome().getMessage()).append('\n'));
-				assertThat(outcome).contains("RDMA available")
-					.containsAnyOf("no RDMA device found", "libibverbs is not available");
+				// reads as a sentence: "RDMA is not available: no RDMA device found
+				// (...)"
+				assertThat(outcome).containsAnyOf("RDMA is not available: no RDMA device found",
+						"RDMA is not available: libibverbs is not available");
+				assertThat(outcome).doesNotContain("RDMA available no");
 			});
 		assertThat(NativeObjects.open()).isEqualTo(open);
 	}
@@ -94,8 +97,9 @@ class RdmaAutoConfigurationTests {
 
 	@Test
 	void healthAndMetricsAreAutoConfigurationsOfTheirOwnAfterTheRoot() {
-		assertThat(RdmaAutoConfigurations.names()).containsExactly(RdmaAutoConfiguration.class.getName(),
-				RdmaMetricsAutoConfiguration.class.getName(), RdmaHealthAutoConfiguration.class.getName());
+		assertThat(RdmaAutoConfigurations.names()).containsExactly(RdmaStatusAutoConfiguration.class.getName(),
+				RdmaAutoConfiguration.class.getName(), RdmaMetricsAutoConfiguration.class.getName(),
+				RdmaHealthAutoConfiguration.class.getName());
 		for (Class<?> type : List.of(RdmaMetricsAutoConfiguration.class, RdmaHealthAutoConfiguration.class)) {
 			AutoConfiguration annotation = type.getAnnotation(AutoConfiguration.class);
 			assertThat(annotation).as(type.getSimpleName()).isNotNull();
@@ -137,12 +141,42 @@ class RdmaAutoConfigurationTests {
 		for (String name : RdmaBeanRegistrar.LATER_BEAN_NAMES) {
 			runner.withPropertyValues("rdma.required=true", "rdma.devices[" + name + "].name=a").run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(context.getStartupFailure())
-					.hasMessageContaining("rdma.devices." + name + " would be a bean named '" + name
-							+ "', but the application already defines a bean with that name");
+				// the starter's own bean, not one "the application already defines"
+				assertThat(context.getStartupFailure()).hasMessageContaining("rdma.devices." + name
+						+ " would be a bean named '" + name + "', a name the starter keeps for its own bean");
 			});
 		}
 		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@org.springframework.boot.context.properties.EnableConfigurationProperties(RdmaProperties.class)
+	@Import(RdmaAnnotationDrivenConfiguration.class)
+	static class ListenerInfrastructure {
+
+	}
+
+	@Test
+	void everyBeanNameOfTheStarterIsReservedForIt() {
+		assertThat(RdmaPropertiesValidator.STARTER_BEANS)
+			.containsKeys(RdmaBeanRegistrar.LATER_BEAN_NAMES.toArray(String[]::new));
+		assertThat(RdmaPropertiesValidator.STARTER_BEANS).containsKeys(RdmaBeanRegistrar.MONITOR_BEAN_NAME,
+				RdmaBeanRegistrar.REPORT_BEAN_NAME, RdmaResources.BEAN_NAME, RdmaStatus.BEAN_NAME,
+				RdmaConfigurationCheckRegistrar.LISTENER_CHECK_BEAN_NAME);
+		runner.withUserConfiguration(ListenerInfrastructure.class).run(context -> {
+			for (String name : context.getBeanDefinitionNames()) {
+				if (name.matches("rdma[A-Z][A-Za-z]*")) {
+					assertThat(RdmaPropertiesValidator.STARTER_BEANS).as(name).containsKey(name);
+				}
+			}
+		});
+		for (String name : List.of(RdmaStatus.BEAN_NAME, "rdmaListenerEndpointRegistry")) {
+			runner.withPropertyValues("rdma.devices." + name + ".name=a").run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure())
+					.hasMessageContaining("a name the starter keeps for its own bean");
+			});
+		}
 	}
 
 	@Test
@@ -187,12 +221,12 @@ class RdmaAutoConfigurationTests {
 						"rdma.devices.nic0.name=a", "rdma.completion-queues.rx.comp-vector=fast"),
 				bad("rdma.completion-queues.rx.comp-vector=-2 is neither auto nor", "rdma.devices.nic0.name=a",
 						"rdma.completion-queues.rx.comp-vector=-2"),
-				bad("rdma.completion-queues.rx.wc-flags=[BYTE_LEN] needs an extended or efa queue; "
+				bad("rdma.completion-queues.rx.wc-flags=[byte-len] needs an extended or efa queue; "
 						+ "rdma.completion-queues.rx.type is legacy", "rdma.devices.nic0.name=a",
 						"rdma.completion-queues.rx.type=legacy", "rdma.completion-queues.rx.wc-flags=byte-len"),
-				bad("rdma.completion-queues.rx.flags=[SINGLE_THREADED] needs an extended or efa queue",
+				bad("rdma.completion-queues.rx.flags=[single-threaded] needs an extended or efa queue",
 						"rdma.devices.nic0.name=a", "rdma.completion-queues.rx.flags=single-threaded"),
-				bad("rdma.completion-queues.rx.efa-wc-flags=[SGID] needs an efa queue; rdma.completion-queues.rx.type is extended",
+				bad("rdma.completion-queues.rx.efa-wc-flags=[sgid] needs an efa queue; rdma.completion-queues.rx.type is extended",
 						"rdma.devices.nic0.name=a", "rdma.completion-queues.rx.type=extended",
 						"rdma.completion-queues.rx.efa-wc-flags=sgid"),
 				bad("rdma.completion-queues.rx.polling.mode=event needs a completion channel, but "
@@ -204,6 +238,8 @@ class RdmaAutoConfigurationTests {
 						"rdma.devices.nic0.name=a", "rdma.completion-queues.rx.polling.batch-size=0"),
 				bad("rdma.completion-queues.rx.polling.spin=PT-0.001S must not be negative", "rdma.devices.nic0.name=a",
 						"rdma.completion-queues.rx.polling.spin=-1ms"),
+				bad("rdma.completion-queues.rx.polling.max-sleep=PT0S must be positive", "rdma.devices.nic0.name=a",
+						"rdma.completion-queues.rx.polling.max-sleep=0ms"),
 				bad("rdma.completion-queues.rx.ack-batch=0 must be at least 1", "rdma.devices.nic0.name=a",
 						"rdma.completion-queues.rx.ack-batch=0"),
 				bad("rdma.completion-queues.nic0 clashes with rdma.devices.nic0", "rdma.devices.nic0.name=a",

@@ -48,8 +48,8 @@ class RdmaListenerContainerFactoryTests {
 	static class Infrastructure {
 
 		/**
-		 * A busy-polled queue without a channel that returns one completion on its first
-		 * poll.
+		 * A queue without a channel (backoff polling) that returns one completion on its
+		 * first poll.
 		 */
 		@Bean
 		CompletionQueue rx() {
@@ -142,7 +142,7 @@ class RdmaListenerContainerFactoryTests {
 			assertThat(container[0].getSettings().getBatchSize()).isEqualTo(16);
 			assertThat(container[0].getSettings().getAckBatch()).isEqualTo(8);
 			assertThat(container[0].getSettings().getSpin()).isEqualTo(Duration.ofMillis(1));
-			assertThat(container[0].mode()).isEqualTo(PollingMode.BUSY);
+			assertThat(container[0].mode()).isEqualTo(PollingMode.BACKOFF);
 			assertThat(container[0].getListenerId())
 				.isEqualTo("@RdmaCompletionListener Listener.onCompletion(WorkCompletion) of bean 'listener'");
 			Listener listener = context.getBean(Listener.class);

@@ -113,6 +113,15 @@ class RdmaListenerValidationTests {
 
 	}
 
+	static class ThreeFieldsMissing {
+
+		@RdmaCompletionListener(queue = "rx",
+				fields = { WcExFlag.BYTE_LEN, WcExFlag.COMPLETION_TIMESTAMP, WcExFlag.SRC_QP, WcExFlag.FLOW_TAG })
+		void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
 	static class FieldOnLegacy {
 
 		@RdmaCompletionListener(queue = "tx", fields = WcExFlag.FLOW_TAG)
@@ -156,6 +165,9 @@ class RdmaListenerValidationTests {
 			assertThat(all.toString()).contains(message);
 			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(failure);
 			assertThat(analysis.getDescription()).contains("@RdmaCompletionListener").contains(message);
+			// a listener is labelled as one, not as a property
+			assertThat(analysis.getDescription()).contains("Listener: @RdmaCompletionListener")
+				.doesNotContain("Property:");
 			assertThat(analysis.getAction()).isNotBlank();
 		});
 		assertThat(NativeObjects.open()).isEqualTo(open);
@@ -208,7 +220,14 @@ class RdmaListenerValidationTests {
 	void fieldTheQueueDoesNotProvide() {
 		assertListenerFailure("FieldNotRequested.onCompletion(WorkCompletion) of bean 'first' reads field "
 				+ "completion-timestamp, but queue 'rx' (type extended) does not provide it "
-				+ "(rdma.completion-queues.rx.wc-flags=[BYTE_LEN, QP_NUM])", FieldNotRequested.class);
+				+ "(rdma.completion-queues.rx.wc-flags=[byte-len, qp-num])", FieldNotRequested.class);
+	}
+
+	@Test
+	void everyMissingFieldIsNamedInTheYamlSpelling() {
+		assertListenerFailure("ThreeFieldsMissing.onCompletion(WorkCompletion) of bean 'first' reads fields "
+				+ "[completion-timestamp, src-qp, flow-tag], but queue 'rx' (type extended) does not provide them "
+				+ "(rdma.completion-queues.rx.wc-flags=[byte-len, qp-num])", ThreeFieldsMissing.class);
 	}
 
 	@Test

@@ -93,7 +93,9 @@ class RdmaPropertiesBindingTests {
 			assertThat(q.getChannel()).isNull();
 			assertThat(q.getWcFlags()).isEmpty();
 			assertThat(q.getPolling().getMode()).isNull();
-			assertThat(RdmaPropertiesValidator.effectiveMode(q)).isEqualTo(PollingMode.BUSY);
+			// no channel: backoff, never busy unless asked for
+			assertThat(RdmaPropertiesValidator.effectiveMode(q)).isEqualTo(PollingMode.BACKOFF);
+			assertThat(q.getPolling().getMaxSleep()).isEqualTo(Duration.ofMillis(1));
 			q.setChannel("c");
 			assertThat(RdmaPropertiesValidator.effectiveMode(q)).isEqualTo(PollingMode.EVENT);
 			assertThat(q.getPolling().getBatchSize()).isEqualTo(32);

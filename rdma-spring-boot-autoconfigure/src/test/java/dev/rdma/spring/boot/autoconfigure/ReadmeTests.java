@@ -74,4 +74,19 @@ class ReadmeTests {
 
 	}
 
+	/** The README's "Running with and without RDMA" snippet. */
+	@org.springframework.stereotype.Component
+	static class Transport {
+
+		private final dev.rdma.verbs.Context nic0; // null without RDMA
+
+		Transport(org.springframework.beans.factory.ObjectProvider<dev.rdma.verbs.Context> nic0, RdmaStatus status) {
+			this.nic0 = nic0.getIfAvailable();
+			if (this.nic0 == null) {
+				System.out.println("RDMA off, using TCP: " + status.reason());
+			}
+		}
+
+	}
+
 }

@@ -30,6 +30,11 @@ import dev.rdma.verbs.WcStatus;
  * <li>{@code rdma.poll.errors} (counter; queue)</li>
  * <li>{@code rdma.cq.errors} (function counter of IBV_EVENT_CQ_ERR; queue, device)</li>
  * </ul>
+ * Every meter of a queue exists from startup, at zero, when its poller is created (a
+ * dashboard or alert finds {@code rdma.listener.failures} before the first failure): the
+ * failure counter and the completion counter start with the series {@code exception=none}
+ * and {@code status=success}; the series of a given exception or status are added when it
+ * first occurs.
  */
 public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitializingSingleton {
 
@@ -103,12 +108,21 @@ public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitia
 				.register(registry);
 			// the success counter is the common case: create it eagerly
 			completions[WcStatus.SUCCESS.ordinal()] = completionCounter(WcStatus.SUCCESS);
+			// the failure counter exists (at zero) before the first failure
+			failureCounter("none");
 		}
 
 		private Counter completionCounter(WcStatus status) {
 			return Counter.builder("rdma.completions")
 				.description("Work completions polled")
 				.tags("queue", queue, "status", status.name().toLowerCase(java.util.Locale.ROOT))
+				.register(registry);
+		}
+
+		private Counter failureCounter(String exception) {
+			return Counter.builder("rdma.listener.failures")
+				.description("Listener calls that threw")
+				.tags("queue", queue, "exception", exception)
 				.register(registry);
 		}
 
@@ -142,13 +156,7 @@ public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitia
 							.tags("queue", queue, "result", "failure", "exception", t.getSimpleName())
 							.register(registry))
 				.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
-			failureCounters
-				.computeIfAbsent(type,
-						t -> Counter.builder("rdma.listener.failures")
-							.description("Listener calls that threw")
-							.tags("queue", queue, "exception", t.getSimpleName())
-							.register(registry))
-				.increment(failures);
+			failureCounters.computeIfAbsent(type, t -> failureCounter(t.getSimpleName())).increment(failures);
 		}
 
 		@Override

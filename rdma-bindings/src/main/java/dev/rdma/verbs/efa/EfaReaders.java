@@ -1,4 +1,4 @@
-package dev.rdma.verbs;
+package dev.rdma.verbs.efa;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -12,8 +12,9 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 /**
  * The readers of {@code struct efadv_cq} ({@code efadvCq}): {@code efadv_wc_read_sgid}
  * and {@code efadv_wc_is_unsolicited}, each read only when the CQ was created with its
- * {@link EfaWcFlag} (NULL otherwise, and never called). Part of an EFA CQ's
- * {@link CqExReaders}; the same validity rules.
+ * {@link EfaWcFlag} (NULL otherwise, and never called). Valid, like the CQ's
+ * {@code ibv_wc_read_*} readers, only while the CQ's iterator stands on a completion, on
+ * the thread that polls ({@link EfaCompletionQueue} checks that).
  */
 final class EfaReaders {
 
@@ -25,10 +26,14 @@ final class EfaReaders {
 
 	private final MemorySegment readUnsolicited;
 
-	/** 16 bytes for the GID, freed with the CQ ({@link #free()}). */
-	private final Arena arena = Arena.ofShared();
+	/**
+	 * 16 bytes for the GID, freed by the GC once the CQ is unreachable (an automatic
+	 * arena: the CQ needs no destroy hook for it). This field keeps the memory reachable;
+	 * the downcalls use {@link #gid}, an unscoped view of it.
+	 */
+	private final MemorySegment gidMemory = Arena.ofAuto().allocate(16, 8);
 
-	private final MemorySegment gid = Native.unscoped(arena.allocate(16, 8));
+	private final MemorySegment gid = Native.unscoped(gidMemory);
 
 	/**
 	 * @param efadvCq the {@code struct efadv_cq} (24 bytes readable: rdma-core 52+
@@ -96,10 +101,6 @@ final class EfaReaders {
 		catch (Throwable t) {
 			throw new IllegalStateException(t);
 		}
-	}
-
-	void free() {
-		arena.close();
 	}
 
 }

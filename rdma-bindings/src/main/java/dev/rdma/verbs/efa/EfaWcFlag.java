@@ -1,4 +1,4 @@
-package dev.rdma.verbs;
+package dev.rdma.verbs.efa;
 
 import java.util.Set;
 
@@ -23,10 +23,12 @@ public enum EfaWcFlag {
 		this.bit = bit;
 	}
 
+	/** The bit of {@code efadv_cq_init_attr.wc_flags}. */
 	public long bit() {
 		return bit;
 	}
 
+	/** The bits of {@code flags} or'ed together. */
 	public static long mask(Set<EfaWcFlag> flags) {
 		long m = 0;
 		for (EfaWcFlag f : flags) {

@@ -1,0 +1,138 @@
+package dev.rdma.verbs.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HexFormat;
+
+import dev.rdma.verbs.Gid;
+
+/**
+ * The two rxe devices of the cross-device tier: {@code a} (rxeA on vethA, 10.0.0.1) and
+ * {@code b} (rxeB on vethB, 10.0.0.2), brought up in one Soft-RoCE guest by
+ * {@code scripts/softroce-vm --two-devices} (which {@code scripts/test} uses for the
+ * device tier) and described to the tests by the environment
+ * {@code RDMA_DEVICE_A RDMA_NETDEV_A RDMA_IP_A RDMA_GID_INDEX_A} and the same with
+ * {@code _B}. Traffic between them crosses the veth pair (policy routing keeps it off
+ * {@code lo}); a test proves it through each device's {@link Peer#hwCounter hw_counters},
+ * not only through a call that returned.
+ *
+ * @param a the first device (the client side by convention)
+ * @param b the second device (the server side by convention)
+ */
+public record TwoDevices(Peer a, Peer b) {
+
+	/**
+	 * The two devices the environment names. Fails (device tests never skip) when any
+	 * variable is missing or malformed, or a named device does not exist.
+	 */
+	public static TwoDevices require() {
+		return new TwoDevices(Peer.fromEnvironment("A"), Peer.fromEnvironment("B"));
+	}
+
+	/**
+	 * One of the two devices: its name, its netdev, the netdev's IPv4 address and the
+	 * index of its IPv4-mapped (RoCE v2) GID on port 1.
+	 *
+	 * @param device the RDMA device, e.g. {@code rxeA}
+	 * @param netdev its netdev, e.g. {@code vethA}
+	 * @param ipv4 the netdev's address, e.g. {@code 10.0.0.1}
+	 * @param gidIndex the index of {@code ::ffff:<ipv4>} in port 1's GID table
+	 */
+	public record Peer(String device, String netdev, String ipv4, int gidIndex) {
+
+		/** The port every test uses. */
+		public static final int PORT = 1;
+
+		static Peer fromEnvironment(String side) {
+			String device = env("RDMA_DEVICE_" + side);
+			String netdev = env("RDMA_NETDEV_" + side);
+			String ipv4 = env("RDMA_IP_" + side);
+			String index = env("RDMA_GID_INDEX_" + side);
+			int gidIndex;
+			try {
+				gidIndex = Integer.parseInt(index.trim());
+			}
+			catch (NumberFormatException ex) {
+				throw new AssertionError("RDMA_GID_INDEX_" + side + "=" + index + " is not a number");
+			}
+			if (!Files.isDirectory(Path.of("/sys/class/infiniband", device))) {
+				throw new AssertionError("RDMA_DEVICE_" + side + "=" + device
+						+ " names no RDMA device (/sys/class/infiniband/" + device + " is missing)");
+			}
+			return new Peer(device, netdev, ipv4, gidIndex);
+		}
+
+		private static String env(String name) {
+			String value = System.getenv(name);
+			if (value == null || value.isBlank()) {
+				throw new AssertionError("the cross-device tests need two RDMA devices described by RDMA_DEVICE_A/_B, "
+						+ "RDMA_NETDEV_A/_B, RDMA_IP_A/_B and RDMA_GID_INDEX_A/_B, and " + name + " is not set: "
+						+ "run them through scripts/test (scripts/softroce-vm --two-devices sets them)");
+			}
+			return value;
+		}
+
+		/** This device's sysfs directory for port 1. */
+		public Path portDirectory() {
+			return Path.of("/sys/class/infiniband", device, "ports", Integer.toString(PORT));
+		}
+
+		/**
+		 * The port's hardware counter {@code name}
+		 * ({@code /sys/class/infiniband/<device>/ports/1/hw_counters/<name>}, e.g.
+		 * {@code sent_pkts}, {@code rcvd_pkts}).
+		 */
+		public long hwCounter(String name) {
+			return Long.parseLong(read(portDirectory().resolve("hw_counters").resolve(name)));
+		}
+
+		/** The GID at {@link #gidIndex()} as sysfs shows it (IPv4-mapped). */
+		public Gid gid() {
+			String text = read(portDirectory().resolve("gids").resolve(Integer.toString(gidIndex)));
+			Gid gid = new Gid(HexFormat.of().parseHex(text.replace(":", "")));
+			if (!gid.isIpv4Mapped()) {
+				throw new AssertionError(device + " GID index " + gidIndex + " is " + gid + ", not IPv4-mapped");
+			}
+			return gid;
+		}
+
+		/** {@code sent_pkts} and {@code rcvd_pkts} now. */
+		public Traffic traffic() {
+			return new Traffic(hwCounter("sent_pkts"), hwCounter("rcvd_pkts"));
+		}
+
+		private static String read(Path file) {
+			try {
+				return Files.readString(file, StandardCharsets.US_ASCII).trim();
+			}
+			catch (IOException ex) {
+				throw new UncheckedIOException("cannot read " + file, ex);
+			}
+		}
+
+		@Override
+		public String toString() {
+			return device + " (" + netdev + ", " + ipv4 + ", GID index " + gidIndex + ")";
+		}
+
+	}
+
+	/**
+	 * A device's packet counters at one moment.
+	 *
+	 * @param sent {@code sent_pkts}
+	 * @param received {@code rcvd_pkts}
+	 */
+	public record Traffic(long sent, long received) {
+
+		/** The packets counted since {@code before}. */
+		public Traffic since(Traffic before) {
+			return new Traffic(sent - before.sent, received - before.received);
+		}
+
+	}
+
+}

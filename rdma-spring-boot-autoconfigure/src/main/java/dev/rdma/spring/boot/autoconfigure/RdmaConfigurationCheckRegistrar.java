@@ -1,0 +1,83 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import java.util.Objects;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.beans.BeansException;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.BeanFactoryAware;
+import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.beans.factory.support.RootBeanDefinition;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
+import org.springframework.core.env.Environment;
+import org.springframework.core.type.AnnotationMetadata;
+
+import dev.rdma.spring.annotation.RdmaCompletionListenerAnnotationBeanPostProcessor;
+
+/**
+ * Registers the {@link RdmaStatus} bean and, when any {@code rdma.*} property is set,
+ * binds the properties strictly (unknown keys fail, {@link RdmaPropertiesBinding}) and
+ * validates them ({@link RdmaPropertiesValidator}) whether or not a device is present.
+ * When the RDMA auto-configuration is going to back off it also registers a listener
+ * post-processor that only checks each {@code @RdmaCompletionListener} (queue, parameter,
+ * fields) and starts nothing.
+ */
+class RdmaConfigurationCheckRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
+
+	/** Bean name of the post-processor that checks listeners when RDMA backed off. */
+	static final String LISTENER_CHECK_BEAN_NAME = "rdmaCompletionListenerCheck";
+
+	private static final Log logger = LogFactory.getLog(RdmaAutoConfiguration.class);
+
+	private @Nullable Environment environment;
+
+	private @Nullable BeanFactory beanFactory;
+
+	@Override
+	public void setEnvironment(Environment environment) {
+		this.environment = environment;
+	}
+
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+		this.beanFactory = beanFactory;
+	}
+
+	@Override
+	public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
+		Environment env = Objects.requireNonNull(this.environment, "environment");
+		ListableBeanFactory factory = (ListableBeanFactory) Objects.requireNonNull(this.beanFactory, "beanFactory");
+		boolean configured = RdmaPropertiesBinding.configured(env);
+		boolean required = Boolean.parseBoolean(env.getProperty("rdma.required", "false").trim());
+		// the condition of RdmaAutoConfiguration asks the same question
+		String problem = required ? null : OnRdmaAvailableCondition.problem();
+		RootBeanDefinition status = new RootBeanDefinition(RdmaStatus.class,
+				() -> new RdmaStatus(factory, problem, configured));
+		registry.registerBeanDefinition(RdmaStatus.BEAN_NAME, status);
+		if (!configured) {
+			return;
+		}
+		RdmaProperties properties = RdmaPropertiesBinding.bindStrictly(env);
+		RdmaPropertiesValidator.validate(properties,
+				name -> registry.containsBeanDefinition(name) || RdmaBeanRegistrar.LATER_BEAN_NAMES.contains(name));
+		if (problem != null) {
+			RootBeanDefinition check = new RootBeanDefinition(RdmaCompletionListenerAnnotationBeanPostProcessor.class,
+					() -> {
+						RdmaCompletionListenerAnnotationBeanPostProcessor processor = new RdmaCompletionListenerAnnotationBeanPostProcessor();
+						processor.setEndpointValidator(new RdmaPropertiesListenerValidator(properties));
+						processor.setCheckOnly("RDMA backed off: " + problem);
+						return processor;
+					});
+			check.setRole(BeanDefinition.ROLE_INFRASTRUCTURE);
+			registry.registerBeanDefinition(LISTENER_CHECK_BEAN_NAME, check);
+			logger.debug("rdma.* checked without RDMA (" + problem + "); listeners are checked, not started");
+		}
+	}
+
+}

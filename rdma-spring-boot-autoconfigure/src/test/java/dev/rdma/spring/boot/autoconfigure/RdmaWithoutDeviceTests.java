@@ -1,0 +1,305 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import java.util.Map;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.annotation.RdmaCompletionListener;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.DeviceList;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.Rdma;
+import dev.rdma.verbs.WcExFlag;
+import dev.rdma.verbs.WorkCompletion;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+/**
+ * What a machine without RDMA (a CI runner) catches: whenever an {@code rdma.*} property
+ * is set, every mistake that needs no device fails startup naming the property or the
+ * listener, without {@code rdma.required}; unknown keys fail with the nearest valid name;
+ * the {@link RdmaStatus} bean says why RDMA backed off; a missing RDMA bean is explained.
+ */
+class RdmaWithoutDeviceTests {
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(RdmaAutoConfigurations.all());
+
+	private static boolean hostHasDevice() {
+		if (!Rdma.isAvailable()) {
+			return false;
+		}
+		try (DeviceList list = DeviceList.open()) {
+			return !list.devices().isEmpty();
+		}
+	}
+
+	private static String messages(Throwable failure) {
+		StringBuilder all = new StringBuilder();
+		for (Throwable t = failure; t != null; t = t.getCause()) {
+			all.append(t.getMessage()).append('\n');
+		}
+		return all.toString();
+	}
+
+	static Stream<Arguments> misconfigurations() {
+		return Stream.of(
+				Arguments.of("rdma.completion-queues.rx.channel=events9 names no channel under rdma.channels",
+						new String[] { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.channel=events9" }),
+				Arguments.of(
+						"rdma.completion-queues.rx.efa-wc-flags=[sgid] needs an efa queue; "
+								+ "rdma.completion-queues.rx.type is extended",
+						new String[] { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.type=extended",
+								"rdma.completion-queues.rx.efa-wc-flags=sgid" }),
+				Arguments.of("rdma.completion-queues.rx.polling.mode=event needs a completion channel",
+						new String[] { "rdma.devices.nic0.name=mlx5_0",
+								"rdma.completion-queues.rx.polling.mode=event" }),
+				Arguments.of("rdma.completion-queues.rx.device=nic7 names no device",
+						new String[] { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.device=nic7" }),
+				Arguments.of("rdma.devices.nic0.port=0 is not a port number",
+						new String[] { "rdma.devices.nic0.port=0" }));
+	}
+
+	@ParameterizedTest(name = "[{index}] {0}")
+	@MethodSource("misconfigurations")
+	void misconfigurationFailsWithoutDeviceAndWithoutRequired(String message, String[] properties) {
+		long open = NativeObjects.open();
+		runner.withPropertyValues(properties).run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).contains(message);
+			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis).isNotNull();
+			assertThat(analysis.getDescription()).contains("Property: rdma.").contains(message);
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	static class UnknownQueueListener {
+
+		@RdmaCompletionListener(queue = "rxx")
+		void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
+	static class MissingFieldsListener {
+
+		@RdmaCompletionListener(queue = "rx", fields = { WcExFlag.COMPLETION_TIMESTAMP, WcExFlag.FLOW_TAG })
+		void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
+	static class GoodListener {
+
+		@RdmaCompletionListener(queue = "rx")
+		void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
+	@Test
+	void listenerOnUnknownQueueFailsWithoutDevice() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
+			.withBean("listener", UnknownQueueListener.class)
+			.run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(messages(context.getStartupFailure())).contains("listens to queue 'rxx', which is not "
+						+ "configured under rdma.completion-queues (configured: [rx])");
+				FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
+				assertThat(analysis.getDescription()).contains("Listener: @RdmaCompletionListener");
+			});
+	}
+
+	@Test
+	void listenerReadingFieldsTheQueueLacksFailsWithoutDevice() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner
+			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.type=extended",
+					"rdma.completion-queues.rx.wc-flags=byte-len")
+			.withBean("listener", MissingFieldsListener.class)
+			.run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(messages(context.getStartupFailure()))
+					.contains("reads fields [completion-timestamp, flow-tag], but queue 'rx' (type extended) does not "
+							+ "provide them (rdma.completion-queues.rx.wc-flags=[byte-len])");
+			});
+	}
+
+	@Test
+	void validConfigurationWithListenerStartsWithoutDeviceAndTheStatusSaysWhy() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
+			.withBean("listener", GoodListener.class)
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context).doesNotHaveBean(Context.class);
+				RdmaStatus status = context.getBean(RdmaStatus.class);
+				assertThat(status.isActive()).isFalse();
+				assertThat(status.isConfigured()).isTrue();
+				assertThat(status.reason()).containsAnyOf("no RDMA device found", "libibverbs is not available");
+				assertThat(context.getBeanProvider(Context.class).getIfAvailable()).isNull();
+			});
+	}
+
+	@Test
+	void statusBeanExistsWithoutAnyRdmaProperty() {
+		runner.run(context -> {
+			assertThat(context).hasNotFailed();
+			RdmaStatus status = context.getBean(RdmaStatus.BEAN_NAME, RdmaStatus.class);
+			assertThat(status.isConfigured()).isFalse();
+			assertThat(status.isActive()).isEqualTo(context.containsBean(RdmaResources.BEAN_NAME));
+			if (!status.isActive()) {
+				assertThat(status.reason()).isNotBlank();
+			}
+			assertThat(context).doesNotHaveBean(RdmaConfigurationCheckRegistrar.LISTENER_CHECK_BEAN_NAME);
+		});
+	}
+
+	static Stream<Arguments> typos() {
+		return Stream.of(Arguments.of("rdma.completion-queue.rx.entries=4", "rdma.completion-queues.rx.entries"),
+				Arguments.of("rdma.completion-queues.rx.entires=4", "rdma.completion-queues.rx.entries"),
+				Arguments.of("rdma.completion-queues.rx.polling.mod=busy", "rdma.completion-queues.rx.polling.mode"),
+				Arguments.of("rdma.completion-queues.rx.max-sleep=2ms", "rdma.completion-queues.rx.polling.max-sleep"),
+				Arguments.of("rdma.devices.nic0.nmae=rxe0", "rdma.devices.nic0.name"),
+				Arguments.of("rdma.channel.events0.device=nic0", "rdma.channels.events0.device"),
+				Arguments.of("rdma.requried=true", "rdma.required"),
+				Arguments.of("rdma.shutdown-timout=1s", "rdma.shutdown-timeout"));
+	}
+
+	@ParameterizedTest(name = "[{index}] {0}")
+	@MethodSource("typos")
+	void unknownKeyFailsNamingTheNearestValidName(String typo, String nearest) {
+		String unknown = typo.substring(0, typo.indexOf('='));
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", typo).run(context -> {
+			assertThat(context).hasFailed();
+			Throwable failure = context.getStartupFailure();
+			assertThat(failure).isInstanceOf(RdmaConfigurationException.class);
+			assertThat(failure.getMessage()).contains("unknown RDMA property " + unknown)
+				.contains("did you mean " + nearest + "?");
+			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(failure);
+			assertThat(analysis.getDescription()).contains("Property: " + unknown);
+			assertThat(analysis.getAction()).contains("rename " + unknown + " to " + nearest);
+		});
+	}
+
+	@Test
+	void everyUnknownKeyIsNamed() {
+		runner
+			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entires=4",
+					"rdma.completion-queues.tx.typ=legacy")
+			.run(context -> assertThat(context.getStartupFailure().getMessage())
+				.contains("did you mean rdma.completion-queues.rx.entries?")
+				.contains("did you mean rdma.completion-queues.tx.type?"));
+	}
+
+	@Test
+	void knownKeysInEveryFormPass() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner
+			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.channels.events0.device=nic0",
+					"rdma.completion-queues.rx.type=extended", "rdma.completion-queues.rx.wc-flags[0]=byte-len",
+					"rdma.completion-queues.rx.wc-flags[1]=qp-num", "rdma.completion-queues.rx.flags=single-threaded",
+					"rdma.completion-queues.rx.channel=events0", "rdma.completion-queues.rx.polling.mode=adaptive",
+					"rdma.completion-queues.rx.polling.spin=20us", "rdma.completion-queues.rx.polling.batch-size=8",
+					"rdma.completion-queues.rx.ack-batch=8", "rdma.completion-queues.rx.comp-vector=auto",
+					"rdma.completion-queues.tx.polling.max-sleep=2ms", "rdma.completion-queues.tx.entries=16",
+					"rdma.shutdown-timeout=2s", "rdma.required=false", "rdma.devices.nic0.port=1")
+			.run(context -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
+	void environmentVariablesAreNotChecked() {
+		// the environment is shared: RDMA_* variables of scripts and tools are not ours
+		runner
+			.withInitializer(context -> context.getEnvironment()
+				.getPropertySources()
+				.addFirst(new SystemEnvironmentPropertySource("testEnvironment",
+						Map.of("RDMA_TEST_MODULES", "rdma-bindings", "RDMA_DEVICE_TEST_TIMEOUT", "2400"))))
+			.withPropertyValues("rdma.devices.nic0.name=mlx5_0")
+			.run(context -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
+	void theReadmesApplicationYmlPassesTheChecks() throws Exception {
+		assumeThat(hostHasDevice()).as("host without RDMA device (the yml names mlx5_0)").isFalse();
+		String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
+		String start = "### application.yml\n\n```yaml\n";
+		int from = readme.indexOf(start) + start.length();
+		String yaml = readme.substring(from, readme.indexOf("```", from));
+		var sources = new org.springframework.boot.env.YamlPropertySourceLoader().load("README.md application.yml",
+				new org.springframework.core.io.ByteArrayResource(
+						yaml.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+		assertThat(sources).isNotEmpty();
+		runner.withInitializer(context -> sources.forEach(context.getEnvironment().getPropertySources()::addFirst))
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(RdmaStatus.class).isConfigured()).isTrue();
+			});
+	}
+
+	static class NeedsContext {
+
+		NeedsContext(Context context) {
+		}
+
+	}
+
+	static class MaybeContext {
+
+		final boolean rdma;
+
+		MaybeContext(ObjectProvider<Context> context) {
+			this.rdma = context.getIfAvailable() != null;
+		}
+
+	}
+
+	@Test
+	void aMissingRdmaBeanIsExplainedByTheBackOff() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0").withBean(NeedsContext.class).run(context -> {
+			assertThat(context).hasFailed();
+			FailureAnalysis analysis = new RdmaBackedOffFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis).isNotNull();
+			assertThat(analysis.getDescription()).contains("'dev.rdma.verbs.Context'")
+				.contains("the RDMA auto-configuration backed off because")
+				.containsAnyOf("no RDMA device found", "libibverbs is not available");
+			assertThat(analysis.getAction()).contains("rdma.required=true")
+				.contains("ObjectProvider<Context>")
+				.contains("rdmaStatus");
+		});
+		// the documented way: ObjectProvider
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0").withBean(MaybeContext.class).run(context -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(MaybeContext.class).rdma).isFalse();
+		});
+	}
+
+	@Test
+	void backedOffAnalyzerIsRegisteredAndRunsBeforeBoots() throws java.io.IOException {
+		assertThat(new RdmaBackedOffFailureAnalyzer().getOrder())
+			.isEqualTo(org.springframework.core.Ordered.HIGHEST_PRECEDENCE);
+		var resources = getClass().getClassLoader().getResources("META-INF/spring.factories");
+		StringBuilder analyzers = new StringBuilder();
+		while (resources.hasMoreElements()) {
+			analyzers.append(org.springframework.core.io.support.PropertiesLoaderUtils
+				.loadProperties(new org.springframework.core.io.UrlResource(resources.nextElement()))
+				.getProperty(org.springframework.boot.diagnostics.FailureAnalyzer.class.getName(), ""));
+		}
+		assertThat(analyzers.toString()).contains(RdmaBackedOffFailureAnalyzer.class.getName());
+	}
+
+}
