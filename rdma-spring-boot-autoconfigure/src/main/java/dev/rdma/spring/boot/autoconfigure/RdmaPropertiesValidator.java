@@ -145,7 +145,7 @@ public final class RdmaPropertiesValidator {
 	 * The poller group of a queue, or null for a dedicated poller: the configured
 	 * {@code poller} ({@code dedicated} = null); when omitted, the default group for a
 	 * queue with a channel and no polling mode of its own (it can wait on events with
-	 * others), else dedicated (a queue without a channel can only be busy-polled, and a
+	 * others), else dedicated (a queue without a channel cannot wait on events, and a
 	 * mode set on the queue asks for a poller of that mode).
 	 */
 	public static @Nullable String effectivePoller(CompletionQueueProperties queue) {
