@@ -10,6 +10,7 @@
 #   DT_SAMPLE_JAR      the sample's executable jar (skipped when missing or RDMA_TEST_SKIP_SAMPLE=1)
 #   DT_SAMPLE_MESSAGES how many messages the sample exchanges
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
+#   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
 # Exit status: the device tests' (a failed device-last run counts when the device tests passed).
 set -u
 : "${DT_OUT:?}" "${DT_LAUNCHER:?}" "${DT_CLASSPATH:?}" "${JAVA_HOME:?}"
@@ -44,6 +45,22 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
         --sample.messages="${DT_SAMPLE_MESSAGES:-5000}" > "$DT_OUT/sample.log" 2>&1
     echo $? > "$DT_OUT/sample.rc"
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
+fi
+
+# the fresh application of README "Using it in your own application", one jar per Spring Boot version, started
+# together with --illegal-native-access=deny (scripts/lib/fresh-app.sh run); scripts/test reads the results
+if [[ -n "${DT_FRESH_APPS:-}" ]]; then
+    echo "== fresh applications (README quick start): $DT_FRESH_APPS"
+    port=18080
+    fresh=()
+    for jar in $DT_FRESH_APPS; do
+        name=$(basename "$(dirname "$(dirname "$jar")")")
+        "$(dirname "$0")/fresh-app.sh" run "$jar" $((port++)) "$DT_OUT/fresh-app-$name.log" \
+            > "$DT_OUT/fresh-app-$name.result" 2>&1 &
+        fresh+=($!)
+    done
+    wait "${fresh[@]}"
+    cat "$DT_OUT"/fresh-app-*.result
 fi
 
 # tests tagged device-last delete the device (rdma link delete): own JVM, after every other test and the sample,

@@ -7,7 +7,7 @@ import dev.rdma.verbs.VerbsException;
 /**
  * The RDMA configuration cannot be applied: a property is invalid, a referenced device,
  * channel or queue is missing, a verb failed while creating a resource, or a listener
- * cannot be bound. {@link RdmaFailureAnalyzer} turns it into a description and an action.
+ * cannot be bound. {@code RdmaFailureAnalyzer} turns it into a description and an action.
  */
 public class RdmaConfigurationException extends RuntimeException {
 

@@ -1,77 +1,169 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.io.IOException;
+import java.io.StringWriter;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import javax.tools.JavaCompiler;
+import javax.tools.JavaFileObject;
+import javax.tools.SimpleJavaFileObject;
+import javax.tools.ToolProvider;
+
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
-import org.springframework.context.annotation.Bean;
-
-import dev.rdma.spring.annotation.RdmaCompletionListener;
-import dev.rdma.spring.config.RdmaListenerContainerCustomizer;
-import dev.rdma.verbs.CompletionBatch;
-import dev.rdma.verbs.WcExFlag;
-import dev.rdma.verbs.WorkCompletion;
+import org.springframework.boot.context.properties.bind.BindHandler;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.bind.handler.NoUnboundElementsBindHandler;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.boot.env.YamlPropertySourceLoader;
+import org.springframework.core.env.PropertySource;
+import org.springframework.core.io.ByteArrayResource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * README.md's listener code: the classes its snippets import exist, and the snippets
- * themselves (below, as the README shows them) compile with the tests.
+ * Every snippet of README.md is one that the test command compiles, binds or runs: the
+ * Java snippets are compiled here as the README shows them (imports included), the YAML
+ * snippets are bound to {@link RdmaProperties} (no key left unbound) and validated, the
+ * XML snippets are the build of the fresh application that {@code scripts/test} builds
+ * and runs on the device ({@code scripts/fresh-app}, {@code scripts/lib/fresh-app.sh}),
+ * and every shell command is one that the test command runs, or is listed below with
+ * where its equivalent runs.
  */
 class ReadmeTests {
 
-	@Test
-	void everyClassTheReadmeImportsExists() throws IOException {
-		String readme = Files.readString(Path.of("..", "README.md"));
-		Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(readme);
-		List<String> imports = new ArrayList<>();
+	private static final Path ROOT = Path.of("..");
+
+	/**
+	 * Each README command, and the file and text that show the test command running it
+	 * (or what it runs).
+	 */
+	private static final Map<String, List<String>> COMMANDS = Map.of(
+			// the test command itself (.ci/run runs it)
+			"scripts/test", List.of(".ci/run", "scripts/test"),
+			// its host tier
+			"./mvnw install", List.of("scripts/test", "\"${MVN[@]}\" install"),
+			// scripts/sample builds and runs sample-app.jar; the device tier runs the
+			// same jar
+			"scripts/sample", List.of("scripts/lib/device-tests.sh", "-jar \"$DT_SAMPLE_JAR\""),
+			// the fresh application's build and run (scripts/test: host, then device
+			// tier)
+			"./mvnw package", List.of("scripts/lib/fresh-app.sh", "package -DskipTests"), "java -jar target/demo.jar",
+			List.of("scripts/lib/fresh-app.sh", "-jar \"$jar\""),
+			// needs a device on the host; what it adds to the sample's JVM is checked
+			// here
+			"./mvnw spring-boot:run -pl sample-app",
+			List.of("sample-app/pom.xml", "<jvmArguments>--enable-native-access=ALL-UNNAMED</jvmArguments>"),
+			// documented as not part of the test command
+			"scripts/bench", List.of("README.md", "Benchmarks are not part of the test command."));
+
+	private static String readme() throws IOException {
+		return Files.readString(ROOT.resolve("README.md"));
+	}
+
+	private static List<String> blocks(String readme, String language) {
+		Matcher block = Pattern.compile("^```" + language + "\\n(.*?)^```$", Pattern.DOTALL | Pattern.MULTILINE)
+			.matcher(readme);
+		List<String> blocks = new ArrayList<>();
 		while (block.find()) {
-			Matcher imported = Pattern.compile("^import ([\\w.]+);$", Pattern.MULTILINE).matcher(block.group(1));
-			while (imported.find()) {
-				imports.add(imported.group(1));
-			}
+			blocks.add(block.group(1));
 		}
-		assertThat(imports).contains("dev.rdma.spring.annotation.RdmaCompletionListener",
-				"dev.rdma.spring.config.RdmaListenerContainerCustomizer");
-		assertThat(imports).allSatisfy(name -> assertThat(Class.forName(name)).isNotNull());
+		return blocks;
+	}
+
+	@Test
+	void everyJavaSnippetCompilesAsWritten(@TempDir Path out) throws IOException {
+		List<String> snippets = blocks(readme(), "java");
+		assertThat(snippets).hasSizeGreaterThanOrEqualTo(4);
+		JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+		for (String snippet : snippets) {
+			assertThat(snippet).as("a README Java snippet without imports:%n%s", snippet)
+				.containsPattern("(?m)^import [\\w.]+;$");
+			Matcher type = Pattern.compile("(?m)^(?:public )?(?:final )?(?:class|record|interface) (\\w+)")
+				.matcher(snippet);
+			assertThat(type.find()).as("a README Java snippet that declares no class:%n%s", snippet).isTrue();
+			JavaFileObject source = new SimpleJavaFileObject(URI.create("string:///" + type.group(1) + ".java"),
+					JavaFileObject.Kind.SOURCE) {
+				@Override
+				public CharSequence getCharContent(boolean ignoreEncodingErrors) {
+					return snippet;
+				}
+			};
+			StringWriter diagnostics = new StringWriter();
+			boolean compiled = javac
+				.getTask(diagnostics, null, null,
+						List.of("-proc:none", "-Xlint:all,-restricted", "-Werror", "-classpath",
+								System.getProperty("java.class.path"), "-d", out.toString()),
+						null, List.of(source))
+				.call();
+			assertThat(compiled).as("README snippet %s:%n%s%n%s", type.group(1), snippet, diagnostics).isTrue();
+		}
+	}
+
+	@Test
+	void everyYamlSnippetBindsEveryKeyAndValidates() throws IOException {
+		List<String> snippets = blocks(readme(), "yaml");
+		assertThat(snippets).hasSizeGreaterThanOrEqualTo(2);
+		for (String snippet : snippets) {
+			List<PropertySource<?>> sources = new YamlPropertySourceLoader().load("README.md",
+					new ByteArrayResource(snippet.getBytes(StandardCharsets.UTF_8)));
+			Binder binder = new Binder(ConfigurationPropertySources.from(sources));
+			RdmaProperties properties = binder
+				.bind(RdmaProperties.PREFIX, Bindable.of(RdmaProperties.class),
+						new NoUnboundElementsBindHandler(BindHandler.DEFAULT))
+				.get();
+			assertThat(properties.getCompletionQueues()).as(snippet).isNotEmpty();
+			RdmaPropertiesValidator.validate(properties, name -> false);
+		}
+	}
+
+	@Test
+	void everyXmlSnippetIsInTheFreshApplicationsBuild() throws IOException {
+		String pom = normalized(Files.readString(ROOT.resolve("scripts/fresh-app/pom.xml")));
+		List<String> snippets = blocks(readme(), "xml");
+		assertThat(snippets).hasSizeGreaterThanOrEqualTo(2);
+		assertThat(snippets).allSatisfy(snippet -> assertThat(pom).contains(normalized(snippet)));
+	}
+
+	@Test
+	void theFreshApplicationIsBuiltFromTheReadmesBlocks() throws IOException {
+		String readme = readme();
+		assertThat(readme).contains("<!-- fresh-app: src/main/resources/application.yml -->\n```yaml\n",
+				"<!-- fresh-app: src/main/java/com/example/demo/RxListener.java -->\n```java\n");
+		assertThat(Files.readString(ROOT.resolve("scripts/test"))).contains("scripts/lib/fresh-app.sh");
+	}
+
+	@Test
+	void everyCommandIsRunByTheTestCommand() throws IOException {
+		String readme = readme();
+		List<String> commands = new ArrayList<>();
+		for (String block : blocks(readme, "bash")) {
+			block.lines()
+				.map(line -> line.replaceFirst("\\s+#.*$", "").strip())
+				.filter(line -> !line.isEmpty() && !line.startsWith("#"))
+				.forEach(commands::add);
+		}
+		assertThat(commands).isNotEmpty();
+		assertThat(COMMANDS).containsKeys(commands.toArray(String[]::new));
+		for (String command : commands) {
+			List<String> where = COMMANDS.get(command);
+			assertThat(Files.readString(ROOT.resolve(where.get(0)))).as(command).contains(where.get(1));
+		}
 		assertThat(readme).doesNotContain("dev.rdma.spring.boot.autoconfigure.listener");
 	}
 
-	/** The README's listener and customizer snippets. */
-	static class Snippets {
-
-		@RdmaCompletionListener(queue = "rx", fields = { WcExFlag.BYTE_LEN, WcExFlag.IMM })
-		void onCompletion(WorkCompletion wc) { // one call per completion
-			if (wc.isSuccess()) {
-				handle(wc.wrId(), wc.byteLen(), wc.immData());
-			}
-		}
-
-		@RdmaCompletionListener(queue = "tx", batch = true)
-		void onBatch(CompletionBatch batch) { // one call per poll, batch.get(i) for i <
-												// batch.size()
-		}
-
-		@Bean
-		RdmaListenerContainerCustomizer largerRxBatches() {
-			return container -> {
-				if (container.queue().equals("rx")) {
-					container.getSettings().setBatchSize(128); // also: setMode, setSpin,
-																// setAckBatch,
-																// setErrorHandler
-				}
-			};
-		}
-
-		void handle(long wrId, int byteLen, int immData) {
-		}
-
+	private static String normalized(String xml) {
+		return xml.replaceAll("\\s+", " ").replace("> <", "><").strip();
 	}
 
 	/** The README's "Running with and without RDMA" snippet. */
