@@ -147,6 +147,10 @@ class LayoutConformanceTest {
 		expect("F_SETFL", Libc.F_SETFL, "F_SETFL");
 		expect("EFD_NONBLOCK", Libc.EFD_NONBLOCK, "EFD_NONBLOCK");
 		expect("EFD_CLOEXEC", Libc.EFD_CLOEXEC, "EFD_CLOEXEC");
+		expect("EPOLLIN", Libc.EPOLLIN, "EPOLLIN");
+		expect("EPOLL_CLOEXEC", Libc.EPOLL_CLOEXEC, "EPOLL_CLOEXEC");
+		expect("EPOLL_CTL_ADD", Libc.EPOLL_CTL_ADD, "EPOLL_CTL_ADD");
+		expect("EPOLL_CTL_DEL", Libc.EPOLL_CTL_DEL, "EPOLL_CTL_DEL");
 		for (var f : Errno.class.getFields()) {
 			if (f.getType() == int.class) {
 				expect(f.getName(), f.getInt(null), f.getName());
@@ -189,6 +193,7 @@ class LayoutConformanceTest {
 				#include <fcntl.h>
 				#include <poll.h>
 				#include <sys/eventfd.h>
+				#include <sys/epoll.h>
 				#include <infiniband/verbs.h>
 				#include <infiniband/efadv.h>
 				#include <netinet/in.h>
@@ -244,6 +249,9 @@ class LayoutConformanceTest {
 		assertThat(Layouts.WC_SIZE).isEqualTo(48);
 		assertThat(Layouts.IBV_CQ_INIT_ATTR_EX.byteSize()).isEqualTo(56);
 		assertThat(Layouts.VCTX_CREATE_CQ_EX).isEqualTo(-120);
+		// packed on x86_64: data right after events
+		assertThat(Layouts.EPOLL_EVENT.byteSize()).isEqualTo(12);
+		assertThat(Layouts.off(Layouts.EPOLL_EVENT, "data")).isEqualTo(4);
 	}
 
 	@Test

@@ -384,12 +384,20 @@ public final class Layouts {
 
 	public static final StructLayout POLLFD = struct("pollfd", u32("fd"), u16("events"), u16("revents"));
 
+	/**
+	 * {@code struct epoll_event}: packed on x86_64 ({@code __EPOLL_PACKED}), so
+	 * {@code data} sits at offset 4, the struct is 12 bytes and aligned to 1; the probe
+	 * proves it.
+	 */
+	public static final StructLayout EPOLL_EVENT = struct("epoll_event",
+			JAVA_INT.withByteAlignment(1).withName("events"), JAVA_LONG.withByteAlignment(1).withName("data"));
+
 	/** Every layout above, for the conformance test. */
 	public static final List<GroupLayout> ALL = List.of(IBV_CONTEXT, IBV_DEVICE, IBV_DEVICE_ATTR, IBV_PORT_ATTR,
 			IBV_GID, IBV_GID_ENTRY, IBV_ASYNC_EVENT, IBV_COMP_CHANNEL, IBV_CQ, IBV_CQ_EX, IBV_WC, IBV_CQ_INIT_ATTR_EX,
 			IBV_POLL_CQ_ATTR, IBV_WC_TM_INFO, EFADV_CQ_INIT_ATTR, EFADV_CQ, IBV_MR, IBV_QP, IBV_QP_CAP,
 			IBV_QP_INIT_ATTR, IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_PARENT_DOMAIN_INIT_ATTR, IBV_SGE,
-			IBV_SEND_WR, IBV_RECV_WR, POLLFD,
+			IBV_SEND_WR, IBV_RECV_WR, POLLFD, EPOLL_EVENT,
 			// device attributes ex
 			IBV_QUERY_DEVICE_EX_INPUT, IBV_DEVICE_ATTR_EX);
 

@@ -9,12 +9,14 @@ import java.util.Optional;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
- * The few libc calls the binding needs: poll(2), eventfd(2), fcntl(2), read/write/close,
- * strerror.
+ * The few libc calls the binding needs: poll(2), epoll(7), eventfd(2), fcntl(2),
+ * read/write/close, strerror.
  */
 public final class Libc {
 
@@ -32,6 +34,14 @@ public final class Libc {
 	public static final int EFD_NONBLOCK = 0x800;
 
 	public static final short POLLIN = 0x1;
+
+	public static final int EPOLLIN = 0x1;
+
+	public static final int EPOLL_CLOEXEC = 0x80000;
+
+	public static final int EPOLL_CTL_ADD = 1;
+
+	public static final int EPOLL_CTL_DEL = 2;
 
 	private static final Optional<java.lang.foreign.SymbolLookup> LIBC = Optional.of(Native.LINKER.defaultLookup());
 
@@ -76,6 +86,20 @@ public final class Libc {
 
 	private static final MethodHandle WRITE_NO_ERRNO = Native.symbol(LIBC, "write",
 			FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+
+	private static final MethodHandle EPOLL_CREATE1 = Native.symbol(LIBC, "epoll_create1",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
+
+	private static final MethodHandle EPOLL_CTL = Native.symbol(LIBC, "epoll_ctl",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS), Native.CAPTURE_ERRNO);
+
+	// epoll_wait blocks: never critical linkage. Without errno capture on the common
+	// path, as poll above.
+	private static final MethodHandle EPOLL_WAIT = Native.symbol(LIBC, "epoll_wait",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Native.CAPTURE_ERRNO);
+
+	private static final MethodHandle EPOLL_WAIT_NO_ERRNO = Native.symbol(LIBC, "epoll_wait",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
 
 	private static final MethodHandle CLOSE = Native.symbol(LIBC, "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
 
@@ -227,6 +251,61 @@ public final class Libc {
 		}
 	}
 
+	/** {@code epoll_create1(EPOLL_CLOEXEC)}: the fd, or minus the errno. */
+	public static int epollCreate() {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			int fd = (int) EPOLL_CREATE1.invokeExact(capture, EPOLL_CLOEXEC);
+			return fd < 0 ? -Native.errno(capture) : fd;
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+	/**
+	 * {@code epoll_ctl(epfd, op, fd, &{EPOLLIN, data})} (level-triggered): 0, or minus
+	 * the errno. Allocates (registration is not on the event path).
+	 */
+	public static int epollCtl(int epfd, int op, int fd, long data) {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			MemorySegment event = arena.allocate(Layouts.EPOLL_EVENT);
+			event.set(JAVA_INT_UNALIGNED, EPOLL_EVENT_EVENTS, EPOLLIN);
+			event.set(JAVA_LONG_UNALIGNED, EPOLL_EVENT_DATA, data);
+			int rc = (int) EPOLL_CTL.invokeExact(capture, epfd, op, fd, event);
+			return rc < 0 ? -Native.errno(capture) : 0;
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+	/**
+	 * epoll_wait(2) into {@code events} (room for {@code maxEvents}); returns the count
+	 * of ready fds, 0 on timeout, or -errno. Allocation-free, like {@link #poll}: a
+	 * failure (EINTR) is repeated once with a zero timeout and errno captured.
+	 */
+	public static int epollWait(int epfd, MemorySegment events, int maxEvents, int timeoutMillis,
+			MemorySegment capture) {
+		try {
+			int rc = (int) EPOLL_WAIT_NO_ERRNO.invokeExact(epfd, events, maxEvents, timeoutMillis);
+			if (rc >= 0) {
+				return rc;
+			}
+			rc = (int) EPOLL_WAIT.invokeExact(capture, epfd, events, maxEvents, 0);
+			return rc < 0 ? -Native.errno(capture) : rc;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/** The {@code data} of the {@code epoll_event} at {@code index}. */
+	public static long epollData(MemorySegment events, int index) {
+		return events.get(JAVA_LONG_UNALIGNED, index * EPOLL_EVENT_SIZE + EPOLL_EVENT_DATA);
+	}
+
 	/**
 	 * read(2) of 8 bytes (an eventfd); returns bytes read or -errno. A failed read
 	 * (nothing to read: EAGAIN) is repeated once with errno captured: nothing is lost,
@@ -284,6 +363,12 @@ public final class Libc {
 	public static boolean readable(MemorySegment fds, int index) {
 		return fds.get(JAVA_SHORT, index * POLLFD_SIZE + POLLFD_REVENTS) != 0;
 	}
+
+	private static final long EPOLL_EVENT_SIZE = Layouts.EPOLL_EVENT.byteSize();
+
+	private static final long EPOLL_EVENT_EVENTS = Layouts.off(Layouts.EPOLL_EVENT, "events");
+
+	private static final long EPOLL_EVENT_DATA = Layouts.off(Layouts.EPOLL_EVENT, "data");
 
 	private static final long POLLFD_SIZE = Layouts.POLLFD.byteSize();
 

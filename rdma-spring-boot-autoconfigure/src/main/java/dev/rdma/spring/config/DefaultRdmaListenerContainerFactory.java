@@ -16,6 +16,8 @@ import org.springframework.beans.factory.NoSuchBeanDefinitionException;
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.listener.CompletionEventRouter;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollerGroup;
+import dev.rdma.spring.listener.PollerGroupSettings;
 import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.spring.listener.PollerSettings;
 import dev.rdma.spring.listener.RdmaCompletionErrorHandler;
@@ -27,7 +29,10 @@ import dev.rdma.verbs.CompletionQueue;
  * {@link PollerSettings} (or of the default settings), the queue's {@link PollerMetrics}
  * and the listener, then applies the {@link RdmaListenerContainerCustomizer}s in order.
  * The containers it makes share one {@link CompletionEventRouter}, so queues sharing a
- * completion channel wake each other.
+ * completion channel wake each other. A queue {@link #setPollerGroup assigned to a poller
+ * group} is polled by that {@link PollerGroup}'s threads (one group object per name, made
+ * on first use from {@link #setPollerGroupSettings its settings}); any other by a
+ * dedicated thread.
  *
  * <p>
  * Configure it before the listeners are registered (the starter's
@@ -45,6 +50,12 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 	private final List<RdmaListenerContainerCustomizer> customizers = new ArrayList<>();
 
 	private final CompletionEventRouter router = new CompletionEventRouter();
+
+	private final Map<String, PollerGroupSettings> groupSettings = new LinkedHashMap<>();
+
+	private final Map<String, String> queueGroups = new LinkedHashMap<>();
+
+	private final Map<String, PollerGroup> groups = new LinkedHashMap<>();
 
 	private @Nullable BeanFactory beanFactory;
 
@@ -68,6 +79,51 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 	 */
 	public PollerSettings getPollerSettings(String queue) {
 		return pollerSettings.getOrDefault(queue, defaultPollerSettings);
+	}
+
+	/**
+	 * The settings of poller group {@code group}; a group without settings of its own
+	 * (only {@link PollerGroup#DEFAULT} may be used so) has the defaults of
+	 * {@link PollerGroupSettings}.
+	 */
+	public synchronized void setPollerGroupSettings(String group, PollerGroupSettings settings) {
+		groupSettings.put(group, Objects.requireNonNull(settings, "settings").copy());
+	}
+
+	/**
+	 * Puts the poller of {@code queue} in poller group {@code group}; null or
+	 * {@link PollerGroup#DEDICATED} for a dedicated thread (the default).
+	 */
+	public synchronized void setPollerGroup(String queue, @Nullable String group) {
+		if (group == null || group.equals(PollerGroup.DEDICATED)) {
+			queueGroups.remove(queue);
+		}
+		else {
+			queueGroups.put(queue, group);
+		}
+	}
+
+	/**
+	 * The poller group of {@code queue}, made on first use; null for a dedicated poller.
+	 * @throws IllegalStateException when the queue names a group that has no settings
+	 * (other than {@link PollerGroup#DEFAULT})
+	 */
+	public synchronized @Nullable PollerGroup getPollerGroup(String queue) {
+		String name = queueGroups.get(queue);
+		if (name == null) {
+			return null;
+		}
+		PollerGroup group = groups.get(name);
+		if (group == null) {
+			PollerGroupSettings settings = groupSettings.get(name);
+			if (settings == null && !name.equals(PollerGroup.DEFAULT)) {
+				throw new IllegalStateException("queue '" + queue + "' names poller group '" + name
+						+ "', which is not configured (configured: " + groupSettings.keySet() + ")");
+			}
+			group = new PollerGroup(name, settings == null ? new PollerGroupSettings() : settings, router);
+			groups.put(name, group);
+		}
+		return group;
 	}
 
 	/**
@@ -126,6 +182,7 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 			container.setupListener(endpoint.id(), endpoint.invoker(), endpoint.batch());
 			container.setErrorHandler(errorHandlerName, errorHandler);
 			container.setMetrics(metrics.forQueue(endpoint.queue()));
+			container.setPollerGroup(getPollerGroup(endpoint.queue()));
 			for (RdmaListenerContainerCustomizer customizer : customizers) {
 				customizer.customize(container);
 			}

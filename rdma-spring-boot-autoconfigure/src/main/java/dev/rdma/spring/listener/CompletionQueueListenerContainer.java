@@ -2,6 +2,7 @@ package dev.rdma.spring.listener;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 import org.jspecify.annotations.Nullable;
@@ -10,11 +11,19 @@ import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Waker;
 
 /**
- * Runs the listener of one completion queue: owns the poller thread,
- * {@code rdma-poller-<queue>} (a dedicated platform thread, whatever
- * {@code spring.threads.virtual.enabled} says), and its lifecycle. The thread runs a poll
- * loop that hands each completion, or each batch, to a dispatcher, which calls the
- * listener (see the package documentation for the way of a completion).
+ * Runs the listener of one completion queue, on one of two kinds of poller thread (both
+ * platform threads, whatever {@code spring.threads.virtual.enabled} says):
+ * <ul>
+ * <li>a <b>dedicated</b> poller, {@code rdma-poller-<queue>}, owned by this container and
+ * running a {@link PollLoop} for this queue alone (no {@link #setPollerGroup poller
+ * group});</li>
+ * <li>a thread of a {@link PollerGroup}, {@code rdma-poller-<group>-<n>}, which the queue
+ * joins on {@link #start()} and leaves on {@link #signalStop()}, sharing it with the
+ * group's other queues ({@link GroupPollLoop}).</li>
+ * </ul>
+ * Either way the poll loop hands each completion, or each batch, to this queue's
+ * dispatcher, which calls the listener (see the package documentation for the way of a
+ * completion); the listener's thread is the poller's thread.
  *
  * <p>
  * Created by a {@code RdmaListenerContainerFactory}; until {@link #start()} its
@@ -32,7 +41,19 @@ public class CompletionQueueListenerContainer {
 
 	private final CompletionEventRouter router;
 
-	private final Waker waker = new Waker();
+	/**
+	 * The dedicated poller's waker, made when it starts (a queue of a group has none).
+	 */
+	private @Nullable Waker waker;
+
+	/** How the router wakes this queue's poller; replaced when the poller starts. */
+	private Runnable wakerTarget = () -> {
+	};
+
+	private @Nullable PollerGroup group;
+
+	/** The queue on its group thread, once started in a group. */
+	private volatile GroupPollLoop.@Nullable Member member;
 
 	private @Nullable String listenerId;
 
@@ -67,7 +88,7 @@ public class CompletionQueueListenerContainer {
 		this.queue = Objects.requireNonNull(queue, "queue");
 		this.settings = Objects.requireNonNull(settings, "settings");
 		this.router = Objects.requireNonNull(router, "router");
-		router.register(queue, waker);
+		router.register(queue, wakerTarget);
 	}
 
 	// ------------------------------------------------------------------ set-up (before
@@ -103,6 +124,19 @@ public class CompletionQueueListenerContainer {
 		this.metrics = Objects.requireNonNull(metrics, "metrics");
 	}
 
+	/**
+	 * The poller group whose threads poll this queue, or null (the default) for a
+	 * dedicated poller thread. The group's mode and spin replace those of the
+	 * {@link #getSettings() settings}; batch size and ack batch stay the queue's own.
+	 */
+	public synchronized void setPollerGroup(@Nullable PollerGroup group) {
+		this.group = group;
+	}
+
+	public synchronized @Nullable PollerGroup getPollerGroup() {
+		return group;
+	}
+
 	/** The poller's settings: changes take effect if made before {@link #start()}. */
 	public PollerSettings getSettings() {
 		return settings;
@@ -135,7 +169,7 @@ public class CompletionQueueListenerContainer {
 	 * negative spin)
 	 */
 	public synchronized void start() {
-		if (thread != null) {
+		if (thread != null || member != null) {
 			return;
 		}
 		ListenerInvoker listener = invoker;
@@ -144,30 +178,90 @@ public class CompletionQueueListenerContainer {
 			throw new IllegalStateException("no listener set up for queue '" + queueName + "'");
 		}
 		PollingMode mode = mode();
+		PollerGroup g = group;
+		if (g != null) {
+			startInGroup(g, mode, id, listener);
+			return;
+		}
 		startedMode = mode;
 		// adaptive and backoff spin for `spin` after the last delivery: they need its
 		// time
 		boolean clocked = metrics != PollerMetrics.NONE || mode == PollingMode.ADAPTIVE || mode == PollingMode.BACKOFF;
 		CompletionDispatcher dispatcher = new CompletionDispatcher(queueName, id, listener, errorHandler,
 				errorHandlerName, metrics, clocked);
-		PollLoop created = new PollLoop(queueName, queue, mode, settings.copy(), batchListener, dispatcher, metrics,
-				router, waker);
+		Waker w = new Waker();
+		PollLoop created;
+		try {
+			created = new PollLoop(queueName, queue, mode, settings.copy(), batchListener, dispatcher, metrics, router,
+					w);
+		}
+		catch (RuntimeException ex) {
+			w.close();
+			throw ex;
+		}
+		waker = w;
+		router.unregister(queue, wakerTarget);
+		wakerTarget = w::wake;
+		router.register(queue, wakerTarget);
 		loop = created;
 		Thread started = Thread.ofPlatform().name("rdma-poller-" + queueName).daemon(false).unstarted(created);
 		thread = started;
 		started.start();
 	}
 
+	private void startInGroup(PollerGroup g, PollingMode mode, String id, ListenerInvoker listener) {
+		if (mode != PollingMode.BUSY && queue.channel() == null) {
+			throw new IllegalArgumentException("queue " + queueName + " has no channel for " + mode
+					+ " polling (the mode of poller group '" + g.name() + "')");
+		}
+		PollerSettings s = settings.copy();
+		if (s.getBatchSize() < 1 || s.getAckBatch() < 1) {
+			throw new IllegalArgumentException(
+					"queue " + queueName + ": batch size and ack batch must be at least 1 (" + s + ")");
+		}
+		// the group thread reads the clock once per turn for adaptive mode itself
+		CompletionDispatcher dispatcher = new CompletionDispatcher(queueName, id, listener, errorHandler,
+				errorHandlerName, metrics, metrics != PollerMetrics.NONE);
+		GroupPollLoop.Member m = new GroupPollLoop.Member(queueName, queue, dispatcher, metrics, batchListener,
+				s.getBatchSize(), s.getAckBatch());
+		router.unregister(queue, wakerTarget);
+		wakerTarget = m.routeTarget;
+		router.register(queue, wakerTarget);
+		try {
+			g.join(m);
+		}
+		catch (RuntimeException ex) {
+			router.unregister(queue, wakerTarget);
+			throw ex;
+		}
+		startedMode = mode;
+		member = m;
+	}
+
 	/** Asks the loop to stop after the batch in flight and wakes it. */
 	public void signalStop() {
 		PollLoop l;
+		GroupPollLoop.Member m;
+		PollerGroup g;
 		synchronized (this) {
 			l = loop;
+			m = member;
+			g = group;
+		}
+		if (m != null && g != null) {
+			g.leave(m); // once: leave() forgets the member's thread
+			return;
 		}
 		if (l != null) {
 			l.stop();
 		}
-		waker.wake();
+		Waker w;
+		synchronized (this) {
+			w = waker;
+		}
+		if (w != null) {
+			w.wake();
+		}
 		Thread t = thread;
 		if (t != null) {
 			LockSupport.unpark(t); // a backoff poller may be sleeping
@@ -181,6 +275,21 @@ public class CompletionQueueListenerContainer {
 	 * @return true when the thread ended (or never started)
 	 */
 	public boolean awaitStop(long deadlineNanos) {
+		GroupPollLoop.Member m = member;
+		if (m != null) {
+			try {
+				long left = deadlineNanos - System.nanoTime();
+				if (!m.left.await(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+					return false;
+				}
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				return false;
+			}
+			router.unregister(queue, m.routeTarget);
+			return true;
+		}
 		Thread t = thread;
 		if (t != null) {
 			try {
@@ -196,8 +305,16 @@ public class CompletionQueueListenerContainer {
 				return false;
 			}
 		}
-		router.unregister(queue, waker);
-		waker.close();
+		Runnable target;
+		Waker w;
+		synchronized (this) {
+			target = wakerTarget;
+			w = waker;
+		}
+		router.unregister(queue, target);
+		if (w != null) {
+			w.close();
+		}
 		return true;
 	}
 
@@ -222,24 +339,48 @@ public class CompletionQueueListenerContainer {
 	 */
 	public PollingMode mode() {
 		PollingMode started = startedMode;
-		return started != null ? started : PollingMode.resolve(settings.getMode(), queue.channel() != null);
+		if (started != null) {
+			return started;
+		}
+		PollerGroup g;
+		synchronized (this) {
+			g = group;
+		}
+		return g != null ? g.mode() : PollingMode.resolve(settings.getMode(), queue.channel() != null);
 	}
 
-	/** The poller thread, null before start. */
+	/**
+	 * The poller thread: the dedicated one, or the group thread the queue was assigned
+	 * to; null before start (and, in a group, once the queue has left its thread).
+	 */
 	public @Nullable Thread thread() {
+		GroupPollLoop.Member m = member;
+		if (m != null) {
+			GroupPollLoop l = m.loop;
+			return l == null ? null : l.thread();
+		}
 		return thread;
 	}
 
-	/** Whether the poller thread is alive. */
+	/**
+	 * Whether the queue is being polled: its dedicated thread is alive, or it is on a
+	 * live group thread.
+	 */
 	public boolean isRunning() {
+		GroupPollLoop.Member m = member;
+		if (m != null) {
+			Thread t = thread();
+			return m.left.getCount() > 0 && t != null && t.isAlive();
+		}
 		Thread t = thread;
 		return t != null && t.isAlive();
 	}
 
 	@Override
 	public String toString() {
-		return "CompletionQueueListenerContainer[queue=" + queueName + ", listener=" + listenerId + ", " + settings
-				+ "]";
+		PollerGroup g = group;
+		return "CompletionQueueListenerContainer[queue=" + queueName + ", listener=" + listenerId + ", "
+				+ (g == null ? "dedicated poller" : "poller group " + g.name()) + ", " + settings + "]";
 	}
 
 }

@@ -1,10 +1,13 @@
 /**
  * The runtime of a listener: a
- * {@link dev.rdma.spring.listener.CompletionQueueListenerContainer container} owns the
- * poller thread of one completion queue; its poll loop drains, arms, waits on the
- * completion channel and acks events; its dispatcher calls the listener (or the
- * {@link dev.rdma.spring.listener.RdmaCompletionErrorHandler error handler}) and counts
- * each batch for the {@link dev.rdma.spring.listener.PollerMetrics metrics}.
+ * {@link dev.rdma.spring.listener.CompletionQueueListenerContainer container} runs the
+ * listener of one completion queue on a dedicated poller thread ({@code PollLoop}) or on
+ * a thread of a {@link dev.rdma.spring.listener.PollerGroup poller group}
+ * ({@code GroupPollLoop}: many queues, one {@code epoll_wait}); the poll loop drains,
+ * arms, waits on the completion channel(s) and acks events; the queue's dispatcher calls
+ * the listener (or the {@link dev.rdma.spring.listener.RdmaCompletionErrorHandler error
+ * handler}) and counts each batch for the {@link dev.rdma.spring.listener.PollerMetrics
+ * metrics}.
  *
  * <p>
  * The way of a completion: {@code PollLoop.drain} polls the CQ ({@code ibv_poll_cq} or

@@ -4,16 +4,17 @@ import java.util.List;
 
 import dev.rdma.spring.config.DefaultRdmaListenerContainerFactory;
 import dev.rdma.spring.config.RdmaListenerContainerCustomizer;
+import dev.rdma.spring.listener.PollerGroupSettings;
 import dev.rdma.spring.listener.PollerMetrics;
 import dev.rdma.spring.listener.PollerSettings;
 
 /**
  * Fills a {@link DefaultRdmaListenerContainerFactory} the way the auto-configuration
- * does: the poller settings of each queue from
- * {@code rdma.completion-queues.<queue>.polling.*} and {@code .ack-batch}, the pollers'
- * metrics, and the {@link RdmaListenerContainerCustomizer} beans in order. An application
- * that defines its own {@code rdmaListenerContainerFactory} can call it to start from the
- * same state.
+ * does: the poller groups from {@code rdma.pollers.*}, the poller settings of each queue
+ * from {@code rdma.completion-queues.<queue>.polling.*} and {@code .ack-batch} and its
+ * group from {@code .poller}, the pollers' metrics, and the
+ * {@link RdmaListenerContainerCustomizer} beans in order. An application that defines its
+ * own {@code rdmaListenerContainerFactory} can call it to start from the same state.
  */
 public class RdmaListenerContainerFactoryConfigurer {
 
@@ -34,9 +35,23 @@ public class RdmaListenerContainerFactoryConfigurer {
 	 * Configures {@code factory} from the properties, the metrics and the customizers.
 	 */
 	public void configure(DefaultRdmaListenerContainerFactory factory) {
-		properties.getCompletionQueues().forEach((name, queue) -> factory.setPollerSettings(name, settings(queue)));
+		properties.getPollers().forEach((name, group) -> factory.setPollerGroupSettings(name, groupSettings(group)));
+		properties.getCompletionQueues().forEach((name, queue) -> {
+			factory.setPollerSettings(name, settings(queue));
+			factory.setPollerGroup(name, RdmaPropertiesValidator.effectivePoller(queue));
+		});
 		factory.setMetrics(metrics);
 		factory.setContainerCustomizers(customizers);
+	}
+
+	/** The settings of one configured poller group. */
+	static PollerGroupSettings groupSettings(RdmaProperties.PollerProperties group) {
+		PollerGroupSettings settings = new PollerGroupSettings();
+		settings.setThreads(group.getThreads());
+		settings.setMode(group.getMode());
+		settings.setSpin(group.getSpin());
+		settings.setBatchBudget(group.getBatchBudget());
+		return settings;
 	}
 
 	/** The poller settings of one configured queue. */

@@ -27,7 +27,9 @@ import dev.rdma.verbs.WcExFlag;
  *   channels:
  *     events0: { device: nic0 }
  *   completion-queues:
- *     rx: { device: nic0, type: extended, entries: 4096, channel: events0, polling: { mode: adaptive } }
+ *     rx: { device: nic0, type: extended, entries: 4096, channel: events0, poller: conns }
+ *   pollers:
+ *     conns: { threads: 2, mode: event, batch-budget: 256 }
  * </pre>
  */
 @ConfigurationProperties(prefix = RdmaProperties.PREFIX)
@@ -65,9 +67,25 @@ public class RdmaProperties {
 	 * dev.rdma.verbs.CompletionQueue bean (ExtendedCompletionQueue or EfaCompletionQueue
 	 * for those types). Properties of each queue: device, type, entries, comp-vector,
 	 * channel, wc-flags, flags, efa-wc-flags, polling.mode, polling.batch-size,
-	 * polling.spin, polling.max-sleep, ack-batch.
+	 * polling.spin, polling.max-sleep, ack-batch, poller.
 	 */
 	private Map<String, CompletionQueueProperties> completionQueues = new LinkedHashMap<>();
+
+	/**
+	 * Poller groups, by name: threads shared by the listeners of many completion queues
+	 * (a queue joins one with its poller property). The group 'default' exists without
+	 * being configured (1 thread, event mode). Properties of each group: threads, mode,
+	 * spin, batch-budget.
+	 */
+	private Map<String, PollerProperties> pollers = new LinkedHashMap<>();
+
+	public Map<String, PollerProperties> getPollers() {
+		return pollers;
+	}
+
+	public void setPollers(Map<String, PollerProperties> pollers) {
+		this.pollers = pollers;
+	}
 
 	public boolean isRequired() {
 		return required;
@@ -272,7 +290,17 @@ public class RdmaProperties {
 		/** EFA-specific completion fields (efa type only). */
 		private Set<EfaWcField> efaWcFlags = new LinkedHashSet<>();
 
-		/** How the poller of this queue waits for completions. */
+		/**
+		 * Which poller runs this queue's listener: a group under rdma.pollers, 'default'
+		 * (the default group), or 'dedicated' (a thread of its own). Omitted: the default
+		 * group when the queue has a channel and sets no polling.mode, else dedicated.
+		 */
+		private @Nullable String poller;
+
+		/**
+		 * How the dedicated poller of this queue waits for completions (a group's queues
+		 * use the group's mode; batch-size applies to both).
+		 */
 		private final Polling polling = new Polling();
 
 		/**
@@ -349,12 +377,83 @@ public class RdmaProperties {
 			return polling;
 		}
 
+		public @Nullable String getPoller() {
+			return poller;
+		}
+
+		public void setPoller(@Nullable String poller) {
+			this.poller = poller;
+		}
+
 		public int getAckBatch() {
 			return ackBatch;
 		}
 
 		public void setAckBatch(int ackBatch) {
 			this.ackBatch = ackBatch;
+		}
+
+	}
+
+	/** A poller group: threads shared by the listeners of many completion queues. */
+	@ConfigurationPropertiesSource
+	public static class PollerProperties {
+
+		/**
+		 * Threads of the group; each owns the queues assigned to it (balanced, by
+		 * completion vector where the device has several) until they stop.
+		 */
+		private int threads = 1;
+
+		/**
+		 * Polling mode of every queue of the group: event (one epoll_wait for all of a
+		 * thread's channels), busy (spin over all of a thread's queues) or adaptive
+		 * (backoff is a dedicated poller's mode).
+		 */
+		private PollingMode mode = PollingMode.EVENT;
+
+		/**
+		 * Adaptive mode: how long a thread keeps spinning over its queues after the last
+		 * completion before it arms them and waits.
+		 */
+		private Duration spin = Duration.ofNanos(50_000);
+
+		/**
+		 * Most completions taken from one queue per turn (rounded up to whole polls of
+		 * its batch-size), so that one flooded queue cannot starve the others.
+		 */
+		private int batchBudget = 256;
+
+		public int getThreads() {
+			return threads;
+		}
+
+		public void setThreads(int threads) {
+			this.threads = threads;
+		}
+
+		public PollingMode getMode() {
+			return mode;
+		}
+
+		public void setMode(PollingMode mode) {
+			this.mode = mode;
+		}
+
+		public Duration getSpin() {
+			return spin;
+		}
+
+		public void setSpin(Duration spin) {
+			this.spin = spin;
+		}
+
+		public int getBatchBudget() {
+			return batchBudget;
+		}
+
+		public void setBatchBudget(int batchBudget) {
+			this.batchBudget = batchBudget;
 		}
 
 	}

@@ -13,6 +13,7 @@ import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ChannelProperties;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueueProperties;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.DeviceProperties;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
+import dev.rdma.spring.listener.PollerGroup;
 import dev.rdma.spring.listener.PollingMode;
 
 /**
@@ -26,6 +27,7 @@ public final class RdmaPropertiesValidator {
 	static final String DEVICES = RdmaProperties.PREFIX + ".devices.";
 	static final String CHANNELS = RdmaProperties.PREFIX + ".channels.";
 	static final String QUEUES = RdmaProperties.PREFIX + ".completion-queues.";
+	static final String POLLERS = RdmaProperties.PREFIX + ".pollers.";
 
 	/**
 	 * The starter's own bean names and what they are: a device, channel or queue key
@@ -65,7 +67,97 @@ public final class RdmaPropertiesValidator {
 
 		properties.getDevices().forEach(RdmaPropertiesValidator::validateDevice);
 		properties.getChannels().forEach((key, channel) -> validateChannel(properties, key, channel));
+		properties.getPollers().forEach(RdmaPropertiesValidator::validatePoller);
 		properties.getCompletionQueues().forEach((key, queue) -> validateQueue(properties, key, queue));
+		properties.getCompletionQueues().forEach((key, queue) -> validateQueuePoller(properties, key, queue));
+	}
+
+	private static void validatePoller(String key, RdmaProperties.PollerProperties poller) {
+		String path = POLLERS + key;
+		if (key.equals(PollerGroup.DEDICATED)) {
+			throw new RdmaConfigurationException(path,
+					path + ": '" + PollerGroup.DEDICATED
+							+ "' is not a group name: a queue with poller=dedicated gets a thread of its own",
+					"Give the group another name.");
+		}
+		if (poller.getThreads() < 1 || poller.getThreads() > 1024) {
+			throw new RdmaConfigurationException(path + ".threads",
+					path + ".threads=" + poller.getThreads() + " must be between 1 and 1024",
+					"Set " + path + ".threads to e.g. 2.");
+		}
+		if (poller.getMode() == null) {
+			throw new RdmaConfigurationException(path + ".mode", path + ".mode must be set",
+					"Set " + path + ".mode to event, busy or adaptive.");
+		}
+		if (poller.getMode() == PollingMode.BACKOFF) {
+			throw new RdmaConfigurationException(path + ".mode",
+					path + ".mode=backoff is the mode of a dedicated poller (one queue sleeping between polls)",
+					"Set " + path + ".mode to event, busy or adaptive.");
+		}
+		if (poller.getSpin() == null || poller.getSpin().isNegative()) {
+			throw new RdmaConfigurationException(path + ".spin",
+					path + ".spin=" + poller.getSpin() + " must not be negative",
+					"Set " + path + ".spin to e.g. 50us.");
+		}
+		if (poller.getBatchBudget() < 1) {
+			throw new RdmaConfigurationException(path + ".batch-budget",
+					path + ".batch-budget=" + poller.getBatchBudget() + " must be at least 1",
+					"Set " + path + ".batch-budget to e.g. 256.");
+		}
+	}
+
+	private static void validateQueuePoller(RdmaProperties properties, String key, CompletionQueueProperties queue) {
+		String path = QUEUES + key;
+		String poller = queue.getPoller();
+		if (poller != null && poller.isBlank()) {
+			throw new RdmaConfigurationException(path + ".poller", path + ".poller must not be blank",
+					"Set " + path + ".poller to a group under rdma.pollers, default or dedicated, or remove it.");
+		}
+		String group = effectivePoller(queue);
+		if (group == null) {
+			return;
+		}
+		RdmaProperties.PollerProperties configured = properties.getPollers().get(group);
+		if (configured == null && !group.equals(PollerGroup.DEFAULT)) {
+			throw new RdmaConfigurationException(path + ".poller",
+					path + ".poller=" + group + " names no poller group under rdma.pollers (configured: "
+							+ properties.getPollers().keySet() + ")",
+					"Add rdma.pollers." + group + ".threads, or set " + path + ".poller to default or dedicated.");
+		}
+		PollingMode groupMode = configured == null ? PollingMode.EVENT : configured.getMode();
+		if (queue.getPolling().getMode() != null) {
+			throw new RdmaConfigurationException(path + ".polling.mode",
+					path + ".polling.mode=" + queue.getPolling().getMode().name().toLowerCase(java.util.Locale.ROOT)
+							+ " is the mode of a dedicated poller, but the queue is polled by poller group '" + group
+							+ "' (whose mode is " + POLLERS + group + ".mode)",
+					"Remove " + path + ".polling.mode, or set " + path + ".poller=dedicated.");
+		}
+		if (groupMode != PollingMode.BUSY && queue.getChannel() == null) {
+			throw new RdmaConfigurationException(path + ".channel",
+					path + " is polled by poller group '" + group + "' in "
+							+ groupMode.name().toLowerCase(java.util.Locale.ROOT)
+							+ " mode, which waits on completion channels, but " + path + ".channel is not set",
+					"Set " + path + ".channel to a channel under rdma.channels, or " + path + ".poller=dedicated.");
+		}
+	}
+
+	/**
+	 * The poller group of a queue, or null for a dedicated poller: the configured
+	 * {@code poller} ({@code dedicated} = null); when omitted, the default group for a
+	 * queue with a channel and no polling mode of its own (it can wait on events with
+	 * others), else dedicated (a queue without a channel cannot wait on events, and a
+	 * mode set on the queue asks for a poller of that mode).
+	 */
+	public static @Nullable String effectivePoller(CompletionQueueProperties queue) {
+		String poller = queue.getPoller();
+		if (poller != null) {
+			String trimmed = poller.trim();
+			return trimmed.equals(PollerGroup.DEDICATED) ? null : trimmed;
+		}
+		if (queue.getChannel() != null && queue.getPolling().getMode() == null) {
+			return PollerGroup.DEFAULT;
+		}
+		return null;
 	}
 
 	private static void claim(Map<String, String> owners, String key, String path, Predicate<String> beanNameTaken) {

@@ -16,6 +16,7 @@ import org.springframework.context.SmartLifecycle;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueueProperties;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollerGroup;
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
@@ -115,7 +116,11 @@ class RdmaStartupReport implements SmartLifecycle {
 		line.append("), batch ").append(container.getSettings().getBatchSize());
 		line.append("; listener ").append(Objects.requireNonNullElse(container.getListenerId(), "?"));
 		Thread thread = container.thread();
-		line.append(" on thread ").append(thread != null ? thread.getName() : "rdma-poller-" + key + " (not started)");
+		PollerGroup group = container.getPollerGroup();
+		line.append(" on thread ")
+			.append(thread != null ? thread.getName()
+					: (group != null ? "of poller group '" + group.name() + "'" : "rdma-poller-" + key)
+							+ " (not started)");
 		return line.toString();
 	}
 

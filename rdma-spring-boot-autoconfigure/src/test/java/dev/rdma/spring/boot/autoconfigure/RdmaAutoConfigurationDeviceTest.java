@@ -288,7 +288,9 @@ class RdmaAutoConfigurationDeviceTest {
 					.contains("RDMA completion channel 'events0' on device 'nic0': events of queue(s) [rx]")
 					.contains("RDMA completion queue 'rx': type extended")
 					.contains("polling event (waits on the channel when idle)")
-					.contains("on thread rdma-poller-rx")
+					// a queue with a channel and no mode of its own: the default poller
+					// group
+					.contains("on thread rdma-poller-default-0")
 					.contains("RDMA completion queue 'tx': type legacy")
 					.contains("channel none; polling backoff (sleeps up to 1000us between polls when idle)")
 					.contains("on thread rdma-poller-tx");
