@@ -569,13 +569,31 @@ public final class ConnectionId extends CmObject {
 	}
 
 	/**
-	 * Waits up to {@code timeout} for the peer to disconnect (DISCONNECTED); returns the
+	 * Waits up to {@code timeout} for the peer to disconnect (DISCONNECTED), then answers
+	 * it at once with {@link #disconnect()} (the attached QP to error,
+	 * {@code rdma_disconnect} sending the DREP): the peer's own {@code rdma_disconnect}
+	 * waits for that answer (librdmacm's synchronous ids, such as {@code rdma_client}'s,
+	 * block in it) and would otherwise only end at the CM's DREQ timeout. Returns the
 	 * event.
 	 * @throws ConnectionException on timeout, wake-up or another event
 	 */
 	public CmEvent awaitDisconnect(Duration timeout) {
-		return await("rdma_disconnect (by the peer)", describe(), System.nanoTime() + timeout.toNanos(), timeout,
+		CmEvent e = await("rdma_disconnect (by the peer)", describe(), System.nanoTime() + timeout.toNanos(), timeout,
 				CmEventType.DISCONNECTED);
+		QueuePair qp = queuePair;
+		if (qp != null && !qp.isClosed()) {
+			try {
+				qp.moveToError();
+			}
+			catch (RuntimeException closedMeanwhile) {
+				// the application closed its QP, or it is in error already: nothing to
+				// flush
+			}
+		}
+		// the answer; an error here (the id already disconnected by this side) changes
+		// nothing for the caller, who got the peer's DISCONNECTED
+		disconnectQuietly();
+		return e;
 	}
 
 	// ------------------------------------------------------------------ lifecycle

@@ -134,6 +134,19 @@ final class CmSide implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Waits for the completion event of this side's armed CQ (the caller armed it before
+	 * the work that completes) and acks it; fails when none comes.
+	 */
+	void expectEvent(String what) {
+		CompletionQueue fired = channel.getEvent(Duration.ofSeconds(30), null);
+		if (fired == null) {
+			throw new AssertionError("no completion event within 30 s for " + what);
+		}
+		fired.ackEvents();
+		events++;
+	}
+
 	WorkCompletionSnapshot take(String what) {
 		return take(what, Duration.ofSeconds(30));
 	}

@@ -176,9 +176,12 @@ class ConnectionManagerDeviceTest {
 			assertThat(recv.byteLen()).isEqualTo(16);
 			assertThat(prefix(s.mr.buffer().asSlice(0, 16).toArray(JAVA_BYTE), 16)).isEqualTo("0123456789abcdef");
 			// SEND_WITH_IMM server -> client
+			// armed before the peer sends: this completion must raise an event
 			k.qp.postRecv(2, k.mr, 1024, 64);
+			k.cq.requestNotify(false);
 			s.qp.postSend(20, s.mr, 0, 8, SendOpcode.SEND_WITH_IMM, 0x1234abcd, true);
 			assertSuccess(s.take("server SEND_WITH_IMM"), 20, 0);
+			k.expectEvent("client RECV with imm");
 			WorkCompletionSnapshot imm = k.take("client RECV with imm");
 			assertSuccess(imm, 2, 128);
 			assertThat(imm.immData()).isEqualTo(0x1234abcd);
@@ -189,8 +192,10 @@ class ConnectionManagerDeviceTest {
 			assertThat(prefix(s.mr.buffer().asSlice(200, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
 			// RDMA WRITE_WITH_IMM: consumes a receive on the server
 			s.qp.postRecv(3, s.mr, 2048, 64);
+			s.cq.requestNotify(false);
 			k.qp.postSend(40, k.mr, 100, 5, SendOpcode.RDMA_WRITE_WITH_IMM, 77, true, false, remoteAddr + 300, rkey);
 			assertSuccess(k.take("client RDMA_WRITE_WITH_IMM"), 40, 1);
+			s.expectEvent("server RECV_RDMA_WITH_IMM");
 			WorkCompletionSnapshot wimm = s.take("server RECV_RDMA_WITH_IMM");
 			assertSuccess(wimm, 3, 129);
 			assertThat(wimm.immData()).isEqualTo(77);
@@ -224,8 +229,10 @@ class ConnectionManagerDeviceTest {
 	@Test
 	void disconnectsFromTheServer() throws Exception {
 		try (Connection c = connect()) {
+			// the client answers the server's DREQ while the server waits for that answer
+			CompletableFuture<CmEvent> peer = CompletableFuture.supplyAsync(() -> c.clientId().awaitDisconnect(STEP));
 			c.serverId().disconnect(STEP);
-			assertThat(c.clientId().awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+			assertThat(peer.get(STEP.toSeconds() + 5, TimeUnit.SECONDS).type()).isEqualTo(CmEventType.DISCONNECTED);
 			// a second disconnect of the client, after the peer's, returns at once
 			long t0 = System.nanoTime();
 			c.clientId().close();
@@ -388,8 +395,9 @@ class ConnectionManagerDeviceTest {
 			for (int i = 0; i < 32; i++) {
 				k.qp.postSend(200 + i, k.mr, 0, 64, SendOpcode.SEND, 0, true);
 			}
+			CompletableFuture<CmEvent> peer = CompletableFuture.supplyAsync(() -> c.clientId().awaitDisconnect(STEP));
 			c.serverId().disconnect(STEP);
-			assertThat(c.clientId().awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
+			assertThat(peer.get(STEP.toSeconds() + 5, TimeUnit.SECONDS).type()).isEqualTo(CmEventType.DISCONNECTED);
 			int ok = 0;
 			int failed = 0;
 			for (int i = 0; i < 32; i++) {
