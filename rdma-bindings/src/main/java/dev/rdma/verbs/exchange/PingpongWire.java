@@ -14,7 +14,7 @@ import dev.rdma.verbs.Gid;
  * An RC record is {@code sprintf("%04x:%06x:%06x:%s", lid, qpn, psn, gid)} with its
  * trailing NUL: {@value #MESSAGE_BYTES} bytes, the GID as the 16 raw bytes in memory
  * order, 32 lowercase hex digits (rdma-core's {@code gid_to_wire_gid}). The client writes
- * its record, the server answers with its own, the client writes {@link #DONE}
+ * its record, the server answers with its own, the client writes {@code "done\0"}
  * ({@code "done"} and NUL) and closes.
  *
  * <p>
