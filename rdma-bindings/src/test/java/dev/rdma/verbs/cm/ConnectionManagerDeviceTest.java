@@ -213,7 +213,8 @@ class ConnectionManagerDeviceTest {
 			assertThat(serverEnd.counter("rcvd_pkts")).isGreaterThanOrEqualTo(serverRcvd + 5);
 
 			// orderly disconnect from the client: both ends see DISCONNECTED
-			// (the server answers the client's DREQ on its own thread while the client waits)
+			// (the server answers the client's DREQ on its own thread while the client
+			// waits)
 			CompletableFuture<CmEvent> peer = CompletableFuture.supplyAsync(() -> c.serverId().awaitDisconnect(STEP));
 			c.clientId().disconnect(STEP);
 			assertThat(peer.get(STEP.toSeconds() + 5, TimeUnit.SECONDS).type()).isEqualTo(CmEventType.DISCONNECTED);
