@@ -55,7 +55,10 @@ if [[ -n "${DT_FRESH_APPS:-}" ]]; then
     fresh=()
     for jar in $DT_FRESH_APPS; do
         name=$(basename "$(dirname "$(dirname "$jar")")")
-        "$(dirname "$0")/fresh-app.sh" run "$jar" $((port++)) "$DT_OUT/fresh-app-$name.log" \
+        # the port is counted here: an expansion in the backgrounded command would happen in its subshell
+        app_port=$port
+        port=$((port + 1))
+        "$(dirname "$0")/fresh-app.sh" run "$jar" "$app_port" "$DT_OUT/fresh-app-$name.log" \
             > "$DT_OUT/fresh-app-$name.result" 2>&1 &
         fresh+=($!)
     done
