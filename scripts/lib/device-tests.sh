@@ -4,19 +4,36 @@
 # throw-away) the tests tagged "device-last" in a JVM of their own. Its inputs come from scripts/test through the
 # environment (the VM passes the caller's environment on):
 #   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc)
+#   DT_REPORTS         where the device tests' JUnit report goes (default $DT_OUT/reports)
+#   DT_LANE            this run's name in scripts/test's lanes (several run at once, each in a VM of its own)
 #   DT_LAUNCHER        junit-platform-console-standalone.jar
-#   DT_CLASSPATH       the tests' class path (test classes, classes, dependencies)
+#   DT_CLASSPATH       the tests' class path (test classes, classes, dependencies); empty: this lane runs no
+#                      device tests (only the sample, fresh applications: scripts/test checks every lane's report)
+#   DT_SCAN_ROOTS      the directories whose tests run, ':'-separated (the tested modules' test classes); unset:
+#                      every directory and jar of DT_CLASSPATH (which holds rdma-bindings' test-jar for the other
+#                      modules: a lane of those modules would run the bindings' tests too)
 #   DT_HS_ERR          the -XX:ErrorFile pattern for JVM crash logs
 #   DT_SAMPLE_JAR      the sample's executable jar (skipped when missing or RDMA_TEST_SKIP_SAMPLE=1)
 #   DT_SAMPLE_MESSAGES how many messages the sample exchanges
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
+#   DT_FRESH_READY     a file scripts/test creates once it has built those jars (it builds them on the host while
+#                      the device tests run); waited for, 900 s at most, before they start
 # Exit status: the device tests' (a failed device-last run counts when the device tests passed).
 set -u
-: "${DT_OUT:?}" "${DT_LAUNCHER:?}" "${DT_CLASSPATH:?}" "${JAVA_HOME:?}"
+: "${DT_OUT:?}" "${DT_LAUNCHER:?}" "${JAVA_HOME:?}"
 export RDMA_TEST_DEVICE=${RDMA_TEST_DEVICE:-${RXE_VM_DEVICE:-}}
 JOPTS="${RXE_VM_JAVA_OPTS:--XX:ErrorFile=${DT_HS_ERR:-hs_err_pid%p.log}}"
-echo "device tests on: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+# phase lines carry the wall clock and the guest uptime (where the time goes under emulation)
+say() { echo "== $(date -u +%H:%M:%S) (up $(cut -d' ' -f1 /proc/uptime 2>/dev/null)s) ${DT_LANE:+lane $DT_LANE: }$*"; }
+say "device tests on: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+
+scan=(--scan-class-path)
+if [[ -n "${DT_SCAN_ROOTS:-}" ]]; then
+    scan=()
+    IFS=: read -r -a roots <<< "$DT_SCAN_ROOTS"
+    for root in "${roots[@]}"; do scan+=("--scan-class-path=$root"); done
+fi
 
 run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     local tag=$1 reports=$2
@@ -24,7 +41,7 @@ run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     # shellcheck disable=SC2086  # JOPTS holds several JVM flags
     "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED \
         -jar "$DT_LAUNCHER" execute \
-        --class-path "$DT_CLASSPATH" --scan-class-path --include-tag "$tag" "$@" --fail-if-no-tests \
+        --class-path "$DT_CLASSPATH" "${scan[@]}" --include-tag "$tag" "$@" --fail-if-no-tests \
         --reports-dir "$reports" --details tree --disable-banner --disable-ansi-colors
 }
 
@@ -35,22 +52,33 @@ if [[ "${RXE_VM:-0}" != 1 && "${RDMA_TEST_ALLOW_DEVICE_ADMIN:-0}" != 1 ]]; then
     echo "NOTE: tests tagged device-admin (link down/up) are not run on this host's own device;"
     echo "      they run in the Soft-RoCE VM, or here with RDMA_TEST_ALLOW_DEVICE_ADMIN=1"
 fi
-run_tests device "$DT_OUT/reports" "${admin[@]}"
-tests=$?
+tests=0
+if [[ -n "${DT_CLASSPATH:-}" ]]; then
+    say "device tests (tag device)"
+    run_tests device "${DT_REPORTS:-$DT_OUT/reports}" "${admin[@]}"
+    tests=$?
+    say "device tests: exit status $tests"
+fi
 
 if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
-    echo "== sample application (scripts/sample), ${DT_SAMPLE_MESSAGES:-5000} messages"
+    say "sample application (scripts/sample), ${DT_SAMPLE_MESSAGES:-5000} messages"
     # shellcheck disable=SC2086
     "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
         --sample.messages="${DT_SAMPLE_MESSAGES:-5000}" > "$DT_OUT/sample.log" 2>&1
     echo $? > "$DT_OUT/sample.rc"
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
+    say "sample application: exit status $(cat "$DT_OUT/sample.rc")"
 fi
 
 # the fresh application of README "Using it in your own application", one jar per Spring Boot version, started
 # together with --illegal-native-access=deny (scripts/lib/fresh-app.sh run); scripts/test reads the results
 if [[ -n "${DT_FRESH_APPS:-}" ]]; then
-    echo "== fresh applications (README quick start): $DT_FRESH_APPS"
+    if [[ -n "${DT_FRESH_READY:-}" ]]; then
+        waited=0
+        while [[ ! -f $DT_FRESH_READY ]] && (( waited < 900 )); do sleep 2; waited=$((waited + 2)); done
+        [[ -f $DT_FRESH_READY ]] || say "the fresh applications were not built within 900 s ($DT_FRESH_READY)"
+    fi
+    say "fresh applications (README quick start): $DT_FRESH_APPS"
     port=18080
     fresh=()
     for jar in $DT_FRESH_APPS; do
@@ -63,16 +91,18 @@ if [[ -n "${DT_FRESH_APPS:-}" ]]; then
         fresh+=($!)
     done
     wait "${fresh[@]}"
-    cat "$DT_OUT"/fresh-app-*.result
+    for jar in $DT_FRESH_APPS; do cat "$DT_OUT/fresh-app-$(basename "$(dirname "$(dirname "$jar")")").result"; done
+    say "fresh applications done"
 fi
 
 # tests tagged device-last delete the device (rdma link delete): own JVM, after every other test and the sample,
 # only where the device is throw-away (the Soft-RoCE VM, or RDMA_TEST_ALLOW_DEVICE_ADMIN=1)
 if [[ "${DT_DEVICE_LAST:-0}" == 1 && ( "${RXE_VM:-0}" == 1 || "${RDMA_TEST_ALLOW_DEVICE_ADMIN:-0}" == 1 ) ]]; then
-    echo "== device-last tests (remove the device)"
+    say "device-last tests (remove the device)"
     mkdir -p "$DT_OUT/reports-last"
     run_tests device-last "$DT_OUT/reports-last"
     last=$?
+    say "device-last tests: exit status $last"
     (( tests == 0 )) && tests=$last
 fi
 exit $tests
