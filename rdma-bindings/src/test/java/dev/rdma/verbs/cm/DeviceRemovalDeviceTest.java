@@ -34,6 +34,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
  * {@code RDMA_TEST_ALLOW_DEVICE_ADMIN=1}); anywhere else it fails saying why.
  */
 @Tag(DeviceTestSupport.TAG)
+@Tag("device-admin") // creates and deletes an rxe device and a veth pair: only on a throw-away machine (the VM)
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class DeviceRemovalDeviceTest {
 
