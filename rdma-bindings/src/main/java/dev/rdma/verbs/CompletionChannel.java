@@ -9,6 +9,8 @@ import dev.rdma.verbs.ffm.Layouts;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Arrays;
 
@@ -67,6 +69,28 @@ public final class CompletionChannel extends NativeObject {
 	 * eventLock).
 	 */
 	private final MemorySegment eventPollFd = Native.unscoped(arena.allocate(Layouts.POLLFD));
+
+	/**
+	 * pollfd[2] and a capture segment for a wait without a waker (owned while
+	 * scratchBusy).
+	 */
+	private final MemorySegment scratchFds = Native.unscoped(arena.allocate(Layouts.POLLFD, 2));
+
+	private final MemorySegment scratchCapture = Native.unscoped(Native.allocateCapture(arena));
+
+	@SuppressWarnings("unused") // through SCRATCH_BUSY
+	private volatile boolean scratchBusy;
+
+	private static final VarHandle SCRATCH_BUSY;
+
+	static {
+		try {
+			SCRATCH_BUSY = MethodHandles.lookup().findVarHandle(CompletionChannel.class, "scratchBusy", boolean.class);
+		}
+		catch (ReflectiveOperationException e) {
+			throw new ExceptionInInitializerError(e);
+		}
+	}
 
 	/**
 	 * Serialises ibv_get_cq_event with the ack-all-then-destroy of a CQ on this channel.
@@ -151,13 +175,26 @@ public final class CompletionChannel extends NativeObject {
 		acquire();
 		try {
 			if (waker == null) {
-				try (Waker scratch = new Waker()) {
-					return poll(timeoutNanos, scratch, false);
+				// The channel's own scratch: a wait without a waker allocates nothing and
+				// opens no eventfd (a Waker per wait cost an eventfd, a shared arena and
+				// its close's handshake with every Java thread per completion event: the
+				// cross-device benchmark's 7x gap, docs/benchmarks.md). A second thread
+				// waiting at the same time gets a confined arena of its own.
+				if (SCRATCH_BUSY.compareAndSet(this, false, true)) {
+					try {
+						return poll(timeoutNanos, scratchFds, scratchCapture, null);
+					}
+					finally {
+						this.scratchBusy = false;
+					}
+				}
+				try (Arena own = Arena.ofConfined()) {
+					return poll(timeoutNanos, own.allocate(Layouts.POLLFD, 2), Native.allocateCapture(own), null);
 				}
 			}
 			waker.claim();
 			try {
-				return poll(timeoutNanos, waker, true);
+				return poll(timeoutNanos, waker.pollFds, waker.pollCapture, waker);
 			}
 			finally {
 				waker.unclaim();
@@ -168,14 +205,16 @@ public final class CompletionChannel extends NativeObject {
 		}
 	}
 
-	private WaitResult poll(long timeoutNanos, Waker waker, boolean watchWaker) {
-		MemorySegment fds = waker.pollFds;
+	private WaitResult poll(long timeoutNanos, MemorySegment fds, MemorySegment pollCapture, @Nullable Waker waker) {
+		boolean watchWaker = waker != null;
 		Libc.pollfd(fds, 0, fd);
 		Libc.pollfd(fds, 1, closeWaker.fd());
-		Libc.pollfd(fds, 2, waker.fd());
+		if (waker != null) {
+			Libc.pollfd(fds, 2, waker.fd());
+		}
 		int n = watchWaker ? 3 : 2;
 		int millis = timeoutNanos <= 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, (timeoutNanos + 999_999) / 1_000_000);
-		int rc = Libc.poll(fds, n, millis, waker.pollCapture);
+		int rc = Libc.poll(fds, n, millis, pollCapture);
 		if (rc < 0) {
 			if (rc == -Errno.EINTR) {
 				return WaitResult.TIMEOUT;
@@ -185,7 +224,7 @@ public final class CompletionChannel extends NativeObject {
 		if (rc == 0) {
 			return WaitResult.TIMEOUT;
 		}
-		if (watchWaker && Libc.readable(fds, 2)) {
+		if (waker != null && Libc.readable(fds, 2)) {
 			waker.clear();
 			return WaitResult.WOKEN;
 		}

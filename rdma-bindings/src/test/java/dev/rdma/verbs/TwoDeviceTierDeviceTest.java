@@ -78,7 +78,7 @@ class TwoDeviceTierDeviceTest {
 					.containsPattern("remote address: .*GID " + a.gid());
 			}
 		}
-		assertCrossed(a, a0, b, b0, ITERATIONS);
+		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
 	}
 
 	@Test
@@ -106,21 +106,7 @@ class TwoDeviceTierDeviceTest {
 				assertThat(server.output()).contains("rdma_server: end 0");
 			}
 		}
-		assertCrossed(a, a0, b, b0, 1);
-	}
-
-	/**
-	 * Both devices sent and received at least {@code messages} packets since the marks.
-	 */
-	private static void assertCrossed(Peer a, Traffic a0, Peer b, Traffic b0, int messages) {
-		Traffic da = a.traffic().since(a0);
-		Traffic db = b.traffic().since(b0);
-		System.out.printf("hw_counters: %s sent %d received %d packets, %s sent %d received %d%n", a.device(),
-				da.sent(), da.received(), b.device(), db.sent(), db.received());
-		assertThat(da.sent()).as("%s sent_pkts", a.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(da.received()).as("%s rcvd_pkts", a.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(db.sent()).as("%s sent_pkts", b.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(db.received()).as("%s rcvd_pkts", b.device()).isGreaterThanOrEqualTo(messages);
+		TwoDevices.assertCrossed(a, a0, b, b0, 1);
 	}
 
 }

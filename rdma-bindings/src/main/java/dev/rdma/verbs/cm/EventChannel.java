@@ -48,8 +48,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  */
 public final class EventChannel extends CmObject {
 
-	/** -Ddev.rdma.verbs.cm.trace=true prints every event read on stderr (diagnostics). */
-	private static final boolean TRACE = Boolean.getBoolean("dev.rdma.verbs.cm.trace");
+	/** Every event read, at DEBUG (diagnostics of a connection that does not come up). */
+	private static final System.Logger LOG = System.getLogger(EventChannel.class.getName());
 
 	private final int fd;
 
@@ -247,9 +247,6 @@ public final class EventChannel extends CmObject {
 				MemorySegment out = a.allocate(ADDRESS);
 				MemorySegment capture = Native.allocateCapture(a);
 				int rc = (int) Rdmacm.GET_CM_EVENT.invokeExact(capture, handle, out);
-				if (TRACE) {
-					System.err.println("rdma_get_cm_event rc " + rc + " errno " + Native.errno(capture));
-				}
 				if (rc != 0) {
 					int errno = Native.errno(capture);
 					if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
@@ -260,8 +257,8 @@ public final class EventChannel extends CmObject {
 				MemorySegment ev = out.get(ADDRESS, 0).reinterpret(RdmacmLayouts.RDMA_CM_EVENT.byteSize());
 				try {
 					int code = ev.get(JAVA_INT, RdmacmLayouts.EVENT_EVENT);
-					if (TRACE) {
-						System.err.println("event " + code + " id 0x"
+					if (LOG.isLoggable(System.Logger.Level.DEBUG)) {
+						LOG.log(System.Logger.Level.DEBUG, "rdma_get_cm_event: event " + code + " id 0x"
 								+ Long.toHexString(ev.get(ADDRESS, RdmacmLayouts.EVENT_ID).address()) + " listen 0x"
 								+ Long.toHexString(ev.get(ADDRESS, RdmacmLayouts.EVENT_LISTEN_ID).address()) + " known "
 								+ ids.keySet());

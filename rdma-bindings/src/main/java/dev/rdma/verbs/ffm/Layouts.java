@@ -86,27 +86,27 @@ public final class Layouts {
 		return MemoryLayout.unionLayout(members).withName(name);
 	}
 
-	private static MemoryLayout ptr(String name) {
+	static MemoryLayout ptr(String name) {
 		return ADDRESS.withName(name);
 	}
 
-	private static MemoryLayout u64(String name) {
+	static MemoryLayout u64(String name) {
 		return JAVA_LONG.withName(name);
 	}
 
-	private static MemoryLayout u32(String name) {
+	static MemoryLayout u32(String name) {
 		return JAVA_INT.withName(name);
 	}
 
-	private static MemoryLayout u16(String name) {
+	static MemoryLayout u16(String name) {
 		return JAVA_SHORT.withName(name);
 	}
 
-	private static MemoryLayout u8(String name) {
+	static MemoryLayout u8(String name) {
 		return JAVA_BYTE.withName(name);
 	}
 
-	private static SequenceLayout bytes(String name, long n) {
+	static SequenceLayout bytes(String name, long n) {
 		return MemoryLayout.sequenceLayout(n, JAVA_BYTE).withName(name);
 	}
 

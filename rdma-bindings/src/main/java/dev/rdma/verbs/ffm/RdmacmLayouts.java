@@ -6,10 +6,11 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.UnionLayout;
 import java.util.List;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+import static dev.rdma.verbs.ffm.Layouts.bytes;
+import static dev.rdma.verbs.ffm.Layouts.ptr;
+import static dev.rdma.verbs.ffm.Layouts.u16;
+import static dev.rdma.verbs.ffm.Layouts.u32;
+import static dev.rdma.verbs.ffm.Layouts.u8;
 
 /**
  * Hand-written layouts of the librdmacm structs ({@code <rdma/rdma_cma.h>}) and of the
@@ -22,26 +23,6 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 public final class RdmacmLayouts {
 
 	private RdmacmLayouts() {
-	}
-
-	private static MemoryLayout ptr(String name) {
-		return ADDRESS.withName(name);
-	}
-
-	private static MemoryLayout u32(String name) {
-		return JAVA_INT.withName(name);
-	}
-
-	private static MemoryLayout u16(String name) {
-		return JAVA_SHORT.withName(name);
-	}
-
-	private static MemoryLayout u8(String name) {
-		return JAVA_BYTE.withName(name);
-	}
-
-	private static MemoryLayout bytes(String name, long n) {
-		return MemoryLayout.sequenceLayout(n, JAVA_BYTE).withName(name);
 	}
 
 	// ---------------------------------------------------------------- socket addresses

@@ -10,18 +10,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
-import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.RdmaException;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.NoNativeLeaks;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -36,6 +36,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
  * is left open.
  */
 @Tag(DeviceTestSupport.TAG)
+@ExtendWith(NoNativeLeaks.class)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class ConnectionManagerDeviceTest {
 
@@ -45,8 +46,6 @@ class ConnectionManagerDeviceTest {
 
 	CmSide.Endpoint clientEnd;
 
-	long openBefore;
-
 	int port;
 
 	@BeforeEach
@@ -54,14 +53,7 @@ class ConnectionManagerDeviceTest {
 		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
 		serverEnd = pair[0];
 		clientEnd = pair[1];
-		openBefore = NativeObjects.open();
 		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
-	}
-
-	@AfterEach
-	void nothingLeaked() {
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
 	}
 
 	InetSocketAddress server() throws Exception {

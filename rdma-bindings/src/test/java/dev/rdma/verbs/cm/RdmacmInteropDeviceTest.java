@@ -10,16 +10,16 @@ import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
-import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.NoNativeLeaks;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,6 +30,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * each way, the client first. Their own output must report success ({@code end 0}).
  */
 @Tag(DeviceTestSupport.TAG)
+@ExtendWith(NoNativeLeaks.class)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RdmacmInteropDeviceTest {
 
@@ -39,8 +40,6 @@ class RdmacmInteropDeviceTest {
 
 	CmSide.Endpoint clientEnd;
 
-	long openBefore;
-
 	int port;
 
 	@BeforeEach
@@ -48,14 +47,7 @@ class RdmacmInteropDeviceTest {
 		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
 		serverEnd = pair[0];
 		clientEnd = pair[1];
-		openBefore = NativeObjects.open();
 		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
-	}
-
-	@AfterEach
-	void nothingLeaked() {
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
 	}
 
 	/** A C peer whose output is collected by a thread of its own. */

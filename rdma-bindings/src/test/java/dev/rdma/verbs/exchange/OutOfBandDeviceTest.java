@@ -10,22 +10,22 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import dev.rdma.verbs.AddressHandle;
-import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.WcOpcode;
 import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.NoNativeLeaks;
 import dev.rdma.verbs.testing.NativePeer;
 import dev.rdma.verbs.testing.TwoDevices;
 import dev.rdma.verbs.testing.TwoDevices.Peer;
 import dev.rdma.verbs.testing.TwoDevices.Traffic;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -38,6 +38,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * from one device to the other, and that no native object is left open.
  */
 @Tag(DeviceTestSupport.TAG)
+@ExtendWith(NoNativeLeaks.class)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class OutOfBandDeviceTest {
 
@@ -51,18 +52,9 @@ class OutOfBandDeviceTest {
 
 	TwoDevices two;
 
-	long openBefore;
-
 	@BeforeEach
 	void devices() {
 		two = TwoDevices.require();
-		openBefore = NativeObjects.open();
-	}
-
-	@AfterEach
-	void nothingLeaked() {
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
 	}
 
 	static InetSocketAddress address(Peer peer, int port) {
@@ -146,7 +138,7 @@ class OutOfBandDeviceTest {
 			assertThat(bytes(server, 3L * SLOT, 3000)).isEqualTo(expected(3000, 31));
 			assertThat(bytes(client, 0, SLOT)).isEqualTo(expected(SLOT, 40));
 		}
-		assertCrossed(a, a0, b, b0, 5);
+		TwoDevices.assertCrossed(a, a0, b, b0, 5);
 	}
 
 	@Test
@@ -202,7 +194,7 @@ class OutOfBandDeviceTest {
 			assertThat(ipv4Source(server)).isEqualTo(a.ipv4());
 			assertThat(ipv4Source(client)).isEqualTo(b.ipv4());
 		}
-		assertCrossed(a, a0, b, b0, 1);
+		TwoDevices.assertCrossed(a, a0, b, b0, 1);
 	}
 
 	@Test
@@ -236,7 +228,7 @@ class OutOfBandDeviceTest {
 				assertThat(events).isPositive();
 			}
 		}
-		assertCrossed(a, a0, b, b0, ITERATIONS);
+		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
 	}
 
 	@Test
@@ -269,7 +261,7 @@ class OutOfBandDeviceTest {
 						"remote address: .*QPN 0x0*" + Integer.toHexString(client.qp.qpNum()) + ",.*GID " + a.gid());
 			assertThat(events).isPositive();
 		}
-		assertCrossed(a, a0, b, b0, ITERATIONS);
+		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
 	}
 
 	private static String ipv4Source(PingPongSide side) {
@@ -303,20 +295,6 @@ class OutOfBandDeviceTest {
 
 	private static byte[] bytes(PingPongSide side, long offset, int length) {
 		return side.mr.buffer().asSlice(offset, length).toArray(JAVA_BYTE);
-	}
-
-	/**
-	 * Both devices sent and received at least {@code messages} packets since the marks.
-	 */
-	private static void assertCrossed(Peer a, Traffic a0, Peer b, Traffic b0, int messages) {
-		Traffic da = a.traffic().since(a0);
-		Traffic db = b.traffic().since(b0);
-		System.out.printf("hw_counters: %s sent %d received %d packets, %s sent %d received %d%n", a.device(),
-				da.sent(), da.received(), b.device(), db.sent(), db.received());
-		assertThat(da.sent()).as("%s sent_pkts", a.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(da.received()).as("%s rcvd_pkts", a.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(db.sent()).as("%s sent_pkts", b.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(db.received()).as("%s rcvd_pkts", b.device()).isGreaterThanOrEqualTo(messages);
 	}
 
 }

@@ -9,6 +9,8 @@ import java.util.HexFormat;
 
 import dev.rdma.verbs.Gid;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /**
  * The two rxe devices of the cross-device tier: {@code a} (rxeA on vethA, 10.0.0.1) and
  * {@code b} (rxeB on vethB, 10.0.0.2), brought up in one Soft-RoCE guest by
@@ -133,6 +135,22 @@ public record TwoDevices(Peer a, Peer b) {
 			return new Traffic(sent - before.sent, received - before.received);
 		}
 
+	}
+
+	/**
+	 * Asserts that both devices sent and received at least {@code messages} packets since
+	 * the marks {@code a0} and {@code b0} (their {@code hw_counters}), and prints the
+	 * growth.
+	 */
+	public static void assertCrossed(Peer a, Traffic a0, Peer b, Traffic b0, int messages) {
+		Traffic da = a.traffic().since(a0);
+		Traffic db = b.traffic().since(b0);
+		System.out.printf("hw_counters: %s sent %d received %d packets, %s sent %d received %d%n", a.device(),
+				da.sent(), da.received(), b.device(), db.sent(), db.received());
+		assertThat(da.sent()).as("%s sent_pkts", a.device()).isGreaterThanOrEqualTo(messages);
+		assertThat(da.received()).as("%s rcvd_pkts", a.device()).isGreaterThanOrEqualTo(messages);
+		assertThat(db.sent()).as("%s sent_pkts", b.device()).isGreaterThanOrEqualTo(messages);
+		assertThat(db.received()).as("%s rcvd_pkts", b.device()).isGreaterThanOrEqualTo(messages);
 	}
 
 }
