@@ -6,7 +6,9 @@ import java.util.function.ToDoubleFunction;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.binder.MeterBinder;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.support.ConfiguredConnection;
@@ -21,21 +23,32 @@ import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
  * when established, a server: its peers). They read the connection's counters when
  * scraped; nothing is recorded per message.
  */
-public class RdmaConnectionMetrics implements MeterBinder {
+public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 
 	/** The kinds of connection error that get a counter from the start. */
 	static final List<String> ERROR_KINDS = List.of("ADDR_ERROR", "ROUTE_ERROR", "UNREACHABLE", "REJECTED",
 			"CONNECT_ERROR", "DISCONNECTED", "DEVICE_REMOVAL", "TIMEOUT", "DEVICE_MISMATCH", "MAX_PEERS", "VERB_ERROR",
 			"ERROR");
 
+	private final ObjectProvider<MeterRegistry> meterRegistry;
+
 	private final RdmaConnectionRegistry registry;
 
-	public RdmaConnectionMetrics(RdmaConnectionRegistry registry) {
+	public RdmaConnectionMetrics(ObjectProvider<MeterRegistry> meterRegistry, RdmaConnectionRegistry registry) {
+		this.meterRegistry = meterRegistry;
 		this.registry = registry;
 	}
 
+	/**
+	 * Registers the meters once every connection exists (as the pollers' meters do);
+	 * nothing without a unique {@link MeterRegistry}.
+	 */
 	@Override
-	public void bindTo(MeterRegistry meters) {
+	public void afterSingletonsInstantiated() {
+		MeterRegistry meters = meterRegistry.getIfUnique();
+		if (meters == null) {
+			return;
+		}
 		for (ConfiguredConnection c : registry.connections()) {
 			ConnectionCounters n = c.counters();
 			String name = c.name();

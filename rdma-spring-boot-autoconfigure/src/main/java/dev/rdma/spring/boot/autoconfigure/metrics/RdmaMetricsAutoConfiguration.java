@@ -34,8 +34,9 @@ public class RdmaMetricsAutoConfiguration {
 	@Bean(name = CONNECTION_METRICS_BEAN_NAME)
 	@ConditionalOnBean(RdmaConnectionRegistry.class)
 	@ConditionalOnMissingBean(name = CONNECTION_METRICS_BEAN_NAME)
-	RdmaConnectionMetrics rdmaConnectionMetrics(RdmaConnectionRegistry registry) {
-		return new RdmaConnectionMetrics(registry);
+	RdmaConnectionMetrics rdmaConnectionMetrics(ObjectProvider<MeterRegistry> registry,
+			RdmaConnectionRegistry connections) {
+		return new RdmaConnectionMetrics(registry, connections);
 	}
 
 	@Bean(name = POLLER_METRICS_BEAN_NAME)

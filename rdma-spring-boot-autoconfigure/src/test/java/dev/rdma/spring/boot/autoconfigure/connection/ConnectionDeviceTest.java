@@ -116,6 +116,129 @@ class ConnectionDeviceTest {
 	}
 
 	/**
+	 * Shutdown of either side under traffic completes within
+	 * {@code rdma.shutdown-timeout} (10 s here) and loses nothing that was acknowledged
+	 * as sent. "Acknowledged as sent" is a send whose completion arrived with success
+	 * (the client's {@code messagesSent}): every such message reached the server's
+	 * listener, the messages the server received are a gap-free prefix of what was posted
+	 * (none duplicated), and every posted send came back either acknowledged or failed.
+	 */
+	@Test
+	void shutdownOfEitherSideUnderTrafficIsBoundedAndLosesNothingAcknowledged() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
+		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
+		try {
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+
+			// the server closes under traffic
+			Sender sender = new Sender(link, collector);
+			sender.start();
+			await("traffic", () -> echo.echoed.get() > 500);
+			long t0 = System.nanoTime();
+			server.close();
+			long serverClose = (System.nanoTime() - t0) / 1_000_000;
+			server = null;
+			await("the client saw the server go", () -> link.state() != ConnectionState.ESTABLISHED);
+			sender.stopAndJoin();
+			assertThat(serverClose).as("server close under traffic, ms").isLessThan(12_000);
+			await("every posted send came back",
+					() -> link.statistics().messagesSent() + link.statistics().sendErrors() == sender.posted);
+			long acknowledged = link.statistics().messagesSent();
+			List<Long> seen = new ArrayList<>(echo.seen);
+			assertThat(acknowledged).isPositive();
+			assertThat(seen.size()).as("messages delivered to the server's listener")
+				.isGreaterThanOrEqualTo((int) acknowledged);
+			for (int i = 0; i < seen.size(); i++) {
+				assertThat(seen.get(i)).as("delivery " + i + ": in order, no gap, no duplicate").isEqualTo(i);
+			}
+			assertThat((long) seen.size()).isLessThanOrEqualTo(sender.posted);
+
+			// the server is back; then the client closes under traffic
+			server = ConnectionApps.server(two.b(), port);
+			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
+			collector.window.drainPermits();
+			collector.window.release(16);
+			ConnectionApps.Echo echo2 = server.getBean(ConnectionApps.Echo.class);
+			Sender again = new Sender(link, collector);
+			again.start();
+			await("traffic again", () -> echo2.echoed.get() > 500);
+			t0 = System.nanoTime();
+			client.close();
+			long clientClose = (System.nanoTime() - t0) / 1_000_000;
+			again.stopAndJoin();
+			assertThat(clientClose).as("client close under traffic, ms").isLessThan(12_000);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			await("the server saw the client go", () -> serverLink.peers().isEmpty());
+		}
+		finally {
+			if (server != null) {
+				server.close();
+			}
+			client.close();
+		}
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	/**
+	 * Sends numbered messages as fast as 16 unanswered ones allow, counting the posted
+	 * ones.
+	 */
+	private static final class Sender extends Thread {
+
+		private final RdmaConnection link;
+
+		private final ConnectionApps.Collector collector;
+
+		volatile boolean stop;
+
+		volatile long posted;
+
+		Sender(RdmaConnection link, ConnectionApps.Collector collector) {
+			super("test-sender");
+			this.link = link;
+			this.collector = collector;
+			collector.length = 64;
+		}
+
+		@Override
+		public void run() {
+			byte[] message = new byte[64];
+			long seq = 0;
+			while (!stop) {
+				try {
+					if (!collector.window.tryAcquire(20, TimeUnit.MILLISECONDS)) {
+						continue;
+					}
+					ConnectionApps.fill(message, seq, 64);
+					link.send(message);
+					posted++;
+					seq++;
+				}
+				catch (InterruptedException ex) {
+					return;
+				}
+				catch (RuntimeException notSent) {
+					// not established any more: nothing was posted
+				}
+			}
+		}
+
+		void stopAndJoin() throws InterruptedException {
+			stop = true;
+			join(10_000);
+		}
+
+	}
+
+	/**
 	 * Sends messages {@code first .. first+count-1} of {@code length} bytes, at most 16
 	 * unanswered, and checks that every echo came back once, intact.
 	 */
