@@ -152,7 +152,8 @@ final class RdmaConnectionProperties {
 					c.getSendQueue(), c.getReceiveQueue(), c.getSendDepth(), c.getReceiveDepth(),
 					c.getReceiveBuffers() == null ? c.getReceiveDepth() : c.getReceiveBuffers(), c.getMessageSize(),
 					c.getSendTimeout(), c.isRequired(), new CmParameters(cm.getResponderResources(),
-							cm.getInitiatorDepth(), cm.getRetryCount(), cm.getRnrRetryCount())));
+							cm.getInitiatorDepth(), cm.getRetryCount(), cm.getRnrRetryCount()),
+					properties.getShutdownTimeout()));
 		});
 		return all;
 	}

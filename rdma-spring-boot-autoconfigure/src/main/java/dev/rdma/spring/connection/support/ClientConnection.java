@@ -97,7 +97,7 @@ public final class ClientConnection extends ConfiguredConnection {
 				logger.warn("RDMA connection '" + name() + "' to " + settings.address() + " ended (" + end
 						+ "); reconnecting");
 				answerDisconnect(peer);
-				peer.close(settings.connectTimeout(), ConnectionState.DISCONNECTED);
+				peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 				peer = null;
 				failures = 1;
 			}
@@ -157,7 +157,7 @@ public final class ClientConnection extends ConfiguredConnection {
 			return peer;
 		}
 		catch (RuntimeException ex) {
-			peer.close(Duration.ofSeconds(1), ConnectionState.DISCONNECTED);
+			peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 			throw ex;
 		}
 	}
@@ -203,9 +203,9 @@ public final class ClientConnection extends ConfiguredConnection {
 		}
 	}
 
-	private static void closeAttempt(@Nullable PeerConnection peer, @Nullable ConnectionId id) {
+	private void closeAttempt(@Nullable PeerConnection peer, @Nullable ConnectionId id) {
 		if (peer != null) {
-			peer.close(Duration.ofSeconds(1), ConnectionState.DISCONNECTED);
+			peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 		}
 		else if (id != null) {
 			id.close();

@@ -29,11 +29,13 @@ import dev.rdma.verbs.cm.CmParameters;
  * @param sendTimeout how long a send waits for a free send buffer
  * @param required whether the health indicator is DOWN while not established
  * @param cm the rdma_cm connection parameters
+ * @param closeTimeout bound of closing one peer connection (rdma.shutdown-timeout): its
+ * disconnect and the drain of its flushed work requests through the pollers
  */
 public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
 		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
 		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
-		boolean required, CmParameters cm) {
+		boolean required, CmParameters cm, Duration closeTimeout) {
 
 	public ConnectionSettings {
 		Objects.requireNonNull(name, "name");

@@ -163,7 +163,7 @@ public final class ServerConnection extends ConfiguredConnection {
 			logger.warn("RDMA connection '" + name() + "': accepting a peer from " + request.peerAddress() + " failed: "
 					+ ex.getMessage());
 			if (peer != null) {
-				peer.close(Duration.ofSeconds(1), ConnectionState.DISCONNECTED);
+				peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 			}
 			else {
 				try {
@@ -210,7 +210,7 @@ public final class ServerConnection extends ConfiguredConnection {
 				catch (RuntimeException ignored) {
 					// disconnected already
 				}
-				peer.close(settings.connectTimeout(), ConnectionState.DISCONNECTED);
+				peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 			}
 		}
 	}

@@ -46,7 +46,7 @@ final class ConnectionApps {
 				"rdma.connections." + NAME + ".message-size=1024",
 				"rdma.connections." + NAME + ".retry.initial-interval=50ms",
 				"rdma.connections." + NAME + ".retry.max-interval=500ms",
-				"rdma.connections." + NAME + ".connect-timeout=3s"));
+				"rdma.connections." + NAME + ".connect-timeout=10s"));
 		p.add("rdma.connections." + NAME + "." + connection);
 		return p;
 	}
