@@ -11,8 +11,8 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The send buffers of a connection: each handed out once until given back; a sender
- * waits only when all are in flight, up to its timeout; closing wakes it.
+ * The send buffers of a connection: each handed out once until given back; a sender waits
+ * only when all are in flight, up to its timeout; closing wakes it.
  */
 class SendBufferPoolTests {
 
