@@ -96,6 +96,9 @@ public final class PeerConnection implements RdmaConnection {
 
 	private volatile boolean peerDisconnected;
 
+	/** Whether a listener failure was logged at WARN (poller thread only). */
+	private boolean listenerFailureLogged;
+
 	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, ConnectionId id, ProtectionDomain pd,
 			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
 			List<CompletionRouter> routers) {
@@ -230,13 +233,29 @@ public final class PeerConnection implements RdmaConnection {
 				l.invoker().invoke(message);
 			}
 			catch (Throwable ex) {
-				counters.listenerErrors.increment();
-				logger.warn(l.id() + " threw for a message of " + length + " bytes on connection '" + settings.name()
-						+ "'; its buffer is posted again", ex);
+				listenerFailed(l, length, ex);
 			}
 		}
 		if (message.returnAfterCall()) {
 			repost(index);
+		}
+	}
+
+	/**
+	 * Counts a listener failure; logs the first of this connection with its stack trace,
+	 * later ones (and those while closing, typically a reply to a peer that is gone) at
+	 * debug: a stack trace per message would slow the poller down to a crawl.
+	 */
+	private void listenerFailed(MessageListenerBinding l, int length, Throwable ex) {
+		counters.listenerErrors.increment();
+		if (!closing.get() && !listenerFailureLogged) {
+			listenerFailureLogged = true;
+			logger.warn(l.id() + " threw for a message of " + length + " bytes on connection '" + settings.name()
+					+ "'; its buffer is posted again (later failures of this connection: counted, logged at debug)",
+					ex);
+		}
+		else if (logger.isDebugEnabled()) {
+			logger.debug(l.id() + " threw for a message on connection '" + settings.name() + "': " + ex);
 		}
 	}
 
@@ -362,7 +381,21 @@ public final class PeerConnection implements RdmaConnection {
 		}
 		// the flushed work requests come back through the pollers, which must be running
 		boolean drained = true;
+		long nextKick = System.nanoTime() + 100_000_000L;
 		while (postedReceives.get() > 0 || pool.inFlight() > 0) {
+			if (System.nanoTime() - nextKick >= 0) {
+				// rxe flushes a receive posted to a QP already in ERR only when the
+				// kernel
+				// touches the QP again (docs/reliability.md): a poller's re-post racing
+				// with the move above would otherwise stay posted until the QP is gone
+				nextKick = System.nanoTime() + 100_000_000L;
+				try {
+					qp.moveToError();
+				}
+				catch (RuntimeException ignored) {
+					// closed meanwhile
+				}
+			}
 			if (System.nanoTime() - deadline >= 0) {
 				drained = false;
 				logger.warn("Connection '" + settings.name() + "' closes with " + postedReceives.get()
