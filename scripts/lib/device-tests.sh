@@ -15,6 +15,7 @@
 #   DT_HS_ERR          the -XX:ErrorFile pattern for JVM crash logs
 #   DT_SAMPLE_JAR      the sample's executable jar (skipped when missing or RDMA_TEST_SKIP_SAMPLE=1)
 #   DT_SAMPLE_MESSAGES how many messages the sample exchanges
+#   DT_SAMPLE_TWO_PROCESS_MESSAGES how many the sample's two-process mode exchanges (default 3000)
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
 #   DT_FRESH_READY     a file scripts/test creates once it has built those jars (it builds them on the host while
@@ -68,6 +69,29 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     echo $? > "$DT_OUT/sample.rc"
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
     say "sample application: exit status $(cat "$DT_OUT/sample.rc")"
+    # two-process mode (README quick start): the same jar as a server on device B and a client on device A,
+    # connected through application-server.yml / application-client.yml only; both must report PASS
+    if [[ -n "${RDMA_DEVICE_A:-}" && -n "${RDMA_DEVICE_B:-}" ]]; then
+        two=${DT_SAMPLE_TWO_PROCESS_MESSAGES:-3000}
+        say "sample application, two processes: server on $RDMA_DEVICE_B, client on $RDMA_DEVICE_A, $two messages"
+        # shellcheck disable=SC2086
+        "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
+            --spring.profiles.active=server --sample.messages="$two" --sample.timeout=5m \
+            > "$DT_OUT/sample-server.log" 2>&1 &
+        server_pid=$!
+        # shellcheck disable=SC2086
+        "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
+            --spring.profiles.active=client --sample.messages="$two" --sample.timeout=5m \
+            > "$DT_OUT/sample-client.log" 2>&1
+        client_rc=$?
+        wait "$server_pid"
+        server_rc=$?
+        echo "client $client_rc server $server_rc" > "$DT_OUT/sample-two-process.rc"
+        sed -n '/== RDMA two-process summary/,$p' "$DT_OUT/sample-server.log" "$DT_OUT/sample-client.log"
+    else
+        echo "client missing server missing (no RDMA_DEVICE_A/_B: not the two-device tier)" \
+            > "$DT_OUT/sample-two-process.rc"
+    fi
 fi
 
 # the fresh application of README "Using it in your own application", one jar per Spring Boot version, started

@@ -20,6 +20,7 @@ import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.ApplicationArguments;
 import org.springframework.boot.ApplicationRunner;
 import org.springframework.boot.ExitCodeGenerator;
+import org.springframework.context.annotation.Profile;
 import org.springframework.stereotype.Component;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
@@ -31,6 +32,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
  * measured from the post to the receive listener.
  */
 @Component
+@Profile("!server & !client")
 public class PingPong implements ApplicationRunner, ExitCodeGenerator, DisposableBean {
 
 	private static final int RECEIVE_SLOTS = 16;

@@ -3,6 +3,8 @@ package dev.rdma.sample;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.NativeObjects;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -38,6 +40,19 @@ class SampleApplicationTests {
 			}
 		}
 		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@ParameterizedTest
+	@ValueSource(strings = { "server", "client" })
+	void twoProcessProfilesBindAndValidateTheirConnection(String profile) {
+		org.junit.jupiter.api.Assumptions.assumeFalse(hasDevice(), "this host has a device: the device tier runs it");
+		SpringApplication app = new SpringApplication(SampleApplication.class);
+		app.setWebApplicationType(WebApplicationType.NONE);
+		app.setAdditionalProfiles(profile);
+		// the yml of the profile passes every device-less check (rdma.connections
+		// included): what stops it here is the missing device only
+		assertThatThrownBy(() -> app.run("--sample.messages=10"))
+			.hasStackTraceContaining("rdma.required=true but no RDMA device found");
 	}
 
 }

@@ -8,6 +8,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
 
 import dev.rdma.spring.annotation.RdmaCompletionListenerAnnotationBeanPostProcessor;
+import dev.rdma.spring.annotation.RdmaMessageListenerAnnotationBeanPostProcessor;
 import dev.rdma.spring.config.DefaultRdmaListenerContainerFactory;
 import dev.rdma.spring.config.RdmaListenerContainerCustomizer;
 import dev.rdma.spring.config.RdmaListenerContainerFactory;
@@ -30,6 +31,12 @@ class RdmaAnnotationDrivenConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static RdmaCompletionListenerAnnotationBeanPostProcessor rdmaCompletionListenerAnnotationBeanPostProcessor() {
 		return new RdmaCompletionListenerAnnotationBeanPostProcessor();
+	}
+
+	@Bean(name = RdmaMessageListenerAnnotationBeanPostProcessor.BEAN_NAME)
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static RdmaMessageListenerAnnotationBeanPostProcessor rdmaMessageListenerAnnotationBeanPostProcessor() {
+		return new RdmaMessageListenerAnnotationBeanPostProcessor();
 	}
 
 	@Bean

@@ -22,6 +22,9 @@ import org.springframework.core.type.AnnotationMetadata;
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.support.ConnectionSettings;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
@@ -31,8 +34,9 @@ import dev.rdma.verbs.ExtendedCompletionQueue;
 /**
  * Binds {@link RdmaProperties} (needed before any bean exists: each key becomes a bean
  * name), validates them (nothing native is touched when they are wrong) and registers one
- * bean per device ({@link Context}), channel ({@link CompletionChannel}) and completion
- * queue ({@link CompletionQueue}), named after its key. Each channel and queue depends on
+ * bean per device ({@link Context}), channel ({@link CompletionChannel}), completion
+ * queue ({@link CompletionQueue}) and connection ({@link RdmaConnection}, made by the
+ * {@link RdmaConnectionRegistry}), named after its key. Each channel and queue depends on
  * its device (and a queue on its channel), so the container closes queues before channels
  * before contexts, and a user bean that uses a queue before the queue.
  */
@@ -50,7 +54,8 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 	 * and metrics were nested in {@link RdmaAutoConfiguration}). Spelled out: this
 	 * package does not depend on theirs.
 	 */
-	static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics");
+	static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics",
+			"rdmaConnectionMetrics");
 
 	private @Nullable Environment environment;
 
@@ -110,6 +115,23 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 					: new String[] { device, queue.getChannel() };
 			register(registry, key, type, () -> resources(factory).createQueue(key), dependsOn);
 		});
+
+		// connections: the registry (a SmartLifecycle after the pollers) and one
+		// RdmaConnection bean per key, made by the registry
+		List<ConnectionSettings> connections = RdmaConnectionProperties.settings(properties);
+		RootBeanDefinition connectionRegistry = new RootBeanDefinition(RdmaConnectionRegistry.class,
+				() -> new RdmaConnectionRegistry(connections, properties.getShutdownTimeout()));
+		registry.registerBeanDefinition(RdmaConnectionRegistry.BEAN_NAME, connectionRegistry);
+		for (ConnectionSettings connection : connections) {
+			RootBeanDefinition definition = new RootBeanDefinition(RdmaConnection.class);
+			definition.setInstanceSupplier(
+					() -> factory.getBean(RdmaConnectionRegistry.BEAN_NAME, RdmaConnectionRegistry.class)
+						.connection(connection.name()));
+			definition.setTargetType(RdmaConnection.class);
+			definition.setDependsOn(connection.sendQueue(), connection.receiveQueue(),
+					RdmaConnectionRegistry.BEAN_NAME);
+			registry.registerBeanDefinition(connection.name(), definition);
+		}
 
 		RootBeanDefinition report = new RootBeanDefinition(RdmaStartupReport.class,
 				() -> new RdmaStartupReport(resources(factory),

@@ -79,6 +79,25 @@ public class RdmaProperties {
 	 */
 	private Map<String, PollerProperties> pollers = new LinkedHashMap<>();
 
+	/**
+	 * Connections to other applications over RDMA (rdma_cm), by bean name (the key, e.g.
+	 * orders). Each becomes a dev.rdma.spring.connection.RdmaConnection bean; a server
+	 * sets listen, a client connect. Properties of each connection: listen, connect,
+	 * source, max-peers, connect-timeout, retry.initial-interval, retry.multiplier,
+	 * retry.max-interval, retry.max-attempts, device, send-queue, receive-queue,
+	 * send-depth, receive-depth, receive-buffers, message-size, send-timeout, required,
+	 * cm.responder-resources, cm.initiator-depth, cm.retry-count, cm.rnr-retry-count.
+	 */
+	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
+
+	public Map<String, ConnectionProperties> getConnections() {
+		return connections;
+	}
+
+	public void setConnections(Map<String, ConnectionProperties> connections) {
+		this.connections = connections;
+	}
+
 	public Map<String, PollerProperties> getPollers() {
 		return pollers;
 	}
@@ -518,6 +537,327 @@ public class RdmaProperties {
 
 		public void setMaxSleep(Duration maxSleep) {
 			this.maxSleep = maxSleep;
+		}
+
+	}
+
+	/**
+	 * A connection to another application: an RC queue pair connected through rdma_cm,
+	 * with registered send and receive buffers.
+	 */
+	@ConfigurationPropertiesSource
+	public static class ConnectionProperties {
+
+		/**
+		 * Server: the address to listen on, host:port, an IP address of this host's RDMA
+		 * netdev (e.g. 10.0.0.2:7471). Exactly one of listen and connect is set.
+		 */
+		private @Nullable String listen;
+
+		/**
+		 * Client: the server's address, host:port (e.g. 10.0.0.2:7471). Exactly one of
+		 * listen and connect is set.
+		 */
+		private @Nullable String connect;
+
+		/**
+		 * Client: the local IP address to connect from (rdma_resolve_addr's source),
+		 * which picks the local RDMA device; omitted = chosen by routing.
+		 */
+		private @Nullable String source;
+
+		/** Server: most peers connected at once; more are rejected. */
+		private int maxPeers = 1;
+
+		/**
+		 * Bound of one connection attempt (address and route resolution, connect) or one
+		 * accept.
+		 */
+		private Duration connectTimeout = Duration.ofSeconds(5);
+
+		/** Client: back-off between connection attempts. */
+		private final RetryProperties retry = new RetryProperties();
+
+		/**
+		 * Key of the device under rdma.devices the connection is on; omitted = that of
+		 * its queues. The address must be on this device's netdev.
+		 */
+		private @Nullable String device;
+
+		/**
+		 * Key of the completion queue (under rdma.completion-queues) of the sends. The
+		 * connections' router becomes its listener.
+		 */
+		private @Nullable String sendQueue;
+
+		/**
+		 * Key of the completion queue (under rdma.completion-queues) of the receives; may
+		 * be the send queue.
+		 */
+		private @Nullable String receiveQueue;
+
+		/**
+		 * Sends in flight at most (max_send_wr), and the number of registered send
+		 * buffers.
+		 */
+		private int sendDepth = 64;
+
+		/** Receive queue depth (max_recv_wr). */
+		private int receiveDepth = 64;
+
+		/**
+		 * Registered receive buffers kept posted, at most receive-depth; omitted =
+		 * receive-depth.
+		 */
+		private @Nullable Integer receiveBuffers;
+
+		/** Bytes of each send and receive buffer: the largest message. */
+		private int messageSize = 4096;
+
+		/**
+		 * How long a send waits for a free send buffer when all are in flight before it
+		 * throws SendQueueFullException; 0 = throw at once.
+		 */
+		private Duration sendTimeout = Duration.ofSeconds(1);
+
+		/**
+		 * Whether the rdma health indicator is DOWN while this connection is not
+		 * established (a server: not listening).
+		 */
+		private boolean required = true;
+
+		/** rdma_cm connection parameters (struct rdma_conn_param). */
+		private final CmProperties cm = new CmProperties();
+
+		public @Nullable String getListen() {
+			return listen;
+		}
+
+		public void setListen(@Nullable String listen) {
+			this.listen = listen;
+		}
+
+		public @Nullable String getConnect() {
+			return connect;
+		}
+
+		public void setConnect(@Nullable String connect) {
+			this.connect = connect;
+		}
+
+		public @Nullable String getSource() {
+			return source;
+		}
+
+		public void setSource(@Nullable String source) {
+			this.source = source;
+		}
+
+		public int getMaxPeers() {
+			return maxPeers;
+		}
+
+		public void setMaxPeers(int maxPeers) {
+			this.maxPeers = maxPeers;
+		}
+
+		public Duration getConnectTimeout() {
+			return connectTimeout;
+		}
+
+		public void setConnectTimeout(Duration connectTimeout) {
+			this.connectTimeout = connectTimeout;
+		}
+
+		public RetryProperties getRetry() {
+			return retry;
+		}
+
+		public @Nullable String getDevice() {
+			return device;
+		}
+
+		public void setDevice(@Nullable String device) {
+			this.device = device;
+		}
+
+		public @Nullable String getSendQueue() {
+			return sendQueue;
+		}
+
+		public void setSendQueue(@Nullable String sendQueue) {
+			this.sendQueue = sendQueue;
+		}
+
+		public @Nullable String getReceiveQueue() {
+			return receiveQueue;
+		}
+
+		public void setReceiveQueue(@Nullable String receiveQueue) {
+			this.receiveQueue = receiveQueue;
+		}
+
+		public int getSendDepth() {
+			return sendDepth;
+		}
+
+		public void setSendDepth(int sendDepth) {
+			this.sendDepth = sendDepth;
+		}
+
+		public int getReceiveDepth() {
+			return receiveDepth;
+		}
+
+		public void setReceiveDepth(int receiveDepth) {
+			this.receiveDepth = receiveDepth;
+		}
+
+		public @Nullable Integer getReceiveBuffers() {
+			return receiveBuffers;
+		}
+
+		public void setReceiveBuffers(@Nullable Integer receiveBuffers) {
+			this.receiveBuffers = receiveBuffers;
+		}
+
+		public int getMessageSize() {
+			return messageSize;
+		}
+
+		public void setMessageSize(int messageSize) {
+			this.messageSize = messageSize;
+		}
+
+		public Duration getSendTimeout() {
+			return sendTimeout;
+		}
+
+		public void setSendTimeout(Duration sendTimeout) {
+			this.sendTimeout = sendTimeout;
+		}
+
+		public boolean isRequired() {
+			return required;
+		}
+
+		public void setRequired(boolean required) {
+			this.required = required;
+		}
+
+		public CmProperties getCm() {
+			return cm;
+		}
+
+	}
+
+	/** A client's back-off between connection attempts. */
+	@ConfigurationPropertiesSource
+	public static class RetryProperties {
+
+		/** Wait after the first failed attempt. */
+		private Duration initialInterval = Duration.ofMillis(100);
+
+		/** Growth of the wait after each further failed attempt. */
+		private double multiplier = 2.0;
+
+		/** Longest wait between two attempts. */
+		private Duration maxInterval = Duration.ofSeconds(5);
+
+		/** Attempts before the client gives up; 0 = it never does. */
+		private int maxAttempts = 0;
+
+		public Duration getInitialInterval() {
+			return initialInterval;
+		}
+
+		public void setInitialInterval(Duration initialInterval) {
+			this.initialInterval = initialInterval;
+		}
+
+		public double getMultiplier() {
+			return multiplier;
+		}
+
+		public void setMultiplier(double multiplier) {
+			this.multiplier = multiplier;
+		}
+
+		public Duration getMaxInterval() {
+			return maxInterval;
+		}
+
+		public void setMaxInterval(Duration maxInterval) {
+			this.maxInterval = maxInterval;
+		}
+
+		public int getMaxAttempts() {
+			return maxAttempts;
+		}
+
+		public void setMaxAttempts(int maxAttempts) {
+			this.maxAttempts = maxAttempts;
+		}
+
+	}
+
+	/**
+	 * rdma_cm connection parameters; the defaults are those of the bindings
+	 * (CmParameters.DEFAULTS).
+	 */
+	@ConfigurationPropertiesSource
+	public static class CmProperties {
+
+		/**
+		 * RDMA reads in flight that this side accepts as responder (responder_resources),
+		 * 0..255; 255 = the device's maximum.
+		 */
+		private int responderResources = 255;
+
+		/**
+		 * RDMA reads in flight that this side issues (initiator_depth), 0..255; 255 = the
+		 * device's maximum.
+		 */
+		private int initiatorDepth = 255;
+
+		/** Transport retries after a timeout (retry_count), 0..7. */
+		private int retryCount = 7;
+
+		/**
+		 * Retries after a receiver-not-ready NAK (rnr_retry_count), 0..7; 7 = infinite.
+		 */
+		private int rnrRetryCount = 7;
+
+		public int getResponderResources() {
+			return responderResources;
+		}
+
+		public void setResponderResources(int responderResources) {
+			this.responderResources = responderResources;
+		}
+
+		public int getInitiatorDepth() {
+			return initiatorDepth;
+		}
+
+		public void setInitiatorDepth(int initiatorDepth) {
+			this.initiatorDepth = initiatorDepth;
+		}
+
+		public int getRetryCount() {
+			return retryCount;
+		}
+
+		public void setRetryCount(int retryCount) {
+			this.retryCount = retryCount;
+		}
+
+		public int getRnrRetryCount() {
+			return rnrRetryCount;
+		}
+
+		public void setRnrRetryCount(int rnrRetryCount) {
+			this.rnrRetryCount = rnrRetryCount;
 		}
 
 	}

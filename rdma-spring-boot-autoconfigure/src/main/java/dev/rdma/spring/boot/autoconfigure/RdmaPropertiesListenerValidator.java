@@ -30,6 +30,15 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 					+ "', which is not configured under rdma.completion-queues (configured: " + queues.keySet() + ")",
 					"Set queue to one of " + queues.keySet() + " or add rdma.completion-queues." + queue + ".");
 		}
+		properties.getConnections().forEach((key, connection) -> {
+			if (queue.equals(connection.getSendQueue()) || queue.equals(connection.getReceiveQueue())) {
+				throw new RdmaConfigurationException(listener,
+						listener + " listens to queue '" + queue + "', which rdma.connections." + key
+								+ " uses: its completions go to the connection (and its messages to an "
+								+ "@RdmaMessageListener)",
+						"Use @RdmaMessageListener(connection = \"" + key + "\"), or give the connection other queues.");
+			}
+		});
 	}
 
 	@Override

@@ -45,7 +45,10 @@ public final class RdmaPropertiesValidator {
 			Map.entry("rdmaListenerContainerFactoryConfigurer", "the listener container factory's configurer"),
 			Map.entry("rdmaListenerEndpointValidator", "the listener check"),
 			Map.entry("rdmaCompletionListenerAnnotationBeanPostProcessor", "the listener post-processor"),
-			Map.entry("rdmaCompletionListenerCheck", "the listener check"));
+			Map.entry("rdmaCompletionListenerCheck", "the listener check"),
+			Map.entry("rdmaConnectionRegistry", "the connection registry"),
+			Map.entry("rdmaMessageListenerAnnotationBeanPostProcessor", "the message listener post-processor"),
+			Map.entry("rdmaConnectionMetrics", "the connections' Micrometer meters"));
 
 	private RdmaPropertiesValidator() {
 	}
@@ -64,12 +67,16 @@ public final class RdmaPropertiesValidator {
 		properties.getDevices().keySet().forEach(k -> claim(owners, k, DEVICES + k, beanNameTaken));
 		properties.getChannels().keySet().forEach(k -> claim(owners, k, CHANNELS + k, beanNameTaken));
 		properties.getCompletionQueues().keySet().forEach(k -> claim(owners, k, QUEUES + k, beanNameTaken));
+		properties.getConnections()
+			.keySet()
+			.forEach(k -> claim(owners, k, RdmaConnectionProperties.CONNECTIONS + k, beanNameTaken));
 
 		properties.getDevices().forEach(RdmaPropertiesValidator::validateDevice);
 		properties.getChannels().forEach((key, channel) -> validateChannel(properties, key, channel));
 		properties.getPollers().forEach(RdmaPropertiesValidator::validatePoller);
 		properties.getCompletionQueues().forEach((key, queue) -> validateQueue(properties, key, queue));
 		properties.getCompletionQueues().forEach((key, queue) -> validateQueuePoller(properties, key, queue));
+		RdmaConnectionProperties.validate(properties);
 	}
 
 	private static void validatePoller(String key, RdmaProperties.PollerProperties poller) {
@@ -163,9 +170,8 @@ public final class RdmaPropertiesValidator {
 	private static void claim(Map<String, String> owners, String key, String path, Predicate<String> beanNameTaken) {
 		String previous = owners.putIfAbsent(key, path);
 		if (previous != null) {
-			throw new RdmaConfigurationException(path,
-					path + " clashes with " + previous
-							+ ": every device, channel and completion queue becomes a bean named after its key",
+			throw new RdmaConfigurationException(path, path + " clashes with " + previous
+					+ ": every device, channel, completion queue and connection becomes a bean named after its key",
 					"Give " + path + " a key that no other RDMA resource uses.");
 		}
 		String starterBean = STARTER_BEANS.get(key);

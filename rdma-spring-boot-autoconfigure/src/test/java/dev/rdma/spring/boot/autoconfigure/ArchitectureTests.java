@@ -48,7 +48,7 @@ class ArchitectureTests {
 	@Test
 	void theModuleHasTheDocumentedPackages() {
 		assertThat(packages()).containsExactly(BASE, BASE + ".annotation", BOOT, BOOT + ".health", BOOT + ".metrics",
-				BASE + ".config", BASE + ".listener");
+				BASE + ".config", BASE + ".connection", BASE + ".connection.support", BASE + ".listener");
 	}
 
 	@Test
@@ -61,10 +61,37 @@ class ArchitectureTests {
 	@Test
 	void theListenerInfrastructureDoesNotKnowSpringBoot() {
 		noClasses().that()
-			.resideInAnyPackage(BASE, BASE + ".annotation", BASE + ".config", BASE + ".listener")
+			.resideInAnyPackage(BASE, BASE + ".annotation", BASE + ".config", BASE + ".listener",
+					BASE + ".connection..")
 			.should()
 			.dependOnClassesThat()
 			.resideInAnyPackage(BOOT + "..", "org.springframework.boot..")
+			.check(classes);
+	}
+
+	@Test
+	void theConnectionApiIsApartFromItsPlumbing() {
+		// what users inject and receive (RdmaConnection, RdmaMessage) knows neither the
+		// plumbing nor Spring; the plumbing knows the listener infrastructure, not the
+		// annotations
+		noClasses().that()
+			.resideInAPackage(BASE + ".connection")
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(BASE + ".connection.support", "org.springframework..", BASE + ".listener",
+					BASE + ".config")
+			.check(classes);
+		noClasses().that()
+			.resideInAPackage(BASE + ".connection.support")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(BASE + ".annotation")
+			.check(classes);
+		noClasses().that()
+			.resideInAnyPackage(BASE + ".listener", BASE + ".config")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(BASE + ".connection..")
 			.check(classes);
 	}
 

@@ -111,7 +111,8 @@ class ConfigurationMetadataTests {
 	void eachMapPropertyDescribesItsValuesWhoseClassMetadataComesFromTheJavadoc() throws Exception {
 		JSONObject processed = read(PROCESSED);
 		Map<String, String> maps = mapValueTypes(processed);
-		assertThat(maps).containsOnlyKeys("rdma.devices", "rdma.channels", "rdma.completion-queues", "rdma.pollers");
+		assertThat(maps).containsOnlyKeys("rdma.devices", "rdma.channels", "rdma.completion-queues", "rdma.pollers",
+				"rdma.connections");
 		Map<String, String> descriptions = new LinkedHashMap<>();
 		for (JSONObject property : list(processed, "properties")) {
 			descriptions.put(property.getString("name"), property.optString("description", ""));

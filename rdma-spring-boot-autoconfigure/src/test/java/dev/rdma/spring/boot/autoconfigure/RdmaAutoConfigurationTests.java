@@ -113,7 +113,8 @@ class RdmaAutoConfigurationTests {
 				RdmaHealthAutoConfiguration.class);
 		assertThat(RdmaBeanRegistrar.LATER_BEAN_NAMES).containsExactlyInAnyOrder(
 				RdmaHealthAutoConfiguration.HEALTH_INDICATOR_BEAN_NAME,
-				RdmaMetricsAutoConfiguration.POLLER_METRICS_BEAN_NAME);
+				RdmaMetricsAutoConfiguration.POLLER_METRICS_BEAN_NAME,
+				RdmaMetricsAutoConfiguration.CONNECTION_METRICS_BEAN_NAME);
 	}
 
 	@Test

@@ -64,6 +64,12 @@ class ReadmeTests {
 			// here
 			"./mvnw spring-boot:run -pl sample-app",
 			List.of("sample-app/pom.xml", "<jvmArguments>--enable-native-access=ALL-UNNAMED</jvmArguments>"),
+			// the sample's two-process mode: the device tier runs both (server on
+			// rxeB, client on rxeA)
+			"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=server",
+			List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=server"),
+			"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=client",
+			List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=client"),
 			// documented as not part of the test command
 			"scripts/bench", List.of("README.md", "Benchmarks are not part of the test command."));
 

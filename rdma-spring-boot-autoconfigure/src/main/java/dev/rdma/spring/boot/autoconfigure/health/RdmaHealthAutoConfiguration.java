@@ -12,6 +12,7 @@ import org.springframework.context.annotation.Bean;
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 
 /**
  * The {@code rdma} health indicator ({@link RdmaHealthIndicator}), when Spring Boot's
@@ -32,8 +33,9 @@ public class RdmaHealthAutoConfiguration {
 
 	@Bean(name = HEALTH_INDICATOR_BEAN_NAME)
 	@ConditionalOnMissingBean(name = HEALTH_INDICATOR_BEAN_NAME)
-	RdmaHealthIndicator rdmaHealthIndicator(RdmaResources resources, ObjectProvider<RdmaAsyncEventMonitor> monitor) {
-		return new RdmaHealthIndicator(resources, monitor.getIfAvailable());
+	RdmaHealthIndicator rdmaHealthIndicator(RdmaResources resources, ObjectProvider<RdmaAsyncEventMonitor> monitor,
+			ObjectProvider<RdmaConnectionRegistry> connections) {
+		return new RdmaHealthIndicator(resources, monitor.getIfAvailable(), connections.getIfAvailable());
 	}
 
 }

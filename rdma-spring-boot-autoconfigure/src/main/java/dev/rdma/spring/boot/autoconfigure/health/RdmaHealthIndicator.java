@@ -11,14 +11,17 @@ import org.springframework.boot.health.contributor.Health;
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties;
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
+import dev.rdma.spring.connection.support.ConfiguredConnection;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.PortAttributes.PortState;
 
 /**
  * Health of the RDMA resources: each device's port state ({@code ibv_query_port}) and
- * asynchronous events, each queue's size and CQ errors. DOWN when a port is not ACTIVE or
- * a queue reported IBV_EVENT_CQ_ERR.
+ * asynchronous events, each queue's size and CQ errors, each connection's state. DOWN
+ * when a port is not ACTIVE, a queue reported IBV_EVENT_CQ_ERR, or a required connection
+ * is not up (a client not established, a server not listening).
  */
 public class RdmaHealthIndicator extends AbstractHealthIndicator {
 
@@ -26,10 +29,18 @@ public class RdmaHealthIndicator extends AbstractHealthIndicator {
 
 	private final @Nullable RdmaAsyncEventMonitor monitor;
 
+	private final @Nullable RdmaConnectionRegistry connections;
+
 	public RdmaHealthIndicator(RdmaResources resources, @Nullable RdmaAsyncEventMonitor monitor) {
+		this(resources, monitor, null);
+	}
+
+	public RdmaHealthIndicator(RdmaResources resources, @Nullable RdmaAsyncEventMonitor monitor,
+			@Nullable RdmaConnectionRegistry connections) {
 		super("RDMA health check failed");
 		this.resources = resources;
 		this.monitor = monitor;
+		this.connections = connections;
 	}
 
 	@Override
@@ -74,7 +85,29 @@ public class RdmaHealthIndicator extends AbstractHealthIndicator {
 			down |= queue.asyncErrors() > 0;
 			queues.put(entry.getKey(), details);
 		}
+		Map<String, Object> connectionDetails = new LinkedHashMap<>();
+		RdmaConnectionRegistry registry = connections;
+		if (registry != null) {
+			for (ConfiguredConnection connection : registry.connections()) {
+				Map<String, Object> details = new LinkedHashMap<>();
+				details.put("state", connection.state().name());
+				details.put("role", connection.isServer() ? "server" : "client");
+				details.put("address", String.valueOf(connection.settings().address()));
+				details.put("required", connection.required());
+				String device = connection.deviceName();
+				if (device != null) {
+					details.put("device", device);
+				}
+				details.put("peers", connection.peers().size());
+				details.put("reconnects", connection.counters().reconnects());
+				down |= connection.required() && !connection.isUp();
+				connectionDetails.put(connection.name(), details);
+			}
+		}
 		(down ? builder.down() : builder.up()).withDetail("devices", devices).withDetail("completionQueues", queues);
+		if (!connectionDetails.isEmpty()) {
+			builder.withDetail("connections", connectionDetails);
+		}
 	}
 
 }

@@ -11,6 +11,7 @@ import org.springframework.context.annotation.Bean;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 import dev.rdma.spring.listener.PollerMetrics;
 
 /**
@@ -26,6 +27,17 @@ public class RdmaMetricsAutoConfiguration {
 
 	/** Bean name of the pollers' metrics factory. */
 	public static final String POLLER_METRICS_BEAN_NAME = "rdmaPollerMetrics";
+
+	/** Bean name of the connections' meters. */
+	public static final String CONNECTION_METRICS_BEAN_NAME = "rdmaConnectionMetrics";
+
+	@Bean(name = CONNECTION_METRICS_BEAN_NAME)
+	@ConditionalOnBean(RdmaConnectionRegistry.class)
+	@ConditionalOnMissingBean(name = CONNECTION_METRICS_BEAN_NAME)
+	RdmaConnectionMetrics rdmaConnectionMetrics(ObjectProvider<MeterRegistry> registry,
+			RdmaConnectionRegistry connections) {
+		return new RdmaConnectionMetrics(registry, connections);
+	}
 
 	@Bean(name = POLLER_METRICS_BEAN_NAME)
 	@ConditionalOnMissingBean(PollerMetrics.Factory.class)

@@ -1,0 +1,125 @@
+package dev.rdma.spring.annotation;
+
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import org.springframework.aop.support.AopUtils;
+import org.springframework.beans.BeansException;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.BeanFactoryAware;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.core.MethodIntrospector;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.annotation.AnnotationUtils;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.config.RdmaListenerEndpoint;
+import dev.rdma.spring.connection.RdmaMessage;
+import dev.rdma.spring.connection.support.MessageListenerBinding;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
+import dev.rdma.spring.listener.ListenerInvoker;
+
+/**
+ * Finds {@link RdmaMessageListener} methods on every bean (through AOP proxies), checks
+ * each (an instance method taking one {@link RdmaMessage}), binds it to a
+ * {@link ListenerInvoker} and, once all singletons exist, hands it to the
+ * {@link RdmaConnectionRegistry}, which checks the connection name. A listener that
+ * cannot be bound fails startup with a {@link RdmaConfigurationException} naming it.
+ */
+public class RdmaMessageListenerAnnotationBeanPostProcessor
+		implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
+
+	/** Bean name of this post-processor. */
+	public static final String BEAN_NAME = "rdmaMessageListenerAnnotationBeanPostProcessor";
+
+	private static final Log logger = LogFactory.getLog(RdmaMessageListenerAnnotationBeanPostProcessor.class);
+
+	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
+
+	private final List<Map.Entry<String, MessageListenerBinding>> found = new ArrayList<>();
+
+	private @Nullable BeanFactory beanFactory;
+
+	@Override
+	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
+		this.beanFactory = beanFactory;
+	}
+
+	@Override
+	public int getOrder() {
+		return LOWEST_PRECEDENCE;
+	}
+
+	@Override
+	public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
+		Class<?> targetClass = AopUtils.getTargetClass(bean);
+		if (nonAnnotatedClasses.contains(targetClass)
+				|| !AnnotationUtils.isCandidateClass(targetClass, RdmaMessageListener.class)) {
+			return bean;
+		}
+		Map<Method, RdmaMessageListener> methods = MethodIntrospector.selectMethods(targetClass,
+				(MethodIntrospector.MetadataLookup<RdmaMessageListener>) m -> AnnotatedElementUtils
+					.findMergedAnnotation(m, RdmaMessageListener.class));
+		if (methods.isEmpty()) {
+			nonAnnotatedClasses.add(targetClass);
+			return bean;
+		}
+		methods.forEach((method, annotation) -> register(bean, beanName, method, annotation));
+		return bean;
+	}
+
+	private synchronized void register(Object bean, String beanName, Method method, RdmaMessageListener annotation) {
+		String id = RdmaListenerEndpoint.describe(beanName, method)
+			.replace("@RdmaCompletionListener", "@RdmaMessageListener");
+		if (Modifier.isStatic(method.getModifiers())) {
+			throw new RdmaConfigurationException(id, id + " is static", "Make the listener method an instance method.");
+		}
+		Class<?>[] parameters = method.getParameterTypes();
+		if (parameters.length != 1 || !parameters[0].isAssignableFrom(RdmaMessage.class)
+				|| parameters[0] == Object.class) {
+			throw new RdmaConfigurationException(id, id + " must take exactly one RdmaMessage parameter",
+					"Declare the method as void " + method.getName() + "(RdmaMessage message).");
+		}
+		if (annotation.connection().isBlank()) {
+			throw new RdmaConfigurationException(id, id + " names no connection",
+					"Set connection to a key under rdma.connections.");
+		}
+		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
+		found.add(Map.entry(annotation.connection(),
+				new MessageListenerBinding(id, ListenerInvoker.bind(bean, invocable))));
+	}
+
+	/** The listeners found so far, by connection name. */
+	public synchronized List<Map.Entry<String, MessageListenerBinding>> listeners() {
+		return new ArrayList<>(found);
+	}
+
+	@Override
+	public void afterSingletonsInstantiated() {
+		List<Map.Entry<String, MessageListenerBinding>> listeners = listeners();
+		BeanFactory factory = beanFactory;
+		if (listeners.isEmpty() || factory == null) {
+			return;
+		}
+		RdmaConnectionRegistry registry = factory.getBeanProvider(RdmaConnectionRegistry.class).getIfAvailable();
+		if (registry == null) {
+			// RDMA backed off (no device and rdma.required=false): no connection runs
+			listeners.forEach(e -> logger.info(e.getValue().id() + " on connection '" + e.getKey()
+					+ "' will not run: no RDMA connections in this application"));
+			return;
+		}
+		listeners.forEach(e -> registry.registerListener(e.getKey(), e.getValue()));
+	}
+
+}

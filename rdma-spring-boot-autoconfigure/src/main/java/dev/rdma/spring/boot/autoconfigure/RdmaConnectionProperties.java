@@ -1,0 +1,228 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
+import dev.rdma.spring.connection.support.ConnectionSettings;
+import dev.rdma.verbs.cm.CmParameters;
+
+/**
+ * Checks {@code rdma.connections} without a device (addresses, ranges, the queues and
+ * device they name, whether the queues hold every completion the connections can have in
+ * flight) and turns each into the {@link ConnectionSettings} the connection runs with.
+ * Every failure is a {@link RdmaConfigurationException} naming the property.
+ */
+final class RdmaConnectionProperties {
+
+	static final String CONNECTIONS = RdmaProperties.PREFIX + ".connections.";
+
+	/** The largest depth of a queue pair accepted here (rxe's max_qp_wr is 1048576). */
+	static final int MAX_DEPTH = 1 << 20;
+
+	private RdmaConnectionProperties() {
+	}
+
+	static void validate(RdmaProperties properties) {
+		Map<String, Long> queueLoad = new LinkedHashMap<>();
+		properties.getConnections().forEach((key, c) -> validate(properties, key, c, queueLoad));
+		queueLoad.forEach((queue, load) -> {
+			int entries = properties.getCompletionQueues().get(queue).getEntries();
+			if (load > entries) {
+				String path = RdmaPropertiesValidator.QUEUES + queue + ".entries";
+				throw new RdmaConfigurationException(path,
+						path + "=" + entries + " is less than the " + load
+								+ " completions the connections using it can have outstanding (send-depth and "
+								+ "receive-depth of each, times max-peers for a server)",
+						"Set " + path + " to at least " + load + ", or lower the connections' depths.");
+			}
+		});
+	}
+
+	private static void validate(RdmaProperties properties, String key, ConnectionProperties c,
+			Map<String, Long> queueLoad) {
+		String path = CONNECTIONS + key;
+		boolean server = c.getListen() != null;
+		if (server == (c.getConnect() != null)) {
+			throw new RdmaConfigurationException(path,
+					path + (server ? " sets both listen and connect" : " sets neither listen nor connect"),
+					"Set " + path + ".listen (a server, host:port to listen on) or " + path
+							+ ".connect (a client, the server's host:port).");
+		}
+		address(path + (server ? ".listen" : ".connect"), server ? c.getListen() : c.getConnect());
+		if (c.getSource() != null) {
+			if (server) {
+				throw new RdmaConfigurationException(path + ".source",
+						path + ".source is for a client; a server listens on " + path + ".listen",
+						"Remove " + path + ".source.");
+			}
+			ip(path + ".source", c.getSource());
+		}
+		range(path + ".max-peers", c.getMaxPeers(), 1, 1024, "1");
+		if (!server && c.getMaxPeers() != 1) {
+			throw new RdmaConfigurationException(path + ".max-peers",
+					path + ".max-peers=" + c.getMaxPeers() + " is for a server; a client has one peer",
+					"Remove " + path + ".max-peers.");
+		}
+		positive(path + ".connect-timeout", c.getConnectTimeout(), "5s");
+		RdmaProperties.RetryProperties retry = c.getRetry();
+		positive(path + ".retry.initial-interval", retry.getInitialInterval(), "100ms");
+		positive(path + ".retry.max-interval", retry.getMaxInterval(), "5s");
+		if (retry.getMaxInterval().compareTo(retry.getInitialInterval()) < 0) {
+			throw new RdmaConfigurationException(path + ".retry.max-interval",
+					path + ".retry.max-interval=" + retry.getMaxInterval() + " is shorter than " + path
+							+ ".retry.initial-interval=" + retry.getInitialInterval(),
+					"Set " + path + ".retry.max-interval to at least the initial interval.");
+		}
+		if (!(retry.getMultiplier() >= 1.0) || retry.getMultiplier() > 100) {
+			throw new RdmaConfigurationException(path + ".retry.multiplier",
+					path + ".retry.multiplier=" + retry.getMultiplier() + " must be between 1 and 100",
+					"Set " + path + ".retry.multiplier to e.g. 2.");
+		}
+		range(path + ".retry.max-attempts", retry.getMaxAttempts(), 0, Integer.MAX_VALUE, "0 (never give up)");
+		String sendQueue = queue(properties, path + ".send-queue", c.getSendQueue());
+		String receiveQueue = queue(properties, path + ".receive-queue", c.getReceiveQueue());
+		String sendDevice = properties.getCompletionQueues().get(sendQueue).getDevice();
+		String sendDeviceKey = RdmaPropertiesValidator.resolveDevice(properties,
+				RdmaPropertiesValidator.QUEUES + sendQueue, sendDevice);
+		String receiveDeviceKey = RdmaPropertiesValidator.resolveDevice(properties,
+				RdmaPropertiesValidator.QUEUES + receiveQueue,
+				properties.getCompletionQueues().get(receiveQueue).getDevice());
+		if (!sendDeviceKey.equals(receiveDeviceKey)) {
+			throw new RdmaConfigurationException(path + ".receive-queue",
+					path + ".receive-queue=" + receiveQueue + " is on device " + receiveDeviceKey + " but " + path
+							+ ".send-queue=" + sendQueue + " is on device " + sendDeviceKey
+							+ ": a queue pair's queues are on its device",
+					"Use two queues of the same device.");
+		}
+		if (c.getDevice() != null) {
+			String device = RdmaPropertiesValidator.resolveDevice(properties, path, c.getDevice());
+			if (!device.equals(sendDeviceKey)) {
+				throw new RdmaConfigurationException(path + ".device",
+						path + ".device=" + device + " but its queues are on device " + sendDeviceKey,
+						"Set " + path + ".device to " + sendDeviceKey + ", or use queues of device " + device + ".");
+			}
+		}
+		range(path + ".send-depth", c.getSendDepth(), 1, MAX_DEPTH, "64");
+		range(path + ".receive-depth", c.getReceiveDepth(), 1, MAX_DEPTH, "64");
+		if (c.getReceiveBuffers() != null) {
+			range(path + ".receive-buffers", c.getReceiveBuffers(), 1, c.getReceiveDepth(),
+					"at most receive-depth (" + c.getReceiveDepth() + ")");
+		}
+		range(path + ".message-size", c.getMessageSize(), 1, 1 << 30, "4096");
+		if (c.getSendTimeout() == null || c.getSendTimeout().isNegative()) {
+			throw new RdmaConfigurationException(path + ".send-timeout",
+					path + ".send-timeout=" + c.getSendTimeout() + " must not be negative",
+					"Set " + path + ".send-timeout to e.g. 1s, or 0 to fail at once when the send queue is full.");
+		}
+		RdmaProperties.CmProperties cm = c.getCm();
+		range(path + ".cm.responder-resources", cm.getResponderResources(), 0, 255, "255 (the device's maximum)");
+		range(path + ".cm.initiator-depth", cm.getInitiatorDepth(), 0, 255, "255 (the device's maximum)");
+		range(path + ".cm.retry-count", cm.getRetryCount(), 0, 7, "7");
+		range(path + ".cm.rnr-retry-count", cm.getRnrRetryCount(), 0, 7, "7");
+		long peers = server ? c.getMaxPeers() : 1;
+		queueLoad.merge(sendQueue, peers * c.getSendDepth(), Long::sum);
+		queueLoad.merge(receiveQueue, peers * c.getReceiveDepth(), Long::sum);
+	}
+
+	/** The settings of every connection (validated before). */
+	static List<ConnectionSettings> settings(RdmaProperties properties) {
+		List<ConnectionSettings> all = new ArrayList<>();
+		properties.getConnections().forEach((key, c) -> {
+			String path = CONNECTIONS + key;
+			boolean server = c.getListen() != null;
+			InetSocketAddress address = address(path + (server ? ".listen" : ".connect"),
+					server ? c.getListen() : c.getConnect());
+			InetSocketAddress source = c.getSource() == null ? null
+					: new InetSocketAddress(ip(path + ".source", c.getSource()), 0);
+			RdmaProperties.RetryProperties r = c.getRetry();
+			RdmaProperties.CmProperties cm = c.getCm();
+			all.add(new ConnectionSettings(key, server, address, source, c.getMaxPeers(), c.getConnectTimeout(),
+					new ConnectionSettings.Retry(r.getInitialInterval(), r.getMultiplier(), r.getMaxInterval(),
+							r.getMaxAttempts()),
+					c.getSendQueue(), c.getReceiveQueue(), c.getSendDepth(), c.getReceiveDepth(),
+					c.getReceiveBuffers() == null ? c.getReceiveDepth() : c.getReceiveBuffers(), c.getMessageSize(),
+					c.getSendTimeout(), c.isRequired(), new CmParameters(cm.getResponderResources(),
+							cm.getInitiatorDepth(), cm.getRetryCount(), cm.getRnrRetryCount()),
+					properties.getShutdownTimeout()));
+		});
+		return all;
+	}
+
+	private static String queue(RdmaProperties properties, String path, @Nullable String queue) {
+		if (queue == null || queue.isBlank()) {
+			throw new RdmaConfigurationException(path, path + " is not set",
+					"Set " + path + " to a queue under rdma.completion-queues (configured: "
+							+ properties.getCompletionQueues().keySet() + ").");
+		}
+		if (!properties.getCompletionQueues().containsKey(queue)) {
+			throw new RdmaConfigurationException(path,
+					path + "=" + queue + " names no queue under rdma.completion-queues (configured: "
+							+ properties.getCompletionQueues().keySet() + ")",
+					"Set " + path + " to one of " + properties.getCompletionQueues().keySet() + " or add "
+							+ RdmaPropertiesValidator.QUEUES + queue + ".");
+		}
+		return queue;
+	}
+
+	/** host:port, the host an IP address or a name that resolves, the port 1..65535. */
+	static InetSocketAddress address(String path, @Nullable String value) {
+		String v = value == null ? "" : value.trim();
+		int colon = v.lastIndexOf(':');
+		if (colon <= 0 || colon == v.length() - 1) {
+			throw new RdmaConfigurationException(path, path + "=" + value + " is not host:port",
+					"Set " + path + " to e.g. 10.0.0.2:7471.");
+		}
+		String host = v.substring(0, colon);
+		if (host.startsWith("[") && host.endsWith("]")) {
+			host = host.substring(1, host.length() - 1);
+		}
+		int port;
+		try {
+			port = Integer.parseInt(v.substring(colon + 1));
+		}
+		catch (NumberFormatException ex) {
+			port = -1;
+		}
+		if (port < 1 || port > 65535) {
+			throw new RdmaConfigurationException(path,
+					path + "=" + value + ": the port must be a number between 1 and 65535",
+					"Set " + path + " to e.g. " + host + ":7471.");
+		}
+		return new InetSocketAddress(ip(path, host), port);
+	}
+
+	static InetAddress ip(String path, String host) {
+		try {
+			return InetAddress.getByName(host.trim());
+		}
+		catch (UnknownHostException ex) {
+			throw new RdmaConfigurationException(path, path + ": host '" + host + "' does not resolve",
+					"Use an IP address of the RDMA netdev, e.g. 10.0.0.2.", ex);
+		}
+	}
+
+	private static void range(String path, int value, int min, int max, String example) {
+		if (value < min || value > max) {
+			throw new RdmaConfigurationException(path, path + "=" + value + " must be between " + min + " and " + max,
+					"Set " + path + " to e.g. " + example + ".");
+		}
+	}
+
+	private static void positive(String path, @Nullable Duration value, String example) {
+		if (value == null || value.isNegative() || value.isZero()) {
+			throw new RdmaConfigurationException(path, path + "=" + value + " must be positive",
+					"Set " + path + " to e.g. " + example + ".");
+		}
+	}
+
+}

@@ -1,0 +1,100 @@
+package dev.rdma.spring.boot.autoconfigure.metrics;
+
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.support.ConfiguredConnection;
+import dev.rdma.spring.connection.support.ConnectionCounters;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
+
+/**
+ * Meters of each connection under {@code rdma.connections}, tagged
+ * {@code connection=<name>}: messages and bytes sent (acknowledged) and received,
+ * send-queue full, send errors, listener errors, reconnects, connection errors by kind
+ * (rdma_cm event type, TIMEOUT, ...), and a gauge {@code rdma.connection.established} (1
+ * when established, a server: its peers). They read the connection's counters when
+ * scraped; nothing is recorded per message.
+ */
+public class RdmaConnectionMetrics implements SmartInitializingSingleton {
+
+	/** The kinds of connection error that get a counter from the start. */
+	static final List<String> ERROR_KINDS = List.of("ADDR_ERROR", "ROUTE_ERROR", "UNREACHABLE", "REJECTED",
+			"CONNECT_ERROR", "DISCONNECTED", "DEVICE_REMOVAL", "TIMEOUT", "DEVICE_MISMATCH", "MAX_PEERS", "VERB_ERROR",
+			"ERROR");
+
+	private final ObjectProvider<MeterRegistry> meterRegistry;
+
+	private final RdmaConnectionRegistry registry;
+
+	public RdmaConnectionMetrics(ObjectProvider<MeterRegistry> meterRegistry, RdmaConnectionRegistry registry) {
+		this.meterRegistry = meterRegistry;
+		this.registry = registry;
+	}
+
+	/**
+	 * Registers the meters once every connection exists (as the pollers' meters do);
+	 * nothing without a unique {@link MeterRegistry}.
+	 */
+	@Override
+	public void afterSingletonsInstantiated() {
+		MeterRegistry meters = meterRegistry.getIfUnique();
+		if (meters == null) {
+			return;
+		}
+		for (ConfiguredConnection c : registry.connections()) {
+			ConnectionCounters n = c.counters();
+			String name = c.name();
+			counter(meters, "rdma.connection.messages.sent", name, n, ConnectionCounters::messagesSent,
+					"Messages whose send completed with success");
+			counter(meters, "rdma.connection.bytes.sent", name, n, ConnectionCounters::bytesSent,
+					"Bytes of the messages sent");
+			counter(meters, "rdma.connection.messages.received", name, n, ConnectionCounters::messagesReceived,
+					"Messages received");
+			counter(meters, "rdma.connection.bytes.received", name, n, ConnectionCounters::bytesReceived,
+					"Bytes received");
+			counter(meters, "rdma.connection.send.queue.full", name, n, ConnectionCounters::sendQueueFull,
+					"Sends that found every send buffer in flight");
+			counter(meters, "rdma.connection.send.errors", name, n, ConnectionCounters::sendErrors,
+					"Sends whose completion failed");
+			counter(meters, "rdma.connection.listener.errors", name, n, ConnectionCounters::listenerErrors,
+					"Message listener calls that threw");
+			counter(meters, "rdma.connection.reconnects", name, n, ConnectionCounters::reconnects,
+					"Connections established after the first");
+			for (String kind : ERROR_KINDS) {
+				FunctionCounter.builder("rdma.connection.errors", n, x -> x.connectionErrors(kind))
+					.tag("connection", name)
+					.tag("kind", kind)
+					.description("Failed connection attempts and ended connections, by rdma_cm event or cause")
+					.register(meters);
+			}
+			Gauge.builder("rdma.connection.established", c, RdmaConnectionMetrics::established)
+				.tag("connection", name)
+				.description("1 when the connection is established; a server: its connected peers")
+				.register(meters);
+		}
+	}
+
+	private static double established(ConfiguredConnection c) {
+		if (c.isServer()) {
+			return c.peers().size();
+		}
+		return c.state() == ConnectionState.ESTABLISHED ? 1 : 0;
+	}
+
+	private static void counter(MeterRegistry meters, String meter, String connection, ConnectionCounters counters,
+			ToDoubleFunction<ConnectionCounters> value, String description) {
+		FunctionCounter.builder(meter, counters, value)
+			.tag("connection", connection)
+			.description(description)
+			.register(meters);
+	}
+
+}

@@ -1,0 +1,31 @@
+package dev.rdma.spring.connection;
+
+/**
+ * The state of an {@link RdmaConnection}, as the health indicator shows it.
+ */
+public enum ConnectionState {
+
+	/** Not started yet (before the application context starts its lifecycle beans). */
+	NEW,
+
+	/**
+	 * A client resolving, connecting, or waiting (back-off) before its next attempt; a
+	 * server's peer being accepted.
+	 */
+	CONNECTING,
+
+	/** A server bound and listening for peers (whether or not peers are connected). */
+	LISTENING,
+
+	/** Connected: messages can be sent. */
+	ESTABLISHED,
+
+	/**
+	 * The peer or the network ended the connection; a client reconnects with back-off.
+	 */
+	DISCONNECTED,
+
+	/** Stopped with the application context; final. */
+	CLOSED
+
+}

@@ -1,0 +1,26 @@
+package dev.rdma.spring.connection;
+
+import java.util.Map;
+
+/**
+ * The counters of one configured connection (a client across its reconnects, a server
+ * across all its peers) at one moment; the per-connection meters read the same counters.
+ *
+ * @param messagesSent sends whose completion arrived with success (acknowledged by the
+ * peer's adapter: the message is in one of the peer's receive buffers)
+ * @param bytesSent the bytes of those messages
+ * @param messagesReceived messages received (successful receive completions)
+ * @param bytesReceived the bytes of those messages
+ * @param sendQueueFull sends that found every send buffer in flight (they waited, and
+ * threw {@link SendQueueFullException} if none came free within the send timeout)
+ * @param sendErrors sends whose completion failed (flushed by a disconnect, retry
+ * exceeded...)
+ * @param reconnects connections established after the first one (client), or peers
+ * accepted after the first one (server)
+ * @param connectionErrors rdma_cm error events and failed attempts, by event type
+ * (ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, REJECTED, CONNECT_ERROR, TIMEOUT,
+ * DISCONNECTED...)
+ */
+public record ConnectionStatistics(long messagesSent, long bytesSent, long messagesReceived, long bytesReceived,
+		long sendQueueFull, long sendErrors, long reconnects, Map<String, Long> connectionErrors) {
+}

@@ -1,0 +1,67 @@
+package dev.rdma.spring.connection.support;
+
+import java.util.Arrays;
+import java.util.concurrent.atomic.LongAdder;
+
+import dev.rdma.spring.listener.ListenerInvoker;
+import dev.rdma.verbs.WorkCompletion;
+
+/**
+ * The listener of a completion queue that connections use: hands each completion to the
+ * {@link PeerConnection} whose QP number it carries ({@code wc.qp_num}, valid for failed
+ * completions too). Runs on the queue's poller thread, registered with the listener
+ * registry like an {@code @RdmaCompletionListener}, so the queue keeps its poller, its
+ * meters and its ordered shutdown.
+ *
+ * <p>
+ * The connections are a copy-on-write array, scanned linearly: no allocation and no lock
+ * per completion; a queue serves a handful of connections (a server's peers at most).
+ * Completions of a QP that already left (its close timed out) are counted and dropped.
+ */
+public final class CompletionRouter implements ListenerInvoker {
+
+	private final String queue;
+
+	private volatile PeerConnection[] connections = new PeerConnection[0];
+
+	private final LongAdder unrouted = new LongAdder();
+
+	public CompletionRouter(String queue) {
+		this.queue = queue;
+	}
+
+	/** The queue's key. */
+	public String queue() {
+		return queue;
+	}
+
+	synchronized void add(PeerConnection connection) {
+		PeerConnection[] now = connections;
+		PeerConnection[] next = Arrays.copyOf(now, now.length + 1);
+		next[now.length] = connection;
+		connections = next;
+	}
+
+	synchronized void remove(PeerConnection connection) {
+		connections = Arrays.stream(connections).filter(c -> c != connection).toArray(PeerConnection[]::new);
+	}
+
+	/** Completions that matched no connection. */
+	public long unrouted() {
+		return unrouted.sum();
+	}
+
+	@Override
+	public void invoke(Object argument) {
+		WorkCompletion completion = (WorkCompletion) argument;
+		int qpNum = completion.qpNum();
+		for (PeerConnection c : connections) {
+			if (c.qpNum() == qpNum) {
+				c.onCompletion(completion);
+				return;
+			}
+		}
+		unrouted.increment();
+	}
+
+}

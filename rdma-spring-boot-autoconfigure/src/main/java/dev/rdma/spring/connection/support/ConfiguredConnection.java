@@ -1,0 +1,208 @@
+package dev.rdma.spring.connection.support;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.function.Supplier;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.connection.ConnectionNotEstablishedException;
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.ConnectionStatistics;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.ProtectionDomain;
+import dev.rdma.verbs.RdmaException;
+import dev.rdma.verbs.cm.CmEvent;
+import dev.rdma.verbs.cm.CmEventType;
+import dev.rdma.verbs.cm.ConnectionId;
+import dev.rdma.verbs.cm.EventChannel;
+
+/**
+ * What a client and a server connection share: their settings and counters, the event
+ * channel and protection domain they create when they start (on the device of their
+ * completion queues), the making of a {@link PeerConnection} for an id, and the waiting
+ * for one rdma_cm event within a deadline.
+ */
+public abstract sealed class ConfiguredConnection implements RdmaConnection permits ClientConnection, ServerConnection {
+
+	private static final Log logger = LogFactory.getLog(ConfiguredConnection.class);
+
+	final ConnectionSettings settings;
+
+	final ConnectionCounters counters = new ConnectionCounters();
+
+	private final CompletionQueue sendCq;
+
+	private final CompletionQueue receiveCq;
+
+	private final List<CompletionRouter> routers;
+
+	private final Supplier<@Nullable MessageListenerBinding> listener;
+
+	@Nullable EventChannel channel;
+
+	@Nullable ProtectionDomain pd;
+
+	volatile ConnectionState state = ConnectionState.NEW;
+
+	ConfiguredConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
+			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
+		this.settings = settings;
+		this.sendCq = sendCq;
+		this.receiveCq = receiveCq;
+		this.routers = routers;
+		this.listener = listener;
+	}
+
+	/** The settings this connection was made with. */
+	public ConnectionSettings settings() {
+		return settings;
+	}
+
+	/** The live counters (the meters read them). */
+	public ConnectionCounters counters() {
+		return counters;
+	}
+
+	/** Creates the channel and the PD; the subclass then connects or listens. */
+	void open() {
+		channel = EventChannel.create();
+		try {
+			pd = sendCq.context().allocateProtectionDomain();
+		}
+		catch (RuntimeException ex) {
+			channel.close();
+			channel = null;
+			throw ex;
+		}
+	}
+
+	/** Closes the PD and the channel (every peer closed before). */
+	void closeShared() {
+		ProtectionDomain p = pd;
+		EventChannel c = channel;
+		pd = null;
+		channel = null;
+		try {
+			if (p != null) {
+				p.close();
+			}
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Closing the protection domain of connection '" + name() + "' failed", ex);
+		}
+		if (c != null) {
+			c.close();
+		}
+	}
+
+	/** Starts connecting or listening; called by the registry, after the pollers run. */
+	abstract void start();
+
+	/** Stops, closing every peer, by {@code deadline} ({@link System#nanoTime()}). */
+	abstract void stop(long deadline);
+
+	/**
+	 * A peer connection for {@code id}, whose device must be that of the completion
+	 * queues (an address of another device's netdev cannot use them).
+	 */
+	PeerConnection newPeer(ConnectionId id) {
+		String device = id.deviceName();
+		String expected = sendCq.context().deviceName();
+		if (device != null && !device.equals(expected)) {
+			throw new AttemptFailedException("DEVICE_MISMATCH",
+					"rdma.connections." + name() + ": " + describeAddress() + " is on RDMA device " + device
+							+ ", but queues '" + settings.sendQueue() + "' and '" + settings.receiveQueue()
+							+ "' are on " + expected + ": configure them on " + device);
+		}
+		ProtectionDomain p = pd;
+		if (p == null) {
+			throw new IllegalStateException("connection '" + name() + "' is not started");
+		}
+		return new PeerConnection(settings, counters, id, p, sendCq, receiveCq, listener.get(), routers);
+	}
+
+	abstract String describeAddress();
+
+	/**
+	 * The next event of {@code id} that is one of {@code wanted}, by {@code deadline}; an
+	 * error event, a DISCONNECTED, the deadline or a wake-up throws
+	 * {@link AttemptFailedException}.
+	 */
+	static CmEvent expect(ConnectionId id, String verb, long deadline, CmEventType... wanted) {
+		while (true) {
+			long left = deadline - System.nanoTime();
+			if (left <= 0) {
+				throw new AttemptFailedException("TIMEOUT", verb + ": no " + List.of(wanted) + " in time");
+			}
+			CmEvent e;
+			try {
+				e = id.getEvent(Duration.ofNanos(left));
+			}
+			catch (IllegalStateException closed) {
+				throw new AttemptFailedException("CLOSED", verb + ": " + closed.getMessage(), closed);
+			}
+			if (e == null) {
+				if (System.nanoTime() - deadline >= 0) {
+					throw new AttemptFailedException("TIMEOUT", verb + ": no " + List.of(wanted) + " in time");
+				}
+				throw new AttemptFailedException("STOPPED", verb + ": woken up (stopping)");
+			}
+			for (CmEventType w : wanted) {
+				if (e.type() == w) {
+					return e;
+				}
+			}
+			if (e.type() != CmEventType.ADDR_CHANGE && e.type() != CmEventType.TIMEWAIT_EXIT) {
+				throw new AttemptFailedException(e.type().name(), verb + ": " + e.text() + ", " + e.statusText());
+			}
+		}
+	}
+
+	static String kindOf(RuntimeException ex) {
+		if (ex instanceof AttemptFailedException a) {
+			return a.kind();
+		}
+		if (ex instanceof RdmaException) {
+			return "VERB_ERROR";
+		}
+		return "ERROR";
+	}
+
+	ConnectionNotEstablishedException notEstablished() {
+		return new ConnectionNotEstablishedException(
+				"connection '" + name() + "' (" + describeAddress() + ") is " + state() + ": nothing was sent");
+	}
+
+	@Override
+	public String name() {
+		return settings.name();
+	}
+
+	@Override
+	public boolean isServer() {
+		return settings.server();
+	}
+
+	@Override
+	public int maxMessageSize() {
+		return settings.messageSize();
+	}
+
+	@Override
+	public ConnectionStatistics statistics() {
+		return counters.snapshot();
+	}
+
+	/** Whether the health indicator reports DOWN while not established. */
+	public boolean required() {
+		return settings.required();
+	}
+
+	/** True when a required connection counts as up (a server: listening). */
+	public abstract boolean isUp();
+
+}

@@ -1,0 +1,91 @@
+package dev.rdma.spring.connection.support;
+
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+import dev.rdma.spring.connection.ConnectionStatistics;
+
+/**
+ * The counters of one configured connection, shared by every {@link PeerConnection} it
+ * had (reconnects, a server's peers). Message counters are updated by the pollers of the
+ * connection's queues, once per completion, without allocating; the meters read them.
+ */
+public final class ConnectionCounters {
+
+	final LongAdder messagesSent = new LongAdder();
+
+	final LongAdder bytesSent = new LongAdder();
+
+	final LongAdder messagesReceived = new LongAdder();
+
+	final LongAdder bytesReceived = new LongAdder();
+
+	final LongAdder sendQueueFull = new LongAdder();
+
+	final LongAdder sendErrors = new LongAdder();
+
+	final LongAdder listenerErrors = new LongAdder();
+
+	final AtomicLong established = new AtomicLong();
+
+	private final Map<String, AtomicLong> connectionErrors = new ConcurrentHashMap<>();
+
+	void connectionError(String kind) {
+		connectionErrors.computeIfAbsent(kind, k -> new AtomicLong()).incrementAndGet();
+	}
+
+	public long messagesSent() {
+		return messagesSent.sum();
+	}
+
+	public long bytesSent() {
+		return bytesSent.sum();
+	}
+
+	public long messagesReceived() {
+		return messagesReceived.sum();
+	}
+
+	public long bytesReceived() {
+		return bytesReceived.sum();
+	}
+
+	public long sendQueueFull() {
+		return sendQueueFull.sum();
+	}
+
+	public long sendErrors() {
+		return sendErrors.sum();
+	}
+
+	public long listenerErrors() {
+		return listenerErrors.sum();
+	}
+
+	/** Connections established after the first one. */
+	public long reconnects() {
+		return Math.max(0, established.get() - 1);
+	}
+
+	/** Connection errors of one kind (a CM event type, TIMEOUT, ...). */
+	public long connectionErrors(String kind) {
+		AtomicLong n = connectionErrors.get(kind);
+		return n == null ? 0 : n.get();
+	}
+
+	/** The kinds of connection error seen so far. */
+	public java.util.Set<String> connectionErrorKinds() {
+		return new java.util.TreeSet<>(connectionErrors.keySet());
+	}
+
+	ConnectionStatistics snapshot() {
+		Map<String, Long> errors = new TreeMap<>();
+		connectionErrors.forEach((k, v) -> errors.put(k, v.get()));
+		return new ConnectionStatistics(messagesSent(), bytesSent(), messagesReceived(), bytesReceived(),
+				sendQueueFull(), sendErrors(), reconnects(), Map.copyOf(errors));
+	}
+
+}

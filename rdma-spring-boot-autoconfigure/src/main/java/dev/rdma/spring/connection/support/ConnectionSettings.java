@@ -1,0 +1,65 @@
+package dev.rdma.spring.connection.support;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Objects;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.verbs.cm.CmParameters;
+
+/**
+ * The resolved settings of one {@code rdma.connections.<name>} (validated before they get
+ * here).
+ *
+ * @param name the key (and bean name)
+ * @param server true for {@code listen}, false for {@code connect}
+ * @param address the address to listen on, or to connect to
+ * @param source a client's source address, or null
+ * @param maxPeers how many peers a server keeps connected at once
+ * @param connectTimeout bound of one connection attempt (resolve, route, connect) or of
+ * one accept
+ * @param retry a client's back-off between attempts
+ * @param sendQueue the key of the send completion queue
+ * @param receiveQueue the key of the receive completion queue
+ * @param sendDepth max_send_wr, and the number of registered send buffers
+ * @param receiveDepth max_recv_wr
+ * @param receiveBuffers receive buffers kept posted (at most receiveDepth)
+ * @param messageSize bytes per send and receive buffer
+ * @param sendTimeout how long a send waits for a free send buffer
+ * @param required whether the health indicator is DOWN while not established
+ * @param cm the rdma_cm connection parameters
+ * @param closeTimeout bound of closing one peer connection (rdma.shutdown-timeout): its
+ * disconnect and the drain of its flushed work requests through the pollers
+ */
+public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
+		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
+		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
+		boolean required, CmParameters cm, Duration closeTimeout) {
+
+	public ConnectionSettings {
+		Objects.requireNonNull(name, "name");
+		Objects.requireNonNull(address, "address");
+		Objects.requireNonNull(retry, "retry");
+	}
+
+	/**
+	 * A client's back-off: the first wait, its growth per failed attempt and its ceiling.
+	 *
+	 * @param initialInterval wait after the first failure
+	 * @param multiplier growth of the wait per failure
+	 * @param maxInterval the longest wait
+	 * @param maxAttempts attempts before the client gives up (state DISCONNECTED), 0 =
+	 * never
+	 */
+	public record Retry(Duration initialInterval, double multiplier, Duration maxInterval, int maxAttempts) {
+
+		/** The wait after {@code failures} consecutive failures (1 = the first). */
+		public Duration interval(int failures) {
+			double nanos = initialInterval.toNanos() * Math.pow(multiplier, Math.max(0, failures - 1));
+			return Duration.ofNanos((long) Math.min(nanos, maxInterval.toNanos()));
+		}
+
+	}
+
+}

@@ -1,0 +1,478 @@
+package dev.rdma.spring.connection.support;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.connection.ConnectionNotEstablishedException;
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.ConnectionStatistics;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.SendQueueFullException;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.MemoryRegion;
+import dev.rdma.verbs.ProtectionDomain;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.WcStatus;
+import dev.rdma.verbs.WorkCompletion;
+import dev.rdma.verbs.cm.ConnectionId;
+
+/**
+ * One connected queue pair: the application's RC QP on the connection's send and receive
+ * completion queues, moved through its states by its rdma_cm id; a registered memory
+ * region of {@code send-depth} send buffers and one of {@code receive-buffers} receive
+ * buffers, each {@code message-size} bytes.
+ *
+ * <p>
+ * <b>Work request ids.</b> A receive's wr_id is its buffer's index; a send's is its
+ * buffer's index with {@link #SEND} set, so that a completion is told apart even when it
+ * failed (a failed completion carries no valid opcode).
+ *
+ * <p>
+ * <b>Threads.</b> Senders call {@link #send}; the pollers of the two queues call
+ * {@link #onCompletion} (through the {@link CompletionRouter}); the thread of its
+ * {@link ClientConnection} or {@link ServerConnection} connects and closes it.
+ *
+ * <p>
+ * <b>Close</b> ({@link #close}) in the order that loses nothing and never blocks for
+ * ever: no new sends, {@code rdma_disconnect} (waiting for DISCONNECTED up to the
+ * timeout), QP to the error state, wait (up to the deadline) until every posted receive
+ * and send has come back through the pollers (flushed), leave the routers, then destroy
+ * the id, the QP and the memory regions.
+ */
+public final class PeerConnection implements RdmaConnection {
+
+	private static final Log logger = LogFactory.getLog(PeerConnection.class);
+
+	/** Marks the wr_id of a send. */
+	static final long SEND = 1L << 62;
+
+	private final ConnectionSettings settings;
+
+	private final ConnectionCounters counters;
+
+	private final ConnectionId id;
+
+	private final QueuePair qp;
+
+	private final int qpNum;
+
+	private final MemoryRegion sendRegion;
+
+	private final MemoryRegion receiveRegion;
+
+	private final MemorySegment sendBuffers;
+
+	private final ByteBuffer sendView;
+
+	private final SendBufferPool pool;
+
+	private final int[] sendLengths;
+
+	private final ReceivedMessage[] messages;
+
+	private final @Nullable MessageListenerBinding listener;
+
+	private final List<CompletionRouter> routers;
+
+	private final long sendTimeoutNanos;
+
+	private final AtomicInteger postedReceives = new AtomicInteger();
+
+	private final AtomicBoolean closing = new AtomicBoolean();
+
+	private volatile ConnectionState state = ConnectionState.CONNECTING;
+
+	private volatile boolean peerDisconnected;
+
+	/** Whether a listener failure was logged at WARN (poller thread only). */
+	private boolean listenerFailureLogged;
+
+	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, ConnectionId id, ProtectionDomain pd,
+			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
+			List<CompletionRouter> routers) {
+		this.settings = settings;
+		this.counters = counters;
+		this.id = id;
+		this.listener = listener;
+		this.routers = routers;
+		this.sendTimeoutNanos = SendBufferPool.nanos(settings.sendTimeout());
+		int size = settings.messageSize();
+		QueuePair createdQp = null;
+		MemoryRegion createdSend = null;
+		try {
+			createdQp = pd.createQueuePair(
+					new QueuePair.Attributes(sendCq, receiveCq, settings.sendDepth(), settings.receiveDepth(), false));
+			createdSend = pd.registerMemory((long) size * settings.sendDepth(),
+					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
+			this.receiveRegion = pd.registerMemory((long) size * settings.receiveBuffers(),
+					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
+		}
+		catch (RuntimeException ex) {
+			if (createdSend != null) {
+				createdSend.close();
+			}
+			if (createdQp != null) {
+				createdQp.close();
+			}
+			throw ex;
+		}
+		this.qp = createdQp;
+		this.qpNum = createdQp.qpNum();
+		this.sendRegion = createdSend;
+		this.sendBuffers = sendRegion.buffer();
+		this.sendView = sendBuffers.asByteBuffer();
+		this.pool = new SendBufferPool(settings.sendDepth());
+		this.sendLengths = new int[settings.sendDepth()];
+		this.messages = new ReceivedMessage[settings.receiveBuffers()];
+		MemorySegment receiveBuffers = receiveRegion.buffer();
+		for (int i = 0; i < messages.length; i++) {
+			messages[i] = new ReceivedMessage(this, i, receiveBuffers.asSlice((long) i * size, size));
+		}
+		// in the routers before the QP can complete anything
+		routers.forEach(r -> r.add(this));
+	}
+
+	QueuePair queuePair() {
+		return qp;
+	}
+
+	ConnectionId connectionId() {
+		return id;
+	}
+
+	int qpNum() {
+		return qpNum;
+	}
+
+	/** Posts every receive buffer (the QP is in INIT or later). */
+	void postReceives() {
+		for (int i = 0; i < messages.length; i++) {
+			repost(i);
+		}
+	}
+
+	void established() {
+		state = ConnectionState.ESTABLISHED;
+	}
+
+	/** The peer disconnected (DISCONNECTED was read on the id). */
+	void peerDisconnected() {
+		peerDisconnected = true;
+		if (state == ConnectionState.ESTABLISHED) {
+			state = ConnectionState.DISCONNECTED;
+		}
+	}
+
+	// ------------------------------------------------------------------ receiving
+
+	/**
+	 * Posts receive buffer {@code index} again (after its message was handled); nothing
+	 * once closing.
+	 */
+	void repost(int index) {
+		if (closing.get()) {
+			return;
+		}
+		postedReceives.incrementAndGet();
+		try {
+			qp.postRecv(index, receiveRegion, (long) index * settings.messageSize(), settings.messageSize());
+		}
+		catch (RuntimeException ex) {
+			postedReceives.decrementAndGet();
+			if (!closing.get()) {
+				logger.warn("Posting receive buffer " + index + " of connection '" + settings.name() + "' failed", ex);
+			}
+		}
+	}
+
+	/** A completion of this QP, on the poller thread of its queue. */
+	void onCompletion(WorkCompletion completion) {
+		long wrId = completion.wrId();
+		int status = completion.statusCode();
+		if ((wrId & SEND) != 0) {
+			int index = (int) (wrId & ~SEND);
+			if (status == 0) {
+				counters.messagesSent.increment();
+				counters.bytesSent.add(sendLengths[index]);
+			}
+			else {
+				sendFailed(index, status);
+			}
+			pool.release(index);
+			return;
+		}
+		int index = (int) wrId;
+		postedReceives.decrementAndGet();
+		if (status != 0) {
+			if (!closing.get() && status != WcStatus.WR_FLUSH_ERR.code()) {
+				logger.warn("Receive on connection '" + settings.name() + "' (" + this + ") failed: "
+						+ WcStatus.of(status));
+			}
+			return;
+		}
+		int length = completion.byteLen();
+		counters.messagesReceived.increment();
+		counters.bytesReceived.add(length);
+		ReceivedMessage message = messages[index];
+		message.prepare(length);
+		MessageListenerBinding l = listener;
+		if (l != null) {
+			try {
+				l.invoker().invoke(message);
+			}
+			catch (Throwable ex) {
+				listenerFailed(l, length, ex);
+			}
+		}
+		if (message.returnAfterCall()) {
+			repost(index);
+		}
+	}
+
+	/**
+	 * Counts a listener failure; logs the first of this connection with its stack trace,
+	 * later ones (and those while closing, typically a reply to a peer that is gone) at
+	 * debug: a stack trace per message would slow the poller down to a crawl.
+	 */
+	private void listenerFailed(MessageListenerBinding l, int length, Throwable ex) {
+		counters.listenerErrors.increment();
+		if (!closing.get() && !listenerFailureLogged) {
+			listenerFailureLogged = true;
+			logger.warn(l.id() + " threw for a message of " + length + " bytes on connection '" + settings.name()
+					+ "'; its buffer is posted again (later failures of this connection: counted, logged at debug)",
+					ex);
+		}
+		else if (logger.isDebugEnabled()) {
+			logger.debug(l.id() + " threw for a message on connection '" + settings.name() + "': " + ex);
+		}
+	}
+
+	private void sendFailed(int index, int status) {
+		counters.sendErrors.increment();
+		if (!closing.get() && !peerDisconnected && status != WcStatus.WR_FLUSH_ERR.code()) {
+			logger.warn("Send of " + sendLengths[index] + " bytes on connection '" + settings.name() + "' (" + this
+					+ ") failed: " + WcStatus.of(status));
+		}
+	}
+
+	// ------------------------------------------------------------------ sending
+
+	@Override
+	public void send(byte[] data, int offset, int length) {
+		java.util.Objects.checkFromIndexSize(offset, length, data.length);
+		int index = take(length);
+		MemorySegment.copy(data, offset, sendBuffers, ValueLayout.JAVA_BYTE, (long) index * settings.messageSize(),
+				length);
+		post(index, length);
+	}
+
+	@Override
+	public void send(ByteBuffer data) {
+		int length = data.remaining();
+		int index = take(length);
+		// an absolute bulk put: the shared view's position is never changed
+		sendView.put(index * settings.messageSize(), data, data.position(), length);
+		post(index, length);
+	}
+
+	@Override
+	public void send(MemorySegment data) {
+		if (data.byteSize() > Integer.MAX_VALUE) {
+			throw new IllegalArgumentException("a " + data.byteSize() + "-byte segment is larger than a message");
+		}
+		int length = (int) data.byteSize();
+		int index = take(length);
+		MemorySegment.copy(data, 0, sendBuffers, (long) index * settings.messageSize(), length);
+		post(index, length);
+	}
+
+	/** A free send buffer for {@code length} bytes, waiting up to the send timeout. */
+	private int take(int length) {
+		if (length > settings.messageSize()) {
+			throw new IllegalArgumentException("a message of " + length + " bytes is larger than rdma.connections."
+					+ settings.name() + ".message-size (" + settings.messageSize() + ")");
+		}
+		if (state != ConnectionState.ESTABLISHED) {
+			throw notEstablished();
+		}
+		int index = pool.tryAcquire();
+		if (index >= 0) {
+			return index;
+		}
+		counters.sendQueueFull.increment();
+		try {
+			index = pool.acquire(sendTimeoutNanos);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new SendQueueFullException(
+					"interrupted while waiting for a send buffer of connection '" + settings.name() + "'");
+		}
+		if (index < 0) {
+			if (state != ConnectionState.ESTABLISHED) {
+				throw notEstablished();
+			}
+			throw new SendQueueFullException("all " + settings.sendDepth() + " send buffers of connection '"
+					+ settings.name() + "' are still in flight after rdma.connections." + settings.name()
+					+ ".send-timeout (" + settings.sendTimeout() + ")");
+		}
+		return index;
+	}
+
+	private void post(int index, int length) {
+		sendLengths[index] = length;
+		try {
+			qp.postSend(SEND | index, sendRegion, (long) index * settings.messageSize(), length,
+					QueuePair.SendOpcode.SEND, 0, true);
+		}
+		catch (RuntimeException ex) {
+			pool.release(index);
+			if (state != ConnectionState.ESTABLISHED) {
+				throw notEstablished();
+			}
+			throw ex;
+		}
+	}
+
+	private ConnectionNotEstablishedException notEstablished() {
+		return new ConnectionNotEstablishedException(
+				"connection '" + settings.name() + "' to " + peerAddress() + " is " + state + ": nothing was sent");
+	}
+
+	// ------------------------------------------------------------------ closing
+
+	/**
+	 * Closes this connection as the class comment says, within {@code timeout}; true when
+	 * every work request came back before the deadline.
+	 */
+	boolean close(Duration timeout, ConnectionState finalState) {
+		if (!closing.compareAndSet(false, true)) {
+			return true;
+		}
+		long deadline = System.nanoTime() + timeout.toNanos();
+		boolean wasEstablished = state == ConnectionState.ESTABLISHED;
+		state = finalState;
+		pool.close();
+		if (wasEstablished && !peerDisconnected) {
+			try {
+				id.disconnect(Duration.ofNanos(Math.max(1_000_000, (deadline - System.nanoTime()) / 2)));
+			}
+			catch (RuntimeException ex) {
+				logger.debug("rdma_disconnect of connection '" + settings.name() + "' ended: " + ex.getMessage());
+			}
+		}
+		try {
+			qp.moveToError();
+		}
+		catch (RuntimeException ex) {
+			logger.debug("QP of connection '" + settings.name() + "' to error: " + ex.getMessage());
+		}
+		// the flushed work requests come back through the pollers, which must be running
+		boolean drained = true;
+		long nextKick = System.nanoTime() + 100_000_000L;
+		while (postedReceives.get() > 0 || pool.inFlight() > 0) {
+			if (System.nanoTime() - nextKick >= 0) {
+				// rxe flushes a receive posted to a QP already in ERR only when the
+				// kernel
+				// touches the QP again (docs/reliability.md): a poller's re-post racing
+				// with the move above would otherwise stay posted until the QP is gone
+				nextKick = System.nanoTime() + 100_000_000L;
+				try {
+					qp.moveToError();
+				}
+				catch (RuntimeException ignored) {
+					// closed meanwhile
+				}
+			}
+			if (System.nanoTime() - deadline >= 0) {
+				drained = false;
+				logger.warn("Connection '" + settings.name() + "' closes with " + postedReceives.get()
+						+ " receives and " + pool.inFlight()
+						+ " sends not flushed back within the timeout (are the pollers of queues '"
+						+ settings.sendQueue() + "' and '" + settings.receiveQueue() + "' running?)");
+				break;
+			}
+			LockSupport.parkNanos(200_000);
+		}
+		routers.forEach(r -> r.remove(this));
+		closeQuietly(id);
+		closeQuietly(qp);
+		closeQuietly(sendRegion);
+		closeQuietly(receiveRegion);
+		return drained;
+	}
+
+	private void closeQuietly(AutoCloseable closeable) {
+		try {
+			closeable.close();
+		}
+		catch (Exception ex) {
+			logger.warn("Closing " + closeable + " of connection '" + settings.name() + "' failed", ex);
+		}
+	}
+
+	// ------------------------------------------------------------------ RdmaConnection
+
+	@Override
+	public String name() {
+		return settings.name();
+	}
+
+	@Override
+	public ConnectionState state() {
+		return state;
+	}
+
+	@Override
+	public boolean isServer() {
+		return settings.server();
+	}
+
+	@Override
+	public @Nullable String deviceName() {
+		return qp.protectionDomain().context().deviceName();
+	}
+
+	@Override
+	public @Nullable InetSocketAddress peerAddress() {
+		return id.isClosed() ? null : id.peerAddress();
+	}
+
+	@Override
+	public @Nullable InetSocketAddress localAddress() {
+		return id.isClosed() ? null : id.localAddress();
+	}
+
+	@Override
+	public List<RdmaConnection> peers() {
+		return state == ConnectionState.ESTABLISHED ? List.of(this) : List.of();
+	}
+
+	@Override
+	public int maxMessageSize() {
+		return settings.messageSize();
+	}
+
+	@Override
+	public ConnectionStatistics statistics() {
+		return counters.snapshot();
+	}
+
+	@Override
+	public String toString() {
+		return "PeerConnection[" + settings.name() + ", qp " + qpNum + ", " + state + "]";
+	}
+
+}

@@ -1,0 +1,125 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.connection.support.ConnectionSettings;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.cm.CmParameters;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code rdma.connections}: every bad value fails startup naming the property, on a
+ * machine without RDMA too (nothing native is touched); good values become the
+ * connection's settings with the documented defaults (the bindings' CmParameters).
+ */
+class RdmaConnectionPropertiesTests {
+
+	private static final String[] BASE = { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.tx.entries=256",
+			"rdma.completion-queues.rx.entries=256" };
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(RdmaAutoConfigurations.all());
+
+	private static String[] with(String... more) {
+		List<String> all = new ArrayList<>(Arrays.asList(BASE));
+		all.addAll(Arrays.asList(more));
+		return all.toArray(String[]::new);
+	}
+
+	static Stream<Arguments> misconfigurations() {
+		String c = "rdma.connections.orders.";
+		return Stream.of(
+				Arguments.of("rdma.connections.orders", "sets neither listen nor connect",
+						with(c + "send-queue=tx", c + "receive-queue=rx")),
+				Arguments.of("rdma.connections.orders", "sets both listen and connect",
+						with(c + "listen=10.0.0.2:7471", c + "connect=10.0.0.2:7471", c + "send-queue=tx",
+								c + "receive-queue=rx")),
+				Arguments.of("rdma.connections.orders.connect", "is not host:port",
+						with(c + "connect=10.0.0.2", c + "send-queue=tx", c + "receive-queue=rx")),
+				Arguments.of("rdma.connections.orders.listen", "the port must be a number between 1 and 65535",
+						with(c + "listen=10.0.0.2:70000", c + "send-queue=tx", c + "receive-queue=rx")),
+				Arguments.of("rdma.connections.orders.send-queue", "is not set",
+						with(c + "connect=10.0.0.2:7471", c + "receive-queue=rx")),
+				Arguments.of("rdma.connections.orders.receive-queue", "names no queue under rdma.completion-queues",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx9")),
+				Arguments.of("rdma.connections.orders.send-depth", "must be between 1 and",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "send-depth=0")),
+				Arguments.of("rdma.connections.orders.receive-buffers", "must be between 1 and 64",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "receive-buffers=65")),
+				Arguments.of("rdma.connections.orders.cm.retry-count", "must be between 0 and 7",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "cm.retry-count=9")),
+				Arguments.of("rdma.connections.orders.retry.multiplier", "must be between 1 and 100",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "retry.multiplier=0.5")),
+				Arguments.of("rdma.connections.orders.max-peers", "is for a server",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "max-peers=3")),
+				Arguments.of("rdma.connections.orders.send-timeout", "must not be negative",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "send-timeout=-1s")),
+				Arguments.of("rdma.completion-queues.tx.entries", "is less than the 512 completions",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "max-peers=8")),
+				Arguments.of("rdma.connections.tx", "clashes with rdma.completion-queues.tx",
+						with("rdma.connections.tx.connect=10.0.0.2:7471", "rdma.connections.tx.send-queue=tx",
+								"rdma.connections.tx.receive-queue=rx")));
+	}
+
+	@ParameterizedTest(name = "[{index}] {0} {1}")
+	@MethodSource("misconfigurations")
+	void badValueFailsStartupNamingTheProperty(String property, String message, String[] properties) {
+		long open = NativeObjects.open();
+		runner.withPropertyValues(properties).run(context -> {
+			assertThat(context).hasFailed();
+			Throwable failure = context.getStartupFailure();
+			RdmaConfigurationException rce = null;
+			for (Throwable t = failure; t != null; t = t.getCause()) {
+				if (t instanceof RdmaConfigurationException e) {
+					rce = e;
+				}
+			}
+			assertThat(rce).as("RdmaConfigurationException in " + failure).isNotNull();
+			assertThat(rce.property()).isEqualTo(property);
+			assertThat(rce.getMessage()).contains(message);
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Test
+	void settingsCarryTheDefaults() {
+		RdmaProperties properties = new RdmaProperties();
+		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
+		RdmaProperties.ConnectionProperties c = new RdmaProperties.ConnectionProperties();
+		c.setConnect("10.0.0.2:7471");
+		c.setSource("10.0.0.1");
+		c.setSendQueue("tx");
+		c.setReceiveQueue("tx");
+		properties.getConnections().put("orders", c);
+		ConnectionSettings s = RdmaConnectionProperties.settings(properties).get(0);
+		assertThat(s.server()).isFalse();
+		assertThat(s.address().getPort()).isEqualTo(7471);
+		assertThat(s.address().getAddress().getHostAddress()).isEqualTo("10.0.0.2");
+		assertThat(s.source().getAddress().getHostAddress()).isEqualTo("10.0.0.1");
+		assertThat(s.cm()).isEqualTo(CmParameters.DEFAULTS);
+		assertThat(s.receiveBuffers()).isEqualTo(s.receiveDepth()).isEqualTo(64);
+		assertThat(s.retry().interval(1).toMillis()).isEqualTo(100);
+		assertThat(s.retry().interval(3).toMillis()).isEqualTo(400);
+		assertThat(s.retry().interval(30).toMillis()).isEqualTo(5000);
+	}
+
+}

@@ -1,0 +1,166 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicLong;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+import dev.rdma.spring.annotation.RdmaMessageListener;
+import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
+import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthAutoConfiguration;
+import dev.rdma.spring.boot.autoconfigure.metrics.RdmaMetricsAutoConfiguration;
+import dev.rdma.spring.connection.RdmaMessage;
+import dev.rdma.verbs.testing.TwoDevices;
+
+/**
+ * The two applications of the connection device tests, configured through properties
+ * only: an echo server on one device and a client on the other. A message is a
+ * {@code long} sequence number followed by a pattern derived from it.
+ */
+final class ConnectionApps {
+
+	static final String NAME = "link";
+
+	private ConnectionApps() {
+	}
+
+	/** The properties of one side: device, channel, two queues, the connection. */
+	static List<String> properties(TwoDevices.Peer peer, String connection) {
+		List<String> p = new ArrayList<>(List.of("spring.main.banner-mode=off", "rdma.required=true",
+				"rdma.shutdown-timeout=10s", "rdma.devices.nic.name=" + peer.device(), "rdma.channels.ev.device=nic",
+				"rdma.completion-queues.tx.channel=ev", "rdma.completion-queues.tx.entries=512",
+				"rdma.completion-queues.rx.channel=ev", "rdma.completion-queues.rx.entries=512",
+				"rdma.connections." + NAME + ".send-queue=tx", "rdma.connections." + NAME + ".receive-queue=rx",
+				"rdma.connections." + NAME + ".message-size=1024",
+				"rdma.connections." + NAME + ".retry.initial-interval=50ms",
+				"rdma.connections." + NAME + ".retry.max-interval=500ms",
+				"rdma.connections." + NAME + ".connect-timeout=10s"));
+		p.add("rdma.connections." + NAME + "." + connection);
+		return p;
+	}
+
+	static ConfigurableApplicationContext server(TwoDevices.Peer peer, int port) {
+		return start(EchoServer.class, properties(peer, "listen=" + peer.ipv4() + ":" + port));
+	}
+
+	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port) {
+		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
+		p.add("rdma.connections." + NAME + ".source=" + peer.ipv4());
+		return start(Client.class, p);
+	}
+
+	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
+		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
+			.properties(properties.toArray(String[]::new))
+			.run();
+	}
+
+	/** Writes message {@code seq} of {@code length} bytes into {@code out}. */
+	static void fill(byte[] out, long seq, int length) {
+		java.nio.ByteBuffer.wrap(out).putLong(0, seq);
+		for (int i = 8; i < length; i++) {
+			out[i] = (byte) (seq * 31 + i);
+		}
+	}
+
+	/**
+	 * Null when {@code message} is message {@code seq} of its length, else what is wrong.
+	 */
+	static String check(RdmaMessage message, long expectedLength) {
+		if (message.length() != expectedLength) {
+			return "length " + message.length() + " != " + expectedLength;
+		}
+		long seq = Long.reverseBytes(message.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+		for (int i = 8; i < message.length(); i++) {
+			if (message.buffer().get(ValueLayout.JAVA_BYTE, i) != (byte) (seq * 31 + i)) {
+				return "message " + seq + " byte " + i + " differs";
+			}
+		}
+		return null;
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ImportAutoConfiguration({ RdmaAutoConfiguration.class, RdmaHealthAutoConfiguration.class,
+			RdmaMetricsAutoConfiguration.class })
+	static class Common {
+
+		@Bean
+		MeterRegistry meterRegistry() {
+			return new SimpleMeterRegistry();
+		}
+
+	}
+
+	/** Echoes every message back to the peer it came from, from its receive buffer. */
+	@Configuration(proxyBeanMethods = false)
+	static class EchoServer extends Common {
+
+		@Bean
+		Echo echo() {
+			return new Echo();
+		}
+
+	}
+
+	static class Echo {
+
+		final AtomicLong echoed = new AtomicLong();
+
+		final ConcurrentLinkedQueue<Long> seen = new ConcurrentLinkedQueue<>();
+
+		@RdmaMessageListener(connection = NAME)
+		void onMessage(RdmaMessage message) {
+			seen.add(Long.reverseBytes(message.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0)));
+			// zero copy in: the reply is sent from the receive buffer's own view
+			message.connection().send(message.byteBuffer());
+			echoed.incrementAndGet();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class Client extends Common {
+
+		@Bean
+		Collector collector() {
+			return new Collector();
+		}
+
+	}
+
+	/** Checks each echo and frees a place in the client's window. */
+	static class Collector {
+
+		final Semaphore window = new Semaphore(16);
+
+		final ConcurrentLinkedQueue<Long> echoes = new ConcurrentLinkedQueue<>();
+
+		final ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
+
+		volatile int length = 64;
+
+		@RdmaMessageListener(connection = NAME)
+		void onMessage(RdmaMessage message) {
+			String problem = check(message, length);
+			if (problem != null) {
+				problems.add(problem);
+			}
+			echoes.add(Long.reverseBytes(message.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0)));
+			window.release();
+		}
+
+	}
+
+}

@@ -1,0 +1,291 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDevices;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Connections of the starter across the two devices of the two-device tier: a server
+ * application on rxeB and a client application on rxeA, in one JVM, configured through
+ * properties only ({@link ConnectionApps}). The client starts first, with its peer
+ * absent; then the server; messages go both ways (the server echoes) with their payloads
+ * checked; the server is closed and started again and the client reconnects; both close
+ * leaving no native object behind.
+ */
+@Tag(DeviceTestSupport.TAG)
+class ConnectionDeviceTest {
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
+	@Test
+	void clientAndServerConnectedThroughPropertiesExchangeMessagesAcrossTheTwoDevices() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
+		ConfigurableApplicationContext server = null;
+		try {
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			RdmaHealthIndicator health = client.getBean(RdmaHealthIndicator.class);
+			MeterRegistry meters = client.getBean(MeterRegistry.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+
+			// the peer is absent: the client retries, its health is DOWN
+			await("failed attempts while the server is absent", () -> errors(meters) >= 2);
+			assertThat(link.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
+			assertThat(health.health().getStatus()).isEqualTo(Status.DOWN);
+
+			// the peer appears: the client connects, health UP
+			server = ConnectionApps.server(two.b(), port);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			await("the server accepted", () -> serverLink.peers().size() == 1);
+
+			// which devices carry the connection: the client's QP on rxeA from 10.0.0.1,
+			// the server's peer on rxeB at 10.0.0.2
+			assertThat(link.deviceName()).isEqualTo(two.a().device());
+			assertThat(link.localAddress().getAddress().getHostAddress()).isEqualTo(two.a().ipv4());
+			assertThat(link.peerAddress().getAddress().getHostAddress()).isEqualTo(two.b().ipv4());
+			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
+
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			int n = 2000;
+			exchange(link, collector, 0, n, 64);
+			exchange(link, collector, n, 200, 1024); // full-size messages too
+			TwoDevices.Traffic a = two.a().traffic().since(a0);
+			TwoDevices.Traffic b = two.b().traffic().since(b0);
+			assertThat(a.sent()).as("packets sent by " + two.a()).isGreaterThanOrEqualTo(n + 200);
+			assertThat(b.received()).as("packets received by " + two.b()).isGreaterThanOrEqualTo(n + 200);
+			assertThat(b.sent()).as("packets sent by " + two.b()).isGreaterThanOrEqualTo(n + 200);
+			assertThat(a.received()).as("packets received by " + two.a()).isGreaterThanOrEqualTo(n + 200);
+
+			assertThat(link.statistics().messagesSent()).isEqualTo(n + 200);
+			assertThat(link.statistics().messagesReceived()).isEqualTo(n + 200);
+			assertThat(link.statistics().bytesSent()).isEqualTo(64L * n + 1024L * 200);
+			assertThat(
+					meters.get("rdma.connection.messages.received").tag("connection", "link").functionCounter().count())
+				.isEqualTo(n + 200);
+			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(n + 200);
+
+			// the server restarts: the client sees the disconnect, retries, reconnects
+			server.close();
+			server = null;
+			await("the client saw the server go", () -> link.state() != ConnectionState.ESTABLISHED);
+			assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
+			server = ConnectionApps.server(two.b(), port);
+			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
+			assertThat(link.statistics().reconnects()).isEqualTo(1);
+			assertThat(meters.get("rdma.connection.reconnects").tag("connection", "link").functionCounter().count())
+				.isEqualTo(1);
+			exchange(link, collector, n + 200, 500, 64);
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			// the server counts an echo after posting it: the client may have it first
+			await("the server's count of its echoes", () -> echo.echoed.get() == 500);
+			assertThat(echo.seen).hasSize(500);
+		}
+		finally {
+			if (server != null) {
+				server.close();
+			}
+			client.close();
+		}
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	/**
+	 * Shutdown of either side under traffic completes within
+	 * {@code rdma.shutdown-timeout} (10 s here) and loses nothing that was acknowledged
+	 * as sent. "Acknowledged as sent" is a send whose completion arrived with success
+	 * (the client's {@code messagesSent}): every such message reached the server's
+	 * listener, the messages the server received are a gap-free prefix of what was posted
+	 * (none duplicated), and every posted send came back either acknowledged or failed.
+	 */
+	@Test
+	void shutdownOfEitherSideUnderTrafficIsBoundedAndLosesNothingAcknowledged() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
+		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
+		try {
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+
+			// the server closes under traffic
+			Sender sender = new Sender(link, collector);
+			sender.start();
+			await("traffic", () -> echo.echoed.get() > 500);
+			long t0 = System.nanoTime();
+			server.close();
+			long serverClose = (System.nanoTime() - t0) / 1_000_000;
+			server = null;
+			await("the client saw the server go", () -> link.state() != ConnectionState.ESTABLISHED);
+			sender.stopAndJoin();
+			assertThat(serverClose).as("server close under traffic, ms").isLessThan(12_000);
+			await("every posted send came back",
+					() -> link.statistics().messagesSent() + link.statistics().sendErrors() == sender.posted);
+			long acknowledged = link.statistics().messagesSent();
+			List<Long> seen = new ArrayList<>(echo.seen);
+			assertThat(acknowledged).isPositive();
+			assertThat(seen.size()).as("messages delivered to the server's listener")
+				.isGreaterThanOrEqualTo((int) acknowledged);
+			for (int i = 0; i < seen.size(); i++) {
+				assertThat(seen.get(i)).as("delivery " + i + ": in order, no gap, no duplicate").isEqualTo(i);
+			}
+			assertThat((long) seen.size()).isLessThanOrEqualTo(sender.posted);
+
+			// the server is back; then the client closes under traffic
+			server = ConnectionApps.server(two.b(), port);
+			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
+			collector.window.drainPermits();
+			collector.window.release(16);
+			ConnectionApps.Echo echo2 = server.getBean(ConnectionApps.Echo.class);
+			Sender again = new Sender(link, collector);
+			again.start();
+			await("traffic again", () -> echo2.echoed.get() > 500);
+			t0 = System.nanoTime();
+			client.close();
+			long clientClose = (System.nanoTime() - t0) / 1_000_000;
+			again.stopAndJoin();
+			assertThat(clientClose).as("client close under traffic, ms").isLessThan(12_000);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			await("the server saw the client go", () -> serverLink.peers().isEmpty());
+		}
+		finally {
+			if (server != null) {
+				server.close();
+			}
+			client.close();
+		}
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	/**
+	 * Sends numbered messages as fast as 16 unanswered ones allow, counting the posted
+	 * ones.
+	 */
+	private static final class Sender extends Thread {
+
+		private final RdmaConnection link;
+
+		private final ConnectionApps.Collector collector;
+
+		volatile boolean stop;
+
+		volatile long posted;
+
+		Sender(RdmaConnection link, ConnectionApps.Collector collector) {
+			super("test-sender");
+			this.link = link;
+			this.collector = collector;
+			collector.length = 64;
+		}
+
+		@Override
+		public void run() {
+			byte[] message = new byte[64];
+			long seq = 0;
+			while (!stop) {
+				try {
+					if (!collector.window.tryAcquire(20, TimeUnit.MILLISECONDS)) {
+						continue;
+					}
+					ConnectionApps.fill(message, seq, 64);
+					link.send(message);
+					posted++;
+					seq++;
+				}
+				catch (InterruptedException ex) {
+					return;
+				}
+				catch (RuntimeException notSent) {
+					// not established any more: nothing was posted
+				}
+			}
+		}
+
+		void stopAndJoin() throws InterruptedException {
+			stop = true;
+			join(10_000);
+		}
+
+	}
+
+	/**
+	 * Sends messages {@code first .. first+count-1} of {@code length} bytes, at most 16
+	 * unanswered, and checks that every echo came back once, intact.
+	 */
+	private static void exchange(RdmaConnection link, ConnectionApps.Collector collector, long first, int count,
+			int length) throws InterruptedException {
+		collector.echoes.clear();
+		collector.length = length;
+		byte[] message = new byte[length];
+		for (long seq = first; seq < first + count; seq++) {
+			assertThat(collector.window.tryAcquire(30, TimeUnit.SECONDS)).as("echo window, message " + seq).isTrue();
+			ConnectionApps.fill(message, seq, length);
+			link.send(message);
+		}
+		assertThat(collector.window.tryAcquire(16, 30, TimeUnit.SECONDS)).as("the last echoes").isTrue();
+		collector.window.release(16);
+		assertThat(collector.problems).isEmpty();
+		List<Long> echoes = new ArrayList<>(collector.echoes);
+		assertThat(echoes).hasSize(count);
+		Set<Long> distinct = new HashSet<>(echoes);
+		assertThat(distinct).hasSize(count);
+		List<Long> expected = new ArrayList<>();
+		for (long seq = first; seq < first + count; seq++) {
+			expected.add(seq);
+		}
+		// one connection, completions in order: the echoes come back in sending order
+		assertThat(echoes).isEqualTo(expected);
+	}
+
+	private static double errors(MeterRegistry meters) {
+		return meters.find("rdma.connection.errors")
+			.tag("connection", "link")
+			.functionCounters()
+			.stream()
+			.mapToDouble(c -> c.count())
+			.sum();
+	}
+
+	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+		long deadline = System.nanoTime() + TIMEOUT.toNanos();
+		while (!condition.getAsBoolean()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new AssertionError("not within " + TIMEOUT + ": " + what);
+			}
+			Thread.sleep(20);
+		}
+	}
+
+}

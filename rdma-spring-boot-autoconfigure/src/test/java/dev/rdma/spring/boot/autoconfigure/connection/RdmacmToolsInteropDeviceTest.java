@@ -1,0 +1,137 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDevices;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A Spring application configured through properties only against rdma-core's own
+ * {@code rdma_server} and {@code rdma_client} (rdmacm-utils) across the two devices: one
+ * 16-byte message each way, the client first. The C programs' own output must report
+ * success ({@code end 0}).
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 240, unit = TimeUnit.SECONDS)
+class RdmacmToolsInteropDeviceTest {
+
+	private static final Duration STEP = Duration.ofSeconds(60);
+
+	@Test
+	void theStarterAsServerOfRdmaClient() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
+			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			try (Peer c = new Peer("rdma_client", "-s", two.b().ipv4(), "-p", Integer.toString(port))) {
+				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+				assertThat(c.output()).contains("rdma_client: end 0");
+			}
+			assertThat(echo.echoed.get()).isEqualTo(1);
+			assertThat(link.statistics().messagesReceived()).isEqualTo(1);
+			assertThat(link.statistics().bytesReceived()).isEqualTo(16);
+			await("the server saw rdma_client's disconnect", () -> link.peers().isEmpty());
+			assertThat(link.statistics().messagesSent()).isEqualTo(1);
+		}
+		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
+	}
+
+	@Test
+	void theStarterAsClientOfRdmaServer() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		try (Peer c = new Peer("rdma_server", "-p", Integer.toString(port))) {
+			// rdma_server listens a moment after it starts: the client retries meanwhile
+			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
+				RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+				ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+				await("connected to rdma_server", () -> link.state() == ConnectionState.ESTABLISHED);
+				assertThat(link.deviceName()).isEqualTo(two.a().device());
+				collector.length = 16;
+				byte[] message = "java->c 16 bytes".getBytes(StandardCharsets.US_ASCII);
+				link.send(message);
+				await("rdma_server's reply", () -> link.statistics().messagesReceived() == 1);
+				assertThat(link.statistics().bytesReceived()).isEqualTo(16);
+				assertThat(link.statistics().messagesSent()).isEqualTo(1);
+				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+				assertThat(c.output()).contains("rdma_server: end 0");
+				assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
+			}
+		}
+		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
+	}
+
+	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+		long deadline = System.nanoTime() + STEP.toNanos();
+		while (!condition.getAsBoolean()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new AssertionError("not within " + STEP + ": " + what);
+			}
+			Thread.sleep(20);
+		}
+	}
+
+	/** A C peer whose output is collected by a thread of its own. */
+	static final class Peer implements AutoCloseable {
+
+		final Process process;
+
+		final ByteArrayOutputStream out = new ByteArrayOutputStream();
+
+		final Thread reader;
+
+		Peer(String... command) throws IOException {
+			process = new ProcessBuilder(command).redirectErrorStream(true).start();
+			reader = Thread.ofPlatform().daemon().start(() -> {
+				try (InputStream in = process.getInputStream()) {
+					in.transferTo(out);
+				}
+				catch (IOException ignored) {
+					// the process was killed
+				}
+			});
+		}
+
+		String output() {
+			synchronized (out) {
+				return out.toString(StandardCharsets.UTF_8);
+			}
+		}
+
+		int awaitExit(Duration timeout) throws InterruptedException {
+			if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+				throw new AssertionError("the C peer did not exit within " + timeout + "; output:\n" + output());
+			}
+			reader.join(5000);
+			return process.exitValue();
+		}
+
+		@Override
+		public void close() {
+			process.destroyForcibly();
+		}
+
+	}
+
+}

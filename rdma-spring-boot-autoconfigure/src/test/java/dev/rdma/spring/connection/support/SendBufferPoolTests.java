@@ -1,0 +1,72 @@
+package dev.rdma.spring.connection.support;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The send buffers of a connection: each handed out once until given back; a sender waits
+ * only when all are in flight, up to its timeout; closing wakes it.
+ */
+class SendBufferPoolTests {
+
+	@Test
+	void everyBufferIsHandedOutOnceUntilReleased() {
+		SendBufferPool pool = new SendBufferPool(8);
+		Set<Integer> taken = new HashSet<>();
+		for (int i = 0; i < 8; i++) {
+			assertThat(taken.add(pool.tryAcquire())).isTrue();
+		}
+		assertThat(taken).containsExactlyInAnyOrder(0, 1, 2, 3, 4, 5, 6, 7);
+		assertThat(pool.tryAcquire()).isEqualTo(-1);
+		assertThat(pool.inFlight()).isEqualTo(8);
+		pool.release(5);
+		assertThat(pool.tryAcquire()).isEqualTo(5);
+	}
+
+	@Test
+	void aSenderWaitsForAReleaseUpToItsTimeout() throws Exception {
+		SendBufferPool pool = new SendBufferPool(1);
+		int only = pool.tryAcquire();
+		long start = System.nanoTime();
+		assertThat(pool.acquire(SendBufferPool.nanos(Duration.ofMillis(50)))).isEqualTo(-1);
+		assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
+		CompletableFuture<Integer> waiting = CompletableFuture.supplyAsync(() -> {
+			try {
+				return pool.acquire(TimeUnit.SECONDS.toNanos(30));
+			}
+			catch (InterruptedException ex) {
+				throw new IllegalStateException(ex);
+			}
+		});
+		Thread.sleep(20);
+		pool.release(only);
+		assertThat(waiting.get(30, TimeUnit.SECONDS)).isEqualTo(only);
+	}
+
+	@Test
+	void closingWakesAWaitingSenderAndRefusesLaterOnes() throws Exception {
+		SendBufferPool pool = new SendBufferPool(1);
+		pool.tryAcquire();
+		CompletableFuture<Integer> waiting = CompletableFuture.supplyAsync(() -> {
+			try {
+				return pool.acquire(TimeUnit.SECONDS.toNanos(30));
+			}
+			catch (InterruptedException ex) {
+				throw new IllegalStateException(ex);
+			}
+		});
+		Thread.sleep(20);
+		pool.close();
+		assertThat(waiting.get(5, TimeUnit.SECONDS)).isEqualTo(-1);
+		pool.release(0);
+		assertThat(pool.tryAcquire()).isEqualTo(-1);
+	}
+
+}
