@@ -1,8 +1,6 @@
 package dev.rdma.spring.connection.support;
 
-import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.Supplier;
@@ -269,27 +267,13 @@ public final class ClientConnection extends ConfiguredConnection {
 		closeShared();
 	}
 
-	private PeerConnection established() {
+	@Override
+	PeerConnection sendTarget() {
 		PeerConnection peer = current;
 		if (peer == null) {
 			throw notEstablished();
 		}
 		return peer;
-	}
-
-	@Override
-	public void send(byte[] data, int offset, int length) {
-		established().send(data, offset, length);
-	}
-
-	@Override
-	public void send(ByteBuffer data) {
-		established().send(data);
-	}
-
-	@Override
-	public void send(MemorySegment data) {
-		established().send(data);
 	}
 
 	@Override

@@ -1,5 +1,7 @@
 package dev.rdma.spring.connection.support;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.Supplier;
@@ -175,6 +177,28 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	ConnectionNotEstablishedException notEstablished() {
 		return new ConnectionNotEstablishedException(
 				"connection '" + name() + "' (" + describeAddress() + ") is " + state() + ": nothing was sent");
+	}
+
+	/**
+	 * The peer a send of this bean goes to: a client's current connection, a server's
+	 * only peer.
+	 * @throws ConnectionNotEstablishedException when there is none
+	 */
+	abstract PeerConnection sendTarget();
+
+	@Override
+	public final void send(byte[] data, int offset, int length) {
+		sendTarget().send(data, offset, length);
+	}
+
+	@Override
+	public final void send(ByteBuffer data) {
+		sendTarget().send(data);
+	}
+
+	@Override
+	public final void send(MemorySegment data) {
+		sendTarget().send(data);
 	}
 
 	@Override

@@ -1,8 +1,6 @@
 package dev.rdma.spring.connection.support;
 
-import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -250,7 +248,8 @@ public final class ServerConnection extends ConfiguredConnection {
 		closeShared();
 	}
 
-	private PeerConnection onlyPeer() {
+	@Override
+	PeerConnection sendTarget() {
 		List<PeerConnection> now = peers;
 		if (now.isEmpty()) {
 			throw notEstablished();
@@ -260,21 +259,6 @@ public final class ServerConnection extends ConfiguredConnection {
 					+ " peers: reply through message.connection(), or send to one of peers()");
 		}
 		return now.get(0);
-	}
-
-	@Override
-	public void send(byte[] data, int offset, int length) {
-		onlyPeer().send(data, offset, length);
-	}
-
-	@Override
-	public void send(ByteBuffer data) {
-		onlyPeer().send(data);
-	}
-
-	@Override
-	public void send(MemorySegment data) {
-		onlyPeer().send(data);
 	}
 
 	@Override
