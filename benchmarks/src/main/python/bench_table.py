@@ -99,8 +99,12 @@ def main():
         misses += 0 if ok else 1
         out.append(f"| alloc | {extra} | - | {j['median']:.2f} {j['unit'].replace('_', '/')} (max {j['max']:.2f}) | "
                    f"- | - | 0 B | {'pass' if ok else 'MISS'} |")
+    groups, gmisses = group_table(res)
+    misses += gmisses
     print("\n".join(out))
     print(f"\n{misses} target(s) missed")
+    if groups:
+        print("\n".join(groups))
     sources = [("device run", res)]
     if len(sys.argv) > 2:
         try:
@@ -123,6 +127,46 @@ def main():
                             f"{j['median'] - c['median']:+,.2f} ns | {j['median'] / c['median']:.2f}x | {what} |")
     if len(diag) > 5:
         print("\n".join(diag))
+
+
+def group_table(res):
+    """Poller groups (issue 16): every group_*/dedicated_* row of the Java run beside the C twin's row with the same
+    N and thread count (dedicated pollers beside the C twin's group of 1); target: the group's aggregate rate at
+    N = 512 >= 0.90x of the C twin's, idle CPU < 1 % of a core."""
+    rows = ["", "Poller groups (issue 16): N completion queues, one loopback QP each, one message in flight per QP:", "",
+            "| case | params | C twin median | Java median | spread C / Java | Java/C | target | result |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    misses = 0
+    def n_of(extra):
+        m = re.search(r"n=(\d+)", extra)
+        return int(m.group(1)) if m else 0
+    keys = sorted((k for k in res if k[2] == "java" and (k[0].startswith("group_") or k[0].startswith("dedicated_"))),
+                  key=lambda k: (k[0].split("_", 1)[1], k[0], n_of(k[1]), k[1]))
+    for case, extra, _ in keys:
+        j = res[(case, extra, "java")]
+        kind = case.split("_", 1)[1]
+        cextra = re.sub(r"threads=dedicated", "threads=1", extra)
+        c = res.get(("group_" + kind, cextra, "c"))
+        unit = j["unit"].replace("msgs_per_s", "/s").replace("pct_of_core", "% of a core")
+        if "error" in extra or j["reps"] == 0:
+            rows.append(f"| {case} | {extra} | - | did not finish | - | - | - | reported |")
+            continue
+        target, result, ratio = "-", "-", "-"
+        if c is not None and c["median"]:
+            ratio = f"{j['median'] / c['median']:.2f}x"
+        if case == "group_rate" and n_of(extra) == 512 and c is not None:
+            ok = j["median"] >= 0.90 * c["median"]
+            target, result = ">= 0.90x of C", "pass" if ok else "MISS"
+            misses += 0 if ok else 1
+        if kind == "idle_cpu":
+            ok = j["median"] < 1.0
+            target, result = "< 1 % of a core", "pass" if ok else "MISS"
+            misses += 0 if ok else 1
+        cmed = f"{c['median']:,.2f} {unit}" if c is not None else "-"
+        cspread = f"{spread(c):.0f}%" if c is not None else "-"
+        rows.append(f"| {case} | {extra} | {cmed} | {j['median']:,.2f} {unit} | {cspread} / {spread(j):.0f}% | "
+                    f"{ratio} | {target} | {result} |")
+    return (rows if len(rows) > 5 else []), misses
 
 
 if __name__ == "__main__":

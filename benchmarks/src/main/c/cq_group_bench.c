@@ -1,0 +1,463 @@
+/*
+ * cq_group_bench: the C twin of a poller group thread (issue 16, docs/benchmarks.md "Poller groups").
+ *
+ * N completion queues, each with its own completion channel and its own self-connected RC QP (send and receive
+ * completions on that CQ), each QP keeping one message in flight: on its receive completion the handler records the
+ * message's latency (post of the send to the handling of its receive), re-posts the receive and posts the next send.
+ * THREADS threads own the CQs (CQ i on thread i % THREADS, for life) and run the loop of the Java group thread
+ * (rdma-spring-boot-autoconfigure's GroupPollLoop, event mode), step by step:
+ *   drain each ready CQ up to a batch budget (ibv_poll_cq, batch 32; a CQ that used it all stays ready);
+ *   arm a CQ drained below its budget (ibv_req_notify_cq) and drain it once more;
+ *   one epoll_wait over every channel of the thread and its wake-up eventfd (only a look while a CQ is ready);
+ *   per readable channel ibv_get_cq_event (non-blocking fd), which names the CQ that fired: count it, ack every 64
+ *   events (ibv_ack_cq_events), make it ready.
+ * Same budget (256), batch (32) and ack batch (64) as the Java group's defaults. Traffic runs from set-up to
+ * tear-down; after WARMUP_MS the aggregate rate and latency percentiles are measured over REPS windows of REP_MS.
+ * With IDLE_S > 0, after the last N: traffic stopped, the threads armed and waiting, the process CPU time
+ * (getrusage) over IDLE_S seconds.
+ *
+ *   case=group_rate n=512 threads=2 impl=c unit=msgs_per_s median=.. min=.. max=.. reps=R   (and group_p50/_p99
+ *   in us, group_idle_cpu in % of one core)
+ *
+ * usage: cq_group_bench THREADS WARMUP_MS REP_MS REPS IDLE_S N...
+ * build: gcc -O2 -Wall -pthread -o cq_group_bench cq_group_bench.c -libverbs
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PORT 1
+#define SLOT 64
+#define MSG_LEN 16
+#define DEPTH 4
+#define RECV_ID_BASE 1000000
+#define BATCH 32
+#define BUDGET 256
+#define ACK_BATCH 64
+#define MAX_EVENTS 256
+#define WAIT_MS 500
+#define MAX_REPS 64
+#define SUB_BITS 4
+#define SUB (1 << SUB_BITS)
+#define BUCKETS (SUB + (41 - SUB_BITS) * SUB)
+
+#define CHECK(cond, what) do { if (!(cond)) { fprintf(stderr, "cq_group_bench: %s failed: %s (%s:%d)\n", what, \
+        strerror(errno), __FILE__, __LINE__); exit(1); } } while (0)
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_port_attr port_attr;
+static union ibv_gid gid;
+static int gid_index;
+
+struct queue {
+    struct ibv_comp_channel *ch;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    struct ibv_mr *mr;
+    char *buf;
+    struct thread *owner;
+    uint64_t sent_at, sent, received; /* received: written by the owner, read by main */
+    int unacked, queued;
+};
+
+struct thread {
+    pthread_t tid;
+    int efd, wake;
+    struct queue **ready; /* ring of ready queues */
+    int head, count, cap;
+    uint64_t msgs;
+    uint64_t hist[BUCKETS];
+    int quit;
+};
+
+static volatile int stopping;
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int bucket(uint64_t v)
+{
+    if (v < SUB)
+        return (int)v;
+    int msb = 63 - __builtin_clzll(v);
+    int i = SUB + (msb - SUB_BITS) * SUB + (int)((v >> (msb - SUB_BITS)) & (SUB - 1));
+    return i < BUCKETS ? i : BUCKETS - 1;
+}
+
+static double bucket_value(int i)
+{
+    if (i < SUB)
+        return i;
+    int m = (i - SUB) / SUB + SUB_BITS, s = (i - SUB) % SUB;
+    double w = (double)(1ull << (m - SUB_BITS));
+    return (SUB + s) * w + w / 2;
+}
+
+static double percentile(const uint64_t *h, double q)
+{
+    uint64_t total = 0, seen = 0;
+    for (int i = 0; i < BUCKETS; i++)
+        total += h[i];
+    if (!total)
+        return 0.0 / 0.0;
+    uint64_t rank = (uint64_t)(q * total + 0.999999);
+    for (int i = 0; i < BUCKETS; i++) {
+        seen += h[i];
+        if (seen >= rank && h[i])
+            return bucket_value(i);
+    }
+    return bucket_value(BUCKETS - 1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *name, const char *extra, const char *unit, double *v, int n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, extra, unit, median, v[0],
+           v[n - 1], n);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ set-up (as cq_bench.c) */
+
+static void open_device(void)
+{
+    int n;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    CHECK(list && n > 0, "ibv_get_device_list (no RDMA device)");
+    const char *want = getenv("RDMA_TEST_DEVICE");
+    struct ibv_device *dev = list[0];
+    if (want && *want) {
+        dev = NULL;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(ibv_get_device_name(list[i]), want))
+                dev = list[i];
+        CHECK(dev, "RDMA_TEST_DEVICE lookup");
+    }
+    ctx = ibv_open_device(dev);
+    CHECK(ctx, "ibv_open_device");
+    ibv_free_device_list(list);
+    CHECK(ibv_query_port(ctx, PORT, &port_attr) == 0, "ibv_query_port");
+    gid_index = -1;
+    for (int i = 0; i < port_attr.gid_tbl_len && gid_index < 0; i++) {
+        static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (!ibv_query_gid(ctx, PORT, i, &gid) && !memcmp(gid.raw, prefix, 12)
+            && (gid.raw[12] | gid.raw[13] | gid.raw[14] | gid.raw[15]))
+            gid_index = i;
+    }
+    CHECK(gid_index >= 0, "find IPv4 GID");
+    pd = ibv_alloc_pd(ctx);
+    CHECK(pd, "ibv_alloc_pd");
+}
+
+static struct ibv_qp *create_loopback(struct ibv_cq *cq)
+{
+    struct ibv_qp_init_attr init = {
+        .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+        .cap = {.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 1, .max_recv_sge = 1},
+    };
+    struct ibv_qp *qp = ibv_create_qp(pd, &init);
+    CHECK(qp, "ibv_create_qp");
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = PORT,
+                            .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
+                                               | IBV_ACCESS_REMOTE_READ};
+    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "INIT");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = port_attr.active_mtu;
+    a.dest_qp_num = qp->qp_num;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = PORT;
+    a.ah_attr.dlid = port_attr.lid;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.sgid_index = gid_index;
+    a.ah_attr.grh.hop_limit = 1;
+    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
+                                     | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), "RTR");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
+                                     | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), "RTS");
+    return qp;
+}
+
+static void post_recv(struct queue *q, uint64_t wr_id, int slot)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)q->buf + (size_t)(DEPTH + slot) * SLOT, .length = SLOT,
+                          .lkey = q->mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+    CHECK(ibv_post_recv(q->qp, &wr, &bad) == 0, "ibv_post_recv");
+}
+
+static void post_send(struct queue *q)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)q->buf + (size_t)(q->sent % DEPTH) * SLOT, .length = MSG_LEN,
+                          .lkey = q->mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = q->sent, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    q->sent_at = now_ns();
+    CHECK(ibv_post_send(q->qp, &wr, &bad) == 0, "ibv_post_send");
+    q->sent++;
+}
+
+/* ------------------------------------------------------------------ the group thread's loop */
+
+static void make_ready(struct thread *t, struct queue *q)
+{
+    if (q->queued)
+        return;
+    q->queued = 1;
+    t->ready[(t->head + t->count++) % t->cap] = q;
+}
+
+/* The listener: one completion. */
+static void handle(struct thread *t, struct queue *q, struct ibv_wc *wc)
+{
+    CHECK(wc->status == IBV_WC_SUCCESS, "completion status");
+    if (wc->opcode != IBV_WC_RECV)
+        return;
+    uint64_t now = now_ns();
+    int b = bucket(now - q->sent_at);
+    STORE(t->hist[b], LOAD(t->hist[b]) + 1);
+    post_recv(q, wc->wr_id, (int)(wc->wr_id - RECV_ID_BASE));
+    STORE(t->msgs, t->msgs + 1);
+    if (!stopping)
+        post_send(q);
+    STORE(q->received, q->received + 1);
+}
+
+/* Polls q until it is empty or its budget is used; returns the completions. */
+static int drain(struct thread *t, struct queue *q)
+{
+    struct ibv_wc wc[BATCH];
+    int total = 0, n;
+    while (total < BUDGET) {
+        n = ibv_poll_cq(q->cq, BATCH, wc);
+        CHECK(n >= 0, "ibv_poll_cq");
+        for (int i = 0; i < n; i++)
+            handle(t, q, &wc[i]);
+        total += n;
+        if (n < BATCH)
+            break;
+    }
+    return total;
+}
+
+static void *group_thread(void *arg)
+{
+    struct thread *t = arg;
+    struct epoll_event evs[MAX_EVENTS];
+    while (!LOAD(t->quit)) {
+        /* drain the ready queues, each up to its budget; arm those drained below it and drain them once more */
+        for (int turn = t->count; turn > 0; turn--) {
+            struct queue *q = t->ready[t->head];
+            t->head = (t->head + 1) % t->cap;
+            t->count--;
+            q->queued = 0;
+            if (drain(t, q) >= BUDGET) {
+                make_ready(t, q);
+                continue;
+            }
+            CHECK(ibv_req_notify_cq(q->cq, 0) == 0, "ibv_req_notify_cq");
+            if (drain(t, q) > 0)
+                make_ready(t, q);
+        }
+        /* one wait on every channel and the waker: only a look while a queue is ready */
+        int n = epoll_wait(t->efd, evs, MAX_EVENTS, t->count ? 0 : WAIT_MS);
+        CHECK(n >= 0 || errno == EINTR, "epoll_wait");
+        for (int i = 0; i < n; i++) {
+            struct queue *q = evs[i].data.ptr;
+            if (!q) {
+                uint64_t v;
+                (void)!read(t->wake, &v, sizeof v);
+                continue;
+            }
+            /* the event names the CQ that fired: count, ack in batches, make it ready */
+            struct ibv_cq *cq;
+            void *cq_ctx;
+            if (ibv_get_cq_event(q->ch, &cq, &cq_ctx) != 0) {
+                CHECK(errno == EAGAIN, "ibv_get_cq_event");
+                continue;
+            }
+            struct queue *fired = cq_ctx;
+            if (++fired->unacked >= ACK_BATCH) {
+                ibv_ack_cq_events(fired->cq, fired->unacked);
+                fired->unacked = 0;
+            }
+            make_ready(t, fired);
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ one size */
+
+static void run(int n, int threads, int warmup_ms, int rep_ms, int reps, int idle_s)
+{
+    char extra[64];
+    snprintf(extra, sizeof extra, " n=%d threads=%d", n, threads);
+    uint64_t t_start = now_ns();
+    struct queue *qs = calloc(n, sizeof *qs);
+    struct thread *ts = calloc(threads, sizeof *ts);
+    CHECK(qs && ts, "calloc");
+    for (int k = 0; k < threads; k++) {
+        ts[k].efd = epoll_create1(EPOLL_CLOEXEC);
+        CHECK(ts[k].efd >= 0, "epoll_create1");
+        ts[k].wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        CHECK(ts[k].wake >= 0, "eventfd");
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        CHECK(!epoll_ctl(ts[k].efd, EPOLL_CTL_ADD, ts[k].wake, &ev), "epoll_ctl(waker)");
+        ts[k].cap = n / threads + 1;
+        ts[k].ready = calloc(ts[k].cap, sizeof(struct queue *));
+        CHECK(ts[k].ready, "calloc");
+    }
+    for (int i = 0; i < n; i++) {
+        struct queue *q = &qs[i];
+        struct thread *t = &ts[i % threads];
+        q->owner = t;
+        q->ch = ibv_create_comp_channel(ctx);
+        CHECK(q->ch, "ibv_create_comp_channel");
+        int fl = fcntl(q->ch->fd, F_GETFL);
+        CHECK(fl >= 0 && fcntl(q->ch->fd, F_SETFL, fl | O_NONBLOCK) == 0, "fcntl(O_NONBLOCK)");
+        q->cq = ibv_create_cq(ctx, 4 * DEPTH, q, q->ch, 0);
+        CHECK(q->cq, "ibv_create_cq");
+        CHECK(posix_memalign((void **)&q->buf, 4096, 2 * DEPTH * SLOT) == 0, "posix_memalign");
+        q->mr = ibv_reg_mr(pd, q->buf, 2 * DEPTH * SLOT, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
+                                                         | IBV_ACCESS_REMOTE_READ);
+        CHECK(q->mr, "ibv_reg_mr");
+        q->qp = create_loopback(q->cq);
+        for (int s = 0; s < DEPTH; s++)
+            post_recv(q, RECV_ID_BASE + s, s);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = q};
+        CHECK(!epoll_ctl(t->efd, EPOLL_CTL_ADD, q->ch->fd, &ev), "epoll_ctl(channel)");
+        make_ready(t, q); /* drained and armed on the first turn */
+    }
+    stopping = 0;
+    for (int k = 0; k < threads; k++)
+        CHECK(pthread_create(&ts[k].tid, NULL, group_thread, &ts[k]) == 0, "pthread_create");
+    /* traffic: one message in flight per QP, posted from here once; the handlers post the rest */
+    for (int i = 0; i < n; i++)
+        post_send(&qs[i]);
+    usleep(warmup_ms * 1000);
+
+    double rate[MAX_REPS], p50[MAX_REPS], p99[MAX_REPS];
+    static uint64_t h0[BUCKETS], h1[BUCKETS];
+    for (int r = 0; r < reps; r++) {
+        uint64_t m0 = 0, m1 = 0;
+        memset(h0, 0, sizeof h0);
+        memset(h1, 0, sizeof h1);
+        for (int k = 0; k < threads; k++) {
+            m0 += LOAD(ts[k].msgs);
+            for (int b = 0; b < BUCKETS; b++)
+                h0[b] += LOAD(ts[k].hist[b]);
+        }
+        uint64_t t0 = now_ns();
+        usleep(rep_ms * 1000);
+        uint64_t t1 = now_ns();
+        for (int k = 0; k < threads; k++) {
+            m1 += LOAD(ts[k].msgs);
+            for (int b = 0; b < BUCKETS; b++)
+                h1[b] += LOAD(ts[k].hist[b]);
+        }
+        for (int b = 0; b < BUCKETS; b++)
+            h1[b] -= h0[b];
+        CHECK(m1 > m0, "traffic (no message completed in a window)");
+        rate[r] = (double)(m1 - m0) * 1e9 / (double)(t1 - t0);
+        p50[r] = percentile(h1, 0.50) / 1e3;
+        p99[r] = percentile(h1, 0.99) / 1e3;
+    }
+    report("group_rate", extra, "msgs_per_s", rate, reps);
+    report("group_p50", extra, "us", p50, reps);
+    report("group_p99", extra, "us", p99, reps);
+
+    /* stop the traffic: the handlers post no more; wait for the messages in flight */
+    stopping = 1;
+    uint64_t deadline = now_ns() + 60000000000ull;
+    for (int i = 0; i < n; i++)
+        while (LOAD(qs[i].received) < qs[i].sent && now_ns() < deadline)
+            usleep(1000);
+    if (idle_s > 0) {
+        usleep(1000000);
+        struct rusage u0, u1;
+        getrusage(RUSAGE_SELF, &u0);
+        uint64_t t0 = now_ns();
+        sleep(idle_s);
+        getrusage(RUSAGE_SELF, &u1);
+        uint64_t t1 = now_ns();
+        double cpu = (u1.ru_utime.tv_sec - u0.ru_utime.tv_sec + u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) * 1e9
+                     + (u1.ru_utime.tv_usec - u0.ru_utime.tv_usec + u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) * 1e3;
+        double pct = 100.0 * cpu / (double)(t1 - t0);
+        report("group_idle_cpu", extra, "pct_of_core", &pct, 1);
+    }
+    for (int k = 0; k < threads; k++) {
+        uint64_t one = 1;
+        STORE(ts[k].quit, 1);
+        (void)!write(ts[k].wake, &one, sizeof one);
+        pthread_join(ts[k].tid, NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        struct queue *q = &qs[i];
+        if (q->unacked)
+            ibv_ack_cq_events(q->cq, q->unacked);
+        CHECK(!ibv_destroy_qp(q->qp), "ibv_destroy_qp");
+        CHECK(!ibv_dereg_mr(q->mr), "ibv_dereg_mr");
+        free(q->buf);
+        CHECK(!ibv_destroy_cq(q->cq), "ibv_destroy_cq");
+        CHECK(!ibv_destroy_comp_channel(q->ch), "ibv_destroy_comp_channel");
+    }
+    for (int k = 0; k < threads; k++) {
+        close(ts[k].efd);
+        close(ts[k].wake);
+        free(ts[k].ready);
+    }
+    free(qs);
+    free(ts);
+    fprintf(stderr, "cq_group_bench: group%s took %.1f s\n", extra, (now_ns() - t_start) / 1e9);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 7) {
+        fprintf(stderr, "usage: cq_group_bench THREADS WARMUP_MS REP_MS REPS IDLE_S N...\n");
+        return 2;
+    }
+    int threads = atoi(argv[1]), warmup_ms = atoi(argv[2]), rep_ms = atoi(argv[3]), reps = atoi(argv[4]);
+    int idle_s = atoi(argv[5]);
+    CHECK(threads >= 1 && reps >= 1 && reps <= MAX_REPS && rep_ms >= 1, "arguments");
+    open_device();
+    for (int a = 6; a < argc; a++)
+        run(atoi(argv[a]), threads, warmup_ms, rep_ms, reps, a == argc - 1 ? idle_s : 0);
+    ibv_dealloc_pd(pd);
+    ibv_close_device(ctx);
+    return 0;
+}
