@@ -18,6 +18,7 @@
 #   DT_SAMPLE_TWO_PROCESS_MESSAGES how many the sample's two-process mode exchanges (default 3000)
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
+#   DT_INCLUDE_CLASSNAME  when set, only the device test classes matching this regex run (--include-classname)
 #   DT_FRESH_READY     a file scripts/test creates once it has built those jars (it builds them on the host while
 #                      the device tests run); waited for, 900 s at most, before they start
 # Exit status: the device tests' (a failed device-last run counts when the device tests passed).
@@ -35,6 +36,7 @@ if [[ -n "${DT_SCAN_ROOTS:-}" ]]; then
     IFS=: read -r -a roots <<< "$DT_SCAN_ROOTS"
     for root in "${roots[@]}"; do scan+=("--scan-class-path=$root"); done
 fi
+[[ -n "${DT_INCLUDE_CLASSNAME:-}" ]] && scan+=(--include-classname "$DT_INCLUDE_CLASSNAME")
 
 run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     local tag=$1 reports=$2

@@ -1,6 +1,8 @@
 package dev.rdma.spring.connection.support;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -57,6 +59,17 @@ public final class PeerConnection implements RdmaConnection {
 
 	/** Marks the wr_id of a send. */
 	static final long SEND = 1L << 62;
+
+	private static final VarHandle STATE;
+
+	static {
+		try {
+			STATE = MethodHandles.lookup().findVarHandle(PeerConnection.class, "state", ConnectionState.class);
+		}
+		catch (ReflectiveOperationException ex) {
+			throw new ExceptionInInitializerError(ex);
+		}
+	}
 
 	private final ConnectionSettings settings;
 
@@ -163,16 +176,19 @@ public final class PeerConnection implements RdmaConnection {
 		}
 	}
 
+	/**
+	 * ESTABLISHED was read on the id (or, see {@link #onCompletion}, the peer's first
+	 * message arrived): sends are accepted from now on, unless this connection is closed
+	 * already.
+	 */
 	void established() {
-		state = ConnectionState.ESTABLISHED;
+		STATE.compareAndSet(this, ConnectionState.CONNECTING, ConnectionState.ESTABLISHED);
 	}
 
 	/** The peer disconnected (DISCONNECTED was read on the id). */
 	void peerDisconnected() {
 		peerDisconnected = true;
-		if (state == ConnectionState.ESTABLISHED) {
-			state = ConnectionState.DISCONNECTED;
-		}
+		STATE.compareAndSet(this, ConnectionState.ESTABLISHED, ConnectionState.DISCONNECTED);
 	}
 
 	// ------------------------------------------------------------------ receiving
@@ -221,6 +237,15 @@ public final class PeerConnection implements RdmaConnection {
 						+ WcStatus.of(status));
 			}
 			return;
+		}
+		if (state == ConnectionState.CONNECTING) {
+			// The peer's first message can be delivered before the thread that accepted
+			// (or connected) has read ESTABLISHED: that event and the peer's first SEND
+			// (rdma_client sends right after its RTU) reach this side by two paths, the
+			// CM's event channel and this QP's completions, and nothing orders them. A
+			// message from the peer proves both QPs are ready; a listener that answers
+			// at once must be able to.
+			established();
 		}
 		int length = completion.byteLen();
 		counters.messagesReceived.increment();
@@ -362,8 +387,7 @@ public final class PeerConnection implements RdmaConnection {
 			return true;
 		}
 		long deadline = System.nanoTime() + timeout.toNanos();
-		boolean wasEstablished = state == ConnectionState.ESTABLISHED;
-		state = finalState;
+		boolean wasEstablished = STATE.getAndSet(this, finalState) == ConnectionState.ESTABLISHED;
 		pool.close();
 		if (wasEstablished && !peerDisconnected) {
 			try {

@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -102,7 +104,11 @@ class RdmacmToolsInteropDeviceTest {
 		final Thread reader;
 
 		Peer(String... command) throws IOException {
-			process = new ProcessBuilder(command).redirectErrorStream(true).start();
+			// line-buffered stdout (coreutils' stdbuf): a peer that hangs still shows how
+			// far it got (printf into a pipe is block-buffered until exit)
+			List<String> line = new ArrayList<>(List.of("stdbuf", "-oL"));
+			line.addAll(List.of(command));
+			process = new ProcessBuilder(line).redirectErrorStream(true).start();
 			reader = Thread.ofPlatform().daemon().start(() -> {
 				try (InputStream in = process.getInputStream()) {
 					in.transferTo(out);

@@ -1,0 +1,152 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.MemoryRegion;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.ProtectionDomain;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.WorkCompletion;
+import dev.rdma.verbs.WorkCompletionBuffer;
+import dev.rdma.verbs.cm.CmEvent;
+import dev.rdma.verbs.cm.CmEventType;
+import dev.rdma.verbs.cm.CmParameters;
+import dev.rdma.verbs.cm.ConnectionId;
+import dev.rdma.verbs.cm.EventChannel;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDevices;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The race that made {@code rdma_client} hang against the starter's server (CI on
+ * 94d1dbf): a client's first SEND can reach the server's listener before the server's
+ * accepting thread has read ESTABLISHED, and the listener's reply must still go out.
+ *
+ * <p>
+ * Here the race is not left to timing: the client is the binding itself, driven step by
+ * step, and sends its message after CONNECT_RESPONSE but <em>before</em>
+ * {@code rdma_establish}, so no RTU has been sent and the server cannot have seen
+ * ESTABLISHED when the message arrives (its QP is in RTS since before
+ * {@code rdma_accept}). The echo must come back while the server still waits for
+ * ESTABLISHED; then the client establishes, the server lists the peer, and the client
+ * disconnects.
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class EarlyMessageDeviceTest {
+
+	private static final Duration STEP = Duration.ofSeconds(30);
+
+	@Test
+	void aMessageThatArrivesBeforeTheServerReadEstablishedIsAnswered() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
+			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			try (Context ctx = Context.open(two.a().device());
+					EventChannel channel = EventChannel.create();
+					WorkCompletionBuffer completions = new WorkCompletionBuffer(4)) {
+				CompletionQueue cq = ctx.createCompletionQueue(16, null, 0);
+				ProtectionDomain pd = ctx.allocateProtectionDomain();
+				MemoryRegion mr = pd.registerMemory(2048, EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
+				QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, true));
+				ConnectionId id = channel.createId();
+				id.resolveAddress(new InetSocketAddress(InetAddress.getByName(two.a().ipv4()), 0),
+						new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port), STEP);
+				expect(id, CmEventType.ADDR_RESOLVED);
+				id.resolveRoute(STEP);
+				expect(id, CmEventType.ROUTE_RESOLVED);
+				id.moveQueuePair(qp, QueuePair.State.INIT);
+				qp.postRecv(1, mr, 1024, 1024);
+				id.connect(qp, CmParameters.DEFAULTS, new byte[0]);
+				expect(id, CmEventType.CONNECT_RESPONSE);
+				id.moveQueuePair(qp, QueuePair.State.INIT);
+				id.moveQueuePair(qp, QueuePair.State.RTR);
+				id.moveQueuePair(qp, QueuePair.State.RTS);
+
+				// the first message, before rdma_establish: no RTU yet
+				byte[] message = new byte[64];
+				ConnectionApps.fill(message, 42, message.length);
+				mr.buffer().copyFrom(java.lang.foreign.MemorySegment.ofArray(message));
+				qp.postSend(2, mr, 0, message.length, QueuePair.SendOpcode.SEND, 0, true);
+				boolean sent = false;
+				boolean echoed = false;
+				long deadline = System.nanoTime() + Duration.ofSeconds(8).toNanos();
+				while (!(sent && echoed) && System.nanoTime() - deadline < 0) {
+					int n = cq.poll(completions);
+					for (int i = 0; i < n; i++) {
+						WorkCompletion wc = completions.get(i);
+						assertThat(wc.statusCode()).as("status of wr %d", wc.wrId()).isZero();
+						if (wc.wrId() == 2) {
+							sent = true;
+						}
+						else {
+							assertThat(wc.byteLen()).isEqualTo(message.length);
+							echoed = true;
+						}
+					}
+					if (n == 0) {
+						Thread.sleep(1);
+					}
+				}
+				assertThat(sent).as("the client's SEND completed").isTrue();
+				assertThat(link.statistics().messagesReceived()).as("the server received it").isEqualTo(1);
+				assertThat(echo.echoed.get()).as("the server's listener replied without an exception").isEqualTo(1);
+				assertThat(echoed).as("the echo of a message the server got before it read ESTABLISHED").isTrue();
+				assertThat(mr.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 1024))
+					.isEqualTo(mr.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
+				assertThat(link.peers()).as("no ESTABLISHED on the server without the RTU").isEmpty();
+
+				// now the RTU: the server reads ESTABLISHED and lists the peer
+				id.establish();
+				await("the server lists the peer", () -> link.peers().size() == 1);
+				assertThat(link.peers().get(0).state()).isEqualTo(ConnectionState.ESTABLISHED);
+				assertThat(link.statistics().messagesSent()).isEqualTo(1);
+				TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 1);
+
+				id.disconnect(STEP);
+				await("the server saw the disconnect", () -> link.peers().isEmpty());
+				id.close();
+			}
+		}
+		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
+	}
+
+	private static void expect(ConnectionId id, CmEventType type) {
+		CmEvent e = id.getEvent(STEP);
+		assertThat(e).as("an event within %s (expected %s)", STEP, type).isNotNull();
+		assertThat(e.type()).as(e.toString()).isEqualTo(type);
+	}
+
+	private static void await(String what, java.util.function.BooleanSupplier condition) throws InterruptedException {
+		long deadline = System.nanoTime() + STEP.toNanos();
+		while (!condition.getAsBoolean()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new AssertionError("not within " + STEP + ": " + what);
+			}
+			Thread.sleep(20);
+		}
+	}
+
+}
