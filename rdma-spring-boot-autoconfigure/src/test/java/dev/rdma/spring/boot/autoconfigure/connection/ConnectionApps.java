@@ -51,13 +51,26 @@ final class ConnectionApps {
 		return p;
 	}
 
-	static ConfigurableApplicationContext server(TwoDevices.Peer peer, int port) {
-		return start(EchoServer.class, properties(peer, "listen=" + peer.ipv4() + ":" + port));
+	/**
+	 * The echo server; {@code more} are further properties of the connection, relative to
+	 * {@code rdma.connections.link.} (e.g. {@code remote-access-size=64KB}).
+	 */
+	static ConfigurableApplicationContext server(TwoDevices.Peer peer, int port, String... more) {
+		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
+		for (String property : more) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
+		return start(EchoServer.class, p);
 	}
 
-	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port) {
+	/** The client; {@code more} as for {@link #server}. */
+	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port,
+			String... more) {
 		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
 		p.add("rdma.connections." + NAME + ".source=" + peer.ipv4());
+		for (String property : more) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
 		return start(Client.class, p);
 	}
 
