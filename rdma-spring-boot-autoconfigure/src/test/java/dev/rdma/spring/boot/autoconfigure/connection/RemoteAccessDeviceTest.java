@@ -87,6 +87,19 @@ class RemoteAccessDeviceTest {
 			await("the server's note", () -> collector.echoes.contains(1000L));
 			assertThat(bytes(link.localRegion(), 100, pattern2.length)).as("the client's region").isEqualTo(pattern2);
 
+			// a READ on the poller thread of the send queue (here a listener: both queues
+			// share the poller group's thread) would wait for itself: refused at once
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			await("the server's two sends completed (its send queue's poller is known)",
+					() -> serverLink.statistics().messagesSent() >= 2);
+			echo.readInListener = arena.allocate(16);
+			ConnectionApps.fill(note, 8, 64);
+			link.send(note);
+			await("the echo of the note whose listener tried to read", () -> collector.echoes.contains(8L));
+			assertThat(echo.readFailure.get()).isInstanceOf(IllegalStateException.class)
+				.asString()
+				.contains("the poller of its send queue 'tx'");
+
 			// client reads the server's region back: what it wrote, and what the server
 			// application put there itself
 			MemorySegment target = arena.allocate(pattern.length);
