@@ -610,10 +610,10 @@ public final class PeerConnection implements RdmaConnection {
 		java.util.Objects.checkFromIndexSize(offset, length, data.length);
 		RemoteRegion region = remoteFor("write", remoteOffset, length);
 		int chunk = settings.messageSize();
-		for (int done = 0; done < length; done += chunk) {
-			int n = Math.min(chunk, length - done);
+		for (long done = 0; done < length; done += chunk) {
+			int n = (int) Math.min(chunk, length - done);
 			int index = take(n);
-			MemorySegment.copy(data, offset + done, sendBuffers, ValueLayout.JAVA_BYTE, (long) index * chunk, n);
+			MemorySegment.copy(data, offset + (int) done, sendBuffers, ValueLayout.JAVA_BYTE, (long) index * chunk, n);
 			postOneSided(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
 		}
 	}
