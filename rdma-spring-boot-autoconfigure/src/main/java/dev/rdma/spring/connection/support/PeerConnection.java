@@ -11,7 +11,6 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.LockSupport;
 
 import org.apache.commons.logging.Log;
@@ -120,11 +119,8 @@ public final class PeerConnection implements RdmaConnection {
 	/** The peer's region, from its private data; null when it exposes none. */
 	private volatile @Nullable RemoteRegion remoteRegion;
 
-	/** Per send buffer: the status of its RDMA READ (see {@link #read}). */
-	private final AtomicIntegerArray readStatus;
-
-	/** Per send buffer: the thread waiting for its RDMA READ. */
-	private final @Nullable Thread[] readers;
+	/** Per send buffer: its RDMA READ's completion, handed to the reader. */
+	private final ReadCompletions reads;
 
 	private final long readTimeoutNanos;
 
@@ -181,8 +177,7 @@ public final class PeerConnection implements RdmaConnection {
 		this.sendView = sendBuffers.asByteBuffer();
 		this.pool = new SendBufferPool(settings.sendDepth());
 		this.sendLengths = new int[settings.sendDepth()];
-		this.readStatus = new AtomicIntegerArray(settings.sendDepth());
-		this.readers = new Thread[settings.sendDepth()];
+		this.reads = new ReadCompletions(settings.sendDepth());
 		this.readTimeoutNanos = settings.sendTimeout().isZero() ? settings.connectTimeout().toNanos()
 				: sendTimeoutNanos;
 		this.messages = new ReceivedMessage[settings.receiveBuffers()];
@@ -540,15 +535,6 @@ public final class PeerConnection implements RdmaConnection {
 
 	// ------------------------------------------------------------------ one-sided
 
-	/** READ status of a buffer with no READ in flight. */
-	private static final int IDLE = -3;
-
-	/** READ status of a buffer whose READ is posted and waited for. */
-	private static final int PENDING = -1;
-
-	/** READ status of a buffer whose reader gave up: its completion frees it. */
-	private static final int ABANDONED = -2;
-
 	/**
 	 * The private data of this side's rdma_connect or rdma_accept: the record of its
 	 * region, or nothing.
@@ -638,12 +624,19 @@ public final class PeerConnection implements RdmaConnection {
 		for (long done = 0; done < length; done += chunk) {
 			int n = (int) Math.min(chunk, length - done);
 			int index = take(n);
-			readers[index] = me;
-			readStatus.set(index, PENDING);
+			reads.begin(index);
 			postOneSided(index, n, QueuePair.SendOpcode.RDMA_READ, region, remoteOffset + done);
-			int status = awaitRead(index, n);
-			readers[index] = null;
-			readStatus.set(index, IDLE);
+			int status = reads.await(index, readTimeoutNanos);
+			if (status == ReadCompletions.ABANDONED) {
+				// the buffer stays in flight: the READ's completion frees it
+				boolean interrupted = me.isInterrupted();
+				throw new RemoteAccessException("RDMA READ of " + n + " bytes on connection '" + settings.name() + "' "
+						+ (interrupted ? "interrupted"
+								: "did not complete within " + Duration.ofNanos(readTimeoutNanos)
+										+ " (send-timeout, or connect-timeout when it is 0)")
+						+ "; is the poller of queue '" + settings.sendQueue()
+						+ "' running, and not blocked in this call? Its buffer is freed when the completion arrives");
+			}
 			if (status != 0) {
 				pool.release(index);
 				if (state != ConnectionState.ESTABLISHED) {
@@ -691,43 +684,14 @@ public final class PeerConnection implements RdmaConnection {
 					region.address() + offset, region.rkey());
 		}
 		catch (RuntimeException ex) {
-			readers[index] = null;
-			readStatus.set(index, IDLE);
+			if (opcode == QueuePair.SendOpcode.RDMA_READ) {
+				reads.cancel(index);
+			}
 			pool.release(index);
 			if (state != ConnectionState.ESTABLISHED) {
 				throw notEstablished();
 			}
 			throw ex;
-		}
-	}
-
-	/**
-	 * The completion status of the READ of buffer {@code index}, waiting up to the read
-	 * timeout; on timeout (or interrupt) the buffer is left to the completion, which
-	 * frees it.
-	 */
-	private int awaitRead(int index, int length) {
-		long deadline = System.nanoTime() + readTimeoutNanos;
-		while (true) {
-			int status = readStatus.get(index);
-			if (status != PENDING) {
-				return status;
-			}
-			long left = deadline - System.nanoTime();
-			boolean interrupted = Thread.currentThread().isInterrupted();
-			if (left <= 0 || interrupted) {
-				if (readStatus.compareAndSet(index, PENDING, ABANDONED)) {
-					throw new RemoteAccessException("RDMA READ of " + length + " bytes on connection '"
-							+ settings.name() + "' "
-							+ (interrupted ? "interrupted"
-									: "did not complete within " + Duration.ofNanos(readTimeoutNanos)
-											+ " (send-timeout, or connect-timeout when it is 0)")
-							+ "; is the poller of queue '" + settings.sendQueue()
-							+ "' running, and not blocked in this call? Its buffer is freed when the completion arrives");
-				}
-				continue;
-			}
-			LockSupport.parkNanos(this, left);
 		}
 	}
 
@@ -752,16 +716,8 @@ public final class PeerConnection implements RdmaConnection {
 			pool.release(index);
 			return;
 		}
-		if (readStatus.getAndSet(index, status) == ABANDONED) {
-			readers[index] = null;
-			readStatus.set(index, IDLE);
-			pool.release(index);
-			return;
-		}
-		// read after the status: the reader clears it only once it saw the status
-		Thread reader = readers[index];
-		if (reader != null) {
-			LockSupport.unpark(reader);
+		if (reads.complete(index, status)) {
+			pool.release(index); // its reader gave up
 		}
 	}
 
