@@ -13,14 +13,28 @@ import java.util.Map;
  * @param bytesReceived the bytes of those messages
  * @param sendQueueFull sends that found every send buffer in flight (they waited, and
  * threw {@link SendQueueFullException} if none came free within the send timeout)
- * @param sendErrors sends whose completion failed (flushed by a disconnect, retry
- * exceeded...)
+ * @param sendErrors sends, writes and reads whose completion failed (flushed by a
+ * disconnect, retry exceeded...)
  * @param reconnects connections established after the first one (client), or peers
  * accepted after the first one (server)
  * @param connectionErrors rdma_cm error events and failed attempts, by event type
  * (ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, REJECTED, CONNECT_ERROR, TIMEOUT,
  * DISCONNECTED...)
+ * @param bytesWritten bytes of RDMA WRITEs into the peer's region whose completion
+ * arrived with success ({@link RdmaConnection#write})
+ * @param bytesRead bytes of RDMA READs from the peer's region whose completion arrived
+ * with success ({@link RdmaConnection#read}); failed writes and reads count as
+ * {@code sendErrors}
  */
 public record ConnectionStatistics(long messagesSent, long bytesSent, long messagesReceived, long bytesReceived,
-		long sendQueueFull, long sendErrors, long reconnects, Map<String, Long> connectionErrors) {
+		long sendQueueFull, long sendErrors, long reconnects, Map<String, Long> connectionErrors, long bytesWritten,
+		long bytesRead) {
+
+	/** The counters without one-sided operations (bytes written and read 0). */
+	public ConnectionStatistics(long messagesSent, long bytesSent, long messagesReceived, long bytesReceived,
+			long sendQueueFull, long sendErrors, long reconnects, Map<String, Long> connectionErrors) {
+		this(messagesSent, bytesSent, messagesReceived, bytesReceived, sendQueueFull, sendErrors, reconnects,
+				connectionErrors, 0, 0);
+	}
+
 }

@@ -11,6 +11,8 @@ import java.util.Map;
 
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.util.unit.DataSize;
+
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
 import dev.rdma.spring.connection.support.ConnectionSettings;
@@ -28,6 +30,9 @@ final class RdmaConnectionProperties {
 
 	/** The largest depth of a queue pair accepted here (rxe's max_qp_wr is 1048576). */
 	static final int MAX_DEPTH = 1 << 20;
+
+	/** The largest remote-access-size accepted here (as message-size: 1 GiB). */
+	static final long MAX_REMOTE_ACCESS_SIZE = 1L << 30;
 
 	private RdmaConnectionProperties() {
 	}
@@ -124,6 +129,7 @@ final class RdmaConnectionProperties {
 					path + ".send-timeout=" + c.getSendTimeout() + " must not be negative",
 					"Set " + path + ".send-timeout to e.g. 1s, or 0 to fail at once when the send queue is full.");
 		}
+		remoteAccessSize(path + ".remote-access-size", c.getRemoteAccessSize());
 		RdmaProperties.CmProperties cm = c.getCm();
 		range(path + ".cm.responder-resources", cm.getResponderResources(), 0, 255, "255 (the device's maximum)");
 		range(path + ".cm.initiator-depth", cm.getInitiatorDepth(), 0, 255, "255 (the device's maximum)");
@@ -151,9 +157,10 @@ final class RdmaConnectionProperties {
 							r.getMaxAttempts()),
 					c.getSendQueue(), c.getReceiveQueue(), c.getSendDepth(), c.getReceiveDepth(),
 					c.getReceiveBuffers() == null ? c.getReceiveDepth() : c.getReceiveBuffers(), c.getMessageSize(),
-					c.getSendTimeout(), c.isRequired(), new CmParameters(cm.getResponderResources(),
-							cm.getInitiatorDepth(), cm.getRetryCount(), cm.getRnrRetryCount()),
-					properties.getShutdownTimeout()));
+					c.getSendTimeout(), c.isRequired(),
+					new CmParameters(cm.getResponderResources(), cm.getInitiatorDepth(), cm.getRetryCount(),
+							cm.getRnrRetryCount()),
+					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes()));
 		});
 		return all;
 	}
@@ -215,6 +222,14 @@ final class RdmaConnectionProperties {
 		if (value < min || value > max) {
 			throw new RdmaConfigurationException(path, path + "=" + value + " must be between " + min + " and " + max,
 					"Set " + path + " to e.g. " + example + ".");
+		}
+	}
+
+	/** 0 (no region) up to {@link #MAX_REMOTE_ACCESS_SIZE}. */
+	private static void remoteAccessSize(String path, @Nullable DataSize value) {
+		if (value == null || value.isNegative() || value.toBytes() > MAX_REMOTE_ACCESS_SIZE) {
+			throw new RdmaConfigurationException(path, path + "=" + value + " must be between 0B (no region) and 1GB",
+					"Set " + path + " to e.g. 1MB, or 0 for no region the peer can write and read.");
 		}
 	}
 

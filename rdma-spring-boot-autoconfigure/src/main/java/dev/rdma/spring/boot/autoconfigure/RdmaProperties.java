@@ -10,6 +10,7 @@ import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.ConfigurationPropertiesSource;
+import org.springframework.util.unit.DataSize;
 
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
@@ -86,7 +87,8 @@ public class RdmaProperties {
 	 * source, max-peers, connect-timeout, retry.initial-interval, retry.multiplier,
 	 * retry.max-interval, retry.max-attempts, device, send-queue, receive-queue,
 	 * send-depth, receive-depth, receive-buffers, message-size, send-timeout, required,
-	 * cm.responder-resources, cm.initiator-depth, cm.retry-count, cm.rnr-retry-count.
+	 * remote-access-size, cm.responder-resources, cm.initiator-depth, cm.retry-count,
+	 * cm.rnr-retry-count.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 
@@ -626,6 +628,13 @@ public class RdmaProperties {
 		 */
 		private boolean required = true;
 
+		/**
+		 * Size of the memory region each peer connection registers for the peer's
+		 * one-sided RDMA WRITE and READ (remote write and read access) and advertises to
+		 * it when connecting; 0 = none. At most 1GB.
+		 */
+		private DataSize remoteAccessSize = DataSize.ofBytes(0);
+
 		/** rdma_cm connection parameters (struct rdma_conn_param). */
 		private final CmProperties cm = new CmProperties();
 
@@ -743,6 +752,14 @@ public class RdmaProperties {
 
 		public void setRequired(boolean required) {
 			this.required = required;
+		}
+
+		public DataSize getRemoteAccessSize() {
+			return remoteAccessSize;
+		}
+
+		public void setRemoteAccessSize(DataSize remoteAccessSize) {
+			this.remoteAccessSize = remoteAccessSize;
 		}
 
 		public CmProperties getCm() {

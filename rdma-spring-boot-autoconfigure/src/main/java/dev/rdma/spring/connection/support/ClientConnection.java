@@ -141,9 +141,10 @@ public final class ClientConnection extends ConfiguredConnection {
 			QueuePair qp = peer.queuePair();
 			id.moveQueuePair(qp, QueuePair.State.INIT);
 			peer.postReceives();
-			id.connect(qp, settings.cm(), new byte[0]);
+			id.connect(qp, settings.cm(), peer.privateData());
 			CmEvent response = expect(id, "rdma_connect " + settings.address(), deadline, CmEventType.CONNECT_RESPONSE,
 					CmEventType.ESTABLISHED);
+			peer.remoteRegion(RemoteRegion.parse(response.privateData()));
 			if (response.type() == CmEventType.CONNECT_RESPONSE) {
 				// INIT again: the access flags the CM computes once the server answered
 				// (as librdmacm's ucma_modify_qp_rtr does)

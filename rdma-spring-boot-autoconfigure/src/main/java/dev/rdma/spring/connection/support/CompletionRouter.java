@@ -3,6 +3,8 @@ package dev.rdma.spring.connection.support;
 import java.util.Arrays;
 import java.util.concurrent.atomic.LongAdder;
 
+import org.jspecify.annotations.Nullable;
+
 import dev.rdma.spring.listener.ListenerInvoker;
 import dev.rdma.verbs.WorkCompletion;
 
@@ -26,6 +28,9 @@ public final class CompletionRouter implements ListenerInvoker {
 
 	private final LongAdder unrouted = new LongAdder();
 
+	/** The thread that delivered the last completion: the queue's poller. */
+	private volatile @Nullable Thread poller;
+
 	public CompletionRouter(String queue) {
 		this.queue = queue;
 	}
@@ -46,6 +51,14 @@ public final class CompletionRouter implements ListenerInvoker {
 		connections = Arrays.stream(connections).filter(c -> c != connection).toArray(PeerConnection[]::new);
 	}
 
+	/**
+	 * Whether {@code thread} is the one that delivers this queue's completions, as far as
+	 * known (false before the first completion).
+	 */
+	boolean isPoller(Thread thread) {
+		return poller == thread;
+	}
+
 	/** Completions that matched no connection. */
 	public long unrouted() {
 		return unrouted.sum();
@@ -54,6 +67,10 @@ public final class CompletionRouter implements ListenerInvoker {
 	@Override
 	public void invoke(Object argument) {
 		WorkCompletion completion = (WorkCompletion) argument;
+		Thread current = Thread.currentThread();
+		if (poller != current) {
+			poller = current;
+		}
 		int qpNum = completion.qpNum();
 		for (PeerConnection c : connections) {
 			if (c.qpNum() == qpNum) {

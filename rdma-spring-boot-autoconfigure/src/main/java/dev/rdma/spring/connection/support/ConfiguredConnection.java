@@ -180,8 +180,9 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	}
 
 	/**
-	 * The peer a send of this bean goes to: a client's current connection, a server's
-	 * only peer.
+	 * The peer a send of this bean goes to (and its one-sided operations, its
+	 * {@code localRegion} and {@code remoteRegionSize}): a client's current connection, a
+	 * server's only peer.
 	 * @throws ConnectionNotEstablishedException when there is none
 	 */
 	abstract PeerConnection sendTarget();
@@ -199,6 +200,31 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	@Override
 	public final void send(MemorySegment data) {
 		sendTarget().send(data);
+	}
+
+	@Override
+	public final MemorySegment localRegion() {
+		return sendTarget().localRegion();
+	}
+
+	@Override
+	public final long remoteRegionSize() {
+		return sendTarget().remoteRegionSize();
+	}
+
+	@Override
+	public final void write(long remoteOffset, MemorySegment data) {
+		sendTarget().write(remoteOffset, data);
+	}
+
+	@Override
+	public final void write(long remoteOffset, byte[] data, int offset, int length) {
+		sendTarget().write(remoteOffset, data, offset, length);
+	}
+
+	@Override
+	public final void read(long remoteOffset, MemorySegment target) {
+		sendTarget().read(remoteOffset, target);
 	}
 
 	@Override

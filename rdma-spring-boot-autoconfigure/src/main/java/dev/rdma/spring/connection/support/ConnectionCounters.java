@@ -29,6 +29,10 @@ public final class ConnectionCounters {
 
 	final LongAdder listenerErrors = new LongAdder();
 
+	final LongAdder bytesWritten = new LongAdder();
+
+	final LongAdder bytesRead = new LongAdder();
+
 	final AtomicLong established = new AtomicLong();
 
 	private final Map<String, AtomicLong> connectionErrors = new ConcurrentHashMap<>();
@@ -65,6 +69,16 @@ public final class ConnectionCounters {
 		return listenerErrors.sum();
 	}
 
+	/** Bytes of successful RDMA WRITEs into the peer's region. */
+	public long bytesWritten() {
+		return bytesWritten.sum();
+	}
+
+	/** Bytes of successful RDMA READs from the peer's region. */
+	public long bytesRead() {
+		return bytesRead.sum();
+	}
+
 	/** Connections established after the first one. */
 	public long reconnects() {
 		return Math.max(0, established.get() - 1);
@@ -85,7 +99,7 @@ public final class ConnectionCounters {
 		Map<String, Long> errors = new TreeMap<>();
 		connectionErrors.forEach((k, v) -> errors.put(k, v.get()));
 		return new ConnectionStatistics(messagesSent(), bytesSent(), messagesReceived(), bytesReceived(),
-				sendQueueFull(), sendErrors(), reconnects(), Map.copyOf(errors));
+				sendQueueFull(), sendErrors(), reconnects(), Map.copyOf(errors), bytesWritten(), bytesRead());
 	}
 
 }

@@ -31,16 +31,22 @@ import dev.rdma.verbs.cm.CmParameters;
  * @param cm the rdma_cm connection parameters
  * @param closeTimeout bound of closing one peer connection (rdma.shutdown-timeout): its
  * disconnect and the drain of its flushed work requests through the pollers
+ * @param remoteAccessSize bytes of the region each peer connection registers for the
+ * peer's RDMA WRITE and READ (and advertises in its connect or accept private data), 0 =
+ * none
  */
 public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
 		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
 		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
-		boolean required, CmParameters cm, Duration closeTimeout) {
+		boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize) {
 
 	public ConnectionSettings {
 		Objects.requireNonNull(name, "name");
 		Objects.requireNonNull(address, "address");
 		Objects.requireNonNull(retry, "retry");
+		if (remoteAccessSize < 0) {
+			throw new IllegalArgumentException("remoteAccessSize must not be negative, got " + remoteAccessSize);
+		}
 	}
 
 	/**

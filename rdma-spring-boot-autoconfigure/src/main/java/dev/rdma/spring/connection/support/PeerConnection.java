@@ -21,6 +21,7 @@ import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.RemoteAccessException;
 import dev.rdma.spring.connection.SendQueueFullException;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
@@ -59,6 +60,15 @@ public final class PeerConnection implements RdmaConnection {
 
 	/** Marks the wr_id of a send. */
 	static final long SEND = 1L << 62;
+
+	/** Marks, with {@link #SEND}, the wr_id of an RDMA WRITE or READ. */
+	static final long ONE_SIDED = 1L << 61;
+
+	/** Marks, with {@link #SEND} and {@link #ONE_SIDED}, the wr_id of an RDMA READ. */
+	static final long READ = 1L << 60;
+
+	/** The bits of a wr_id that are the buffer index. */
+	private static final long INDEX = (1L << 32) - 1;
 
 	private static final VarHandle STATE;
 
@@ -103,6 +113,17 @@ public final class PeerConnection implements RdmaConnection {
 
 	private final AtomicInteger postedReceives = new AtomicInteger();
 
+	/** The region the peer may write and read, or null (remote-access-size 0). */
+	private final @Nullable MemoryRegion accessRegion;
+
+	/** The peer's region, from its private data; null when it exposes none. */
+	private volatile @Nullable RemoteRegion remoteRegion;
+
+	/** Per send buffer: its RDMA READ's completion, handed to the reader. */
+	private final ReadCompletions reads;
+
+	private final long readTimeoutNanos;
+
 	private final AtomicBoolean closing = new AtomicBoolean();
 
 	private volatile ConnectionState state = ConnectionState.CONNECTING;
@@ -124,15 +145,22 @@ public final class PeerConnection implements RdmaConnection {
 		int size = settings.messageSize();
 		QueuePair createdQp = null;
 		MemoryRegion createdSend = null;
+		MemoryRegion createdReceive = null;
 		try {
 			createdQp = pd.createQueuePair(
 					new QueuePair.Attributes(sendCq, receiveCq, settings.sendDepth(), settings.receiveDepth(), false));
 			createdSend = pd.registerMemory((long) size * settings.sendDepth(),
 					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
-			this.receiveRegion = pd.registerMemory((long) size * settings.receiveBuffers(),
+			createdReceive = pd.registerMemory((long) size * settings.receiveBuffers(),
 					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
+			this.accessRegion = settings.remoteAccessSize() == 0 ? null
+					: pd.registerMemory(settings.remoteAccessSize(), EnumSet.of(MemoryRegion.Access.LOCAL_WRITE,
+							MemoryRegion.Access.REMOTE_WRITE, MemoryRegion.Access.REMOTE_READ));
 		}
 		catch (RuntimeException ex) {
+			if (createdReceive != null) {
+				createdReceive.close();
+			}
 			if (createdSend != null) {
 				createdSend.close();
 			}
@@ -141,6 +169,7 @@ public final class PeerConnection implements RdmaConnection {
 			}
 			throw ex;
 		}
+		this.receiveRegion = createdReceive;
 		this.qp = createdQp;
 		this.qpNum = createdQp.qpNum();
 		this.sendRegion = createdSend;
@@ -148,6 +177,9 @@ public final class PeerConnection implements RdmaConnection {
 		this.sendView = sendBuffers.asByteBuffer();
 		this.pool = new SendBufferPool(settings.sendDepth());
 		this.sendLengths = new int[settings.sendDepth()];
+		this.reads = new ReadCompletions(settings.sendDepth());
+		this.readTimeoutNanos = settings.sendTimeout().isZero() ? settings.connectTimeout().toNanos()
+				: sendTimeoutNanos;
 		this.messages = new ReceivedMessage[settings.receiveBuffers()];
 		MemorySegment receiveBuffers = receiveRegion.buffer();
 		for (int i = 0; i < messages.length; i++) {
@@ -217,6 +249,10 @@ public final class PeerConnection implements RdmaConnection {
 	void onCompletion(WorkCompletion completion) {
 		long wrId = completion.wrId();
 		int status = completion.statusCode();
+		if ((wrId & ONE_SIDED) != 0) {
+			oneSidedCompleted(wrId, status);
+			return;
+		}
 		if ((wrId & SEND) != 0) {
 			int index = (int) (wrId & ~SEND);
 			if (status == 0) {
@@ -435,6 +471,9 @@ public final class PeerConnection implements RdmaConnection {
 		closeQuietly(qp);
 		closeQuietly(sendRegion);
 		closeQuietly(receiveRegion);
+		if (accessRegion != null) {
+			closeQuietly(accessRegion);
+		}
 		return drained;
 	}
 
@@ -492,6 +531,194 @@ public final class PeerConnection implements RdmaConnection {
 	@Override
 	public ConnectionStatistics statistics() {
 		return counters.snapshot();
+	}
+
+	// ------------------------------------------------------------------ one-sided
+
+	/**
+	 * The private data of this side's rdma_connect or rdma_accept: the record of its
+	 * region, or nothing.
+	 */
+	byte[] privateData() {
+		MemoryRegion region = accessRegion;
+		return region == null ? new byte[0]
+				: new RemoteRegion(region.bufferAddress(), region.rkey(), settings.remoteAccessSize()).encode();
+	}
+
+	/**
+	 * The peer's region, parsed from the private data of its connect request or accept
+	 * (before this connection is established); null when it sent none.
+	 */
+	void remoteRegion(@Nullable RemoteRegion region) {
+		this.remoteRegion = region;
+		if (region != null && logger.isDebugEnabled()) {
+			logger.debug("Connection '" + settings.name() + "' (" + this + "): the peer exposes " + region);
+		}
+	}
+
+	/** The peer's region, or null. */
+	@Nullable RemoteRegion remoteRegion() {
+		return remoteRegion;
+	}
+
+	@Override
+	public MemorySegment localRegion() {
+		MemoryRegion region = accessRegion;
+		if (region == null) {
+			throw new IllegalStateException(
+					"connection '" + settings.name() + "' has no region the peer can access: rdma.connections."
+							+ settings.name() + ".remote-access-size is 0");
+		}
+		return region.buffer();
+	}
+
+	@Override
+	public long remoteRegionSize() {
+		RemoteRegion region = remoteRegion;
+		return region == null ? 0 : region.length();
+	}
+
+	@Override
+	public void write(long remoteOffset, MemorySegment data) {
+		long length = data.byteSize();
+		RemoteRegion region = remoteFor("write", remoteOffset, length);
+		int chunk = settings.messageSize();
+		for (long done = 0; done < length; done += chunk) {
+			int n = (int) Math.min(chunk, length - done);
+			int index = take(n);
+			MemorySegment.copy(data, done, sendBuffers, (long) index * chunk, n);
+			postOneSided(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
+		}
+	}
+
+	@Override
+	public void write(long remoteOffset, byte[] data, int offset, int length) {
+		java.util.Objects.checkFromIndexSize(offset, length, data.length);
+		RemoteRegion region = remoteFor("write", remoteOffset, length);
+		int chunk = settings.messageSize();
+		for (long done = 0; done < length; done += chunk) {
+			int n = (int) Math.min(chunk, length - done);
+			int index = take(n);
+			MemorySegment.copy(data, offset + (int) done, sendBuffers, ValueLayout.JAVA_BYTE, (long) index * chunk, n);
+			postOneSided(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
+		}
+	}
+
+	@Override
+	public void read(long remoteOffset, MemorySegment target) {
+		if (target.isReadOnly()) {
+			throw new IllegalArgumentException("the target of an RDMA READ must be writable");
+		}
+		long length = target.byteSize();
+		RemoteRegion region = remoteFor("read", remoteOffset, length);
+		Thread me = Thread.currentThread();
+		for (int i = 0; i < routers.size(); i++) {
+			CompletionRouter router = routers.get(i);
+			if (router.queue().equals(settings.sendQueue()) && router.isPoller(me)) {
+				throw new IllegalStateException("RDMA READ on connection '" + settings.name() + "' called on thread "
+						+ me.getName() + ", the poller of its send queue '" + settings.sendQueue()
+						+ "': it would wait for a completion only this thread delivers; read from another thread");
+			}
+		}
+		int chunk = settings.messageSize();
+		for (long done = 0; done < length; done += chunk) {
+			int n = (int) Math.min(chunk, length - done);
+			int index = take(n);
+			reads.begin(index);
+			postOneSided(index, n, QueuePair.SendOpcode.RDMA_READ, region, remoteOffset + done);
+			int status = reads.await(index, readTimeoutNanos);
+			if (status == ReadCompletions.ABANDONED) {
+				// the buffer stays in flight: the READ's completion frees it
+				boolean interrupted = me.isInterrupted();
+				throw new RemoteAccessException("RDMA READ of " + n + " bytes on connection '" + settings.name() + "' "
+						+ (interrupted ? "interrupted"
+								: "did not complete within " + Duration.ofNanos(readTimeoutNanos)
+										+ " (send-timeout, or connect-timeout when it is 0)")
+						+ "; is the poller of queue '" + settings.sendQueue()
+						+ "' running, and not blocked in this call? Its buffer is freed when the completion arrives");
+			}
+			if (status != 0) {
+				pool.release(index);
+				if (state != ConnectionState.ESTABLISHED) {
+					throw notEstablished();
+				}
+				throw new RemoteAccessException("RDMA READ of " + n + " bytes at offset " + (remoteOffset + done)
+						+ " of the peer's region on connection '" + settings.name() + "' failed: "
+						+ WcStatus.of(status));
+			}
+			MemorySegment.copy(sendBuffers, (long) index * chunk, target, done, n);
+			pool.release(index);
+		}
+	}
+
+	/**
+	 * The peer's region, once {@code length} bytes at {@code offset} are known to fit in
+	 * it and the connection is established.
+	 */
+	private RemoteRegion remoteFor(String operation, long offset, long length) {
+		if (state != ConnectionState.ESTABLISHED) {
+			throw notEstablished();
+		}
+		RemoteRegion region = remoteRegion;
+		if (region == null) {
+			throw new IllegalStateException("RDMA " + operation + " on connection '" + settings.name()
+					+ "': the peer exposes no region (its remote-access-size is 0, or it is not an rdma-spring-boot application)");
+		}
+		if (offset < 0 || length > region.length() - offset) {
+			throw new IllegalArgumentException("RDMA " + operation + " of " + length + " bytes at offset " + offset
+					+ " does not fit in the peer's region of " + region.length() + " bytes (connection '"
+					+ settings.name() + "')");
+		}
+		return region;
+	}
+
+	/**
+	 * Posts an RDMA WRITE or READ of send buffer {@code index}; it is released on
+	 * failure.
+	 */
+	private void postOneSided(int index, int length, QueuePair.SendOpcode opcode, RemoteRegion region, long offset) {
+		sendLengths[index] = length;
+		long kind = opcode == QueuePair.SendOpcode.RDMA_READ ? SEND | ONE_SIDED | READ : SEND | ONE_SIDED;
+		try {
+			qp.postSend(kind | index, sendRegion, (long) index * settings.messageSize(), length, opcode, 0, true, false,
+					region.address() + offset, region.rkey());
+		}
+		catch (RuntimeException ex) {
+			if (opcode == QueuePair.SendOpcode.RDMA_READ) {
+				reads.cancel(index);
+			}
+			pool.release(index);
+			if (state != ConnectionState.ESTABLISHED) {
+				throw notEstablished();
+			}
+			throw ex;
+		}
+	}
+
+	/**
+	 * The completion of an RDMA WRITE (frees its buffer) or READ (hands the status to its
+	 * reader, or frees the buffer of an abandoned READ); on the send queue's poller.
+	 */
+	private void oneSidedCompleted(long wrId, int status) {
+		int index = (int) (wrId & INDEX);
+		boolean read = (wrId & READ) != 0;
+		if (status == 0) {
+			(read ? counters.bytesRead : counters.bytesWritten).add(sendLengths[index]);
+		}
+		else {
+			counters.sendErrors.increment();
+			if (!closing.get() && !peerDisconnected && status != WcStatus.WR_FLUSH_ERR.code()) {
+				logger.warn("RDMA " + (read ? "READ" : "WRITE") + " of " + sendLengths[index] + " bytes on connection '"
+						+ settings.name() + "' (" + this + ") failed: " + WcStatus.of(status));
+			}
+		}
+		if (!read) {
+			pool.release(index);
+			return;
+		}
+		if (reads.complete(index, status)) {
+			pool.release(index); // its reader gave up
+		}
 	}
 
 	@Override

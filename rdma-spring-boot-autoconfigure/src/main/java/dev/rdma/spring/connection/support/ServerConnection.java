@@ -146,7 +146,9 @@ public final class ServerConnection extends ConfiguredConnection {
 			peer.postReceives();
 			request.moveQueuePair(qp, QueuePair.State.RTR);
 			request.moveQueuePair(qp, QueuePair.State.RTS);
-			request.accept(qp, settings.cm(), new byte[0]);
+			CmEvent connectRequest = request.request();
+			peer.remoteRegion(connectRequest == null ? null : RemoteRegion.parse(connectRequest.privateData()));
+			request.accept(qp, settings.cm(), peer.privateData());
 			expect(request, "rdma_accept from " + request.peerAddress(), deadline, CmEventType.ESTABLISHED);
 			peer.established();
 			if (counters.established.incrementAndGet() > 1) {

@@ -1,8 +1,11 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.params.ParameterizedTest;
@@ -10,7 +13,12 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Test;
 
+import org.springframework.boot.configurationprocessor.json.JSONArray;
+import org.springframework.boot.configurationprocessor.json.JSONObject;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.util.unit.DataSize;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.connection.support.ConnectionSettings;
@@ -72,6 +80,14 @@ class RdmaConnectionPropertiesTests {
 				Arguments.of("rdma.connections.orders.send-timeout", "must not be negative",
 						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "send-timeout=-1s")),
+				Arguments.of("rdma.connections.orders.remote-access-size",
+						"remote-access-size=-1B must be between 0B (no region) and 1GB",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "remote-access-size=-1B")),
+				Arguments.of("rdma.connections.orders.remote-access-size",
+						"remote-access-size=2147483648B must be between 0B (no region) and 1GB",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "remote-access-size=2GB")),
 				Arguments.of("rdma.completion-queues.tx.entries", "is less than the 512 completions",
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "max-peers=8")),
@@ -120,6 +136,55 @@ class RdmaConnectionPropertiesTests {
 		assertThat(s.retry().interval(1).toMillis()).isEqualTo(100);
 		assertThat(s.retry().interval(3).toMillis()).isEqualTo(400);
 		assertThat(s.retry().interval(30).toMillis()).isEqualTo(5000);
+		assertThat(s.remoteAccessSize()).as("no region unless asked for").isZero();
+	}
+
+	@Test
+	void remoteAccessSizeIsADataSizeBecomingBytes() {
+		RdmaProperties bound = new Binder(new MapConfigurationPropertySource(Map.of("rdma.devices.nic0.name", "mlx5_0",
+				"rdma.completion-queues.tx.entries", "256", "rdma.connections.orders.connect", "10.0.0.2:7471",
+				"rdma.connections.orders.send-queue", "tx", "rdma.connections.orders.receive-queue", "tx",
+				"rdma.connections.orders.remote-access-size", "64KB")))
+			.bind("rdma", RdmaProperties.class)
+			.get();
+		RdmaConnectionProperties.validate(bound);
+		assertThat(RdmaConnectionProperties.settings(bound).get(0).remoteAccessSize()).isEqualTo(64 * 1024);
+		RdmaProperties properties = new RdmaProperties();
+		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
+		RdmaProperties.ConnectionProperties c = new RdmaProperties.ConnectionProperties();
+		c.setListen("10.0.0.2:7471");
+		c.setSendQueue("tx");
+		c.setReceiveQueue("tx");
+		c.setRemoteAccessSize(DataSize.ofGigabytes(1));
+		RdmaProperties.DeviceProperties device = new RdmaProperties.DeviceProperties();
+		device.setName("mlx5_0");
+		properties.getDevices().put("nic0", device);
+		properties.getConnections().put("orders", c);
+		RdmaConnectionProperties.validate(properties);
+		assertThat(RdmaConnectionProperties.settings(properties).get(0).remoteAccessSize()).as("the largest")
+			.isEqualTo(1L << 30);
+	}
+
+	@Test
+	void remoteAccessSizeIsInTheMetadataWithItsDefaultAndADescription() throws Exception {
+		String resource = "META-INF/spring/configuration-metadata/"
+				+ RdmaProperties.ConnectionProperties.class.getName() + ".json";
+		String json;
+		try (InputStream in = getClass().getClassLoader().getResourceAsStream(resource)) {
+			assertThat(in).as(resource).isNotNull();
+			json = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+		}
+		JSONArray all = new JSONObject(json).getJSONArray("properties");
+		JSONObject property = null;
+		for (int i = 0; i < all.length(); i++) {
+			if (all.getJSONObject(i).getString("name").equals("remote-access-size")) {
+				property = all.getJSONObject(i);
+			}
+		}
+		assertThat(property).as("remote-access-size in " + resource).isNotNull();
+		assertThat(property.getString("type")).isEqualTo(DataSize.class.getName());
+		assertThat(property.getString("defaultValue")).isEqualTo("0B");
+		assertThat(property.getString("description")).contains("RDMA WRITE and READ");
 	}
 
 }

@@ -17,11 +17,11 @@ import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 
 /**
  * Meters of each connection under {@code rdma.connections}, tagged
- * {@code connection=<name>}: messages and bytes sent (acknowledged) and received,
- * send-queue full, send errors, listener errors, reconnects, connection errors by kind
- * (rdma_cm event type, TIMEOUT, ...), and a gauge {@code rdma.connection.established} (1
- * when established, a server: its peers). They read the connection's counters when
- * scraped; nothing is recorded per message.
+ * {@code connection=<name>}: messages and bytes sent (acknowledged) and received, bytes
+ * written and read by one-sided operations, send-queue full, send errors, listener
+ * errors, reconnects, connection errors by kind (rdma_cm event type, TIMEOUT, ...), and a
+ * gauge {@code rdma.connection.established} (1 when established, a server: its peers).
+ * They read the connection's counters when scraped; nothing is recorded per message.
  */
 public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 
@@ -60,10 +60,14 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 					"Messages received");
 			counter(meters, "rdma.connection.bytes.received", name, n, ConnectionCounters::bytesReceived,
 					"Bytes received");
+			counter(meters, "rdma.connection.bytes.written", name, n, ConnectionCounters::bytesWritten,
+					"Bytes of the RDMA WRITEs into the peer's region that completed with success");
+			counter(meters, "rdma.connection.bytes.read", name, n, ConnectionCounters::bytesRead,
+					"Bytes of the RDMA READs from the peer's region that completed with success");
 			counter(meters, "rdma.connection.send.queue.full", name, n, ConnectionCounters::sendQueueFull,
 					"Sends that found every send buffer in flight");
 			counter(meters, "rdma.connection.send.errors", name, n, ConnectionCounters::sendErrors,
-					"Sends whose completion failed");
+					"Sends, RDMA WRITEs and READs whose completion failed");
 			counter(meters, "rdma.connection.listener.errors", name, n, ConnectionCounters::listenerErrors,
 					"Message listener calls that threw");
 			counter(meters, "rdma.connection.reconnects", name, n, ConnectionCounters::reconnects,

@@ -1,14 +1,17 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
@@ -51,13 +54,26 @@ final class ConnectionApps {
 		return p;
 	}
 
-	static ConfigurableApplicationContext server(TwoDevices.Peer peer, int port) {
-		return start(EchoServer.class, properties(peer, "listen=" + peer.ipv4() + ":" + port));
+	/**
+	 * The echo server; {@code more} are further properties of the connection, relative to
+	 * {@code rdma.connections.link.} (e.g. {@code remote-access-size=64KB}).
+	 */
+	static ConfigurableApplicationContext server(TwoDevices.Peer peer, int port, String... more) {
+		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
+		for (String property : more) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
+		return start(EchoServer.class, p);
 	}
 
-	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port) {
+	/** The client; {@code more} as for {@link #server}. */
+	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port,
+			String... more) {
 		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
 		p.add("rdma.connections." + NAME + ".source=" + peer.ipv4());
+		for (String property : more) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
 		return start(Client.class, p);
 	}
 
@@ -120,9 +136,29 @@ final class ConnectionApps {
 
 		final ConcurrentLinkedQueue<Long> seen = new ConcurrentLinkedQueue<>();
 
+		/**
+		 * When set, the listener tries an RDMA READ of the peer's region into this
+		 * segment before echoing (on the poller thread, which it must refuse), and
+		 * records what it threw in {@link #readFailure}.
+		 */
+		volatile @Nullable MemorySegment readInListener;
+
+		final AtomicReference<Object> readFailure = new AtomicReference<>();
+
 		@RdmaMessageListener(connection = NAME)
 		void onMessage(RdmaMessage message) {
 			seen.add(Long.reverseBytes(message.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0)));
+			MemorySegment target = readInListener;
+			if (target != null) {
+				readInListener = null;
+				try {
+					message.connection().read(0, target);
+					readFailure.set("the read returned");
+				}
+				catch (RuntimeException ex) {
+					readFailure.set(ex);
+				}
+			}
 			// zero copy in: the reply is sent from the receive buffer's own view
 			message.connection().send(message.byteBuffer());
 			echoed.incrementAndGet();

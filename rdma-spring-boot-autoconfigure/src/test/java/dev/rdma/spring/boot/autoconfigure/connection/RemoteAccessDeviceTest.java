@@ -1,0 +1,234 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDevices;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * One-sided operations of the starter's connections across the two devices: with
+ * {@code remote-access-size} set, each side registers a region and advertises it in its
+ * connect / accept private data; RDMA WRITE and READ then reach the peer's region (in
+ * chunks of {@code message-size}, 1024 bytes here), "write, then send" notifies the peer,
+ * and the bounds of the peer's region are enforced before anything is posted.
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class RemoteAccessDeviceTest {
+
+	private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
+	private static final int REGION = 64 * 1024;
+
+	@Test
+	void writesAndReadsReachThePeersRegionAcrossTheTwoDevices() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port, "remote-access-size=64KB");
+		ConfigurableApplicationContext client = null;
+		try (Arena arena = Arena.ofConfined()) {
+			client = ConnectionApps.client(two.a(), two.b(), port, "remote-access-size=64KB");
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			MeterRegistry meters = client.getBean(MeterRegistry.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			await("the server accepted", () -> serverLink.peers().size() == 1);
+			assertThat(link.deviceName()).isEqualTo(two.a().device());
+			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
+
+			// each side learnt the other's region from the private data
+			assertThat(link.remoteRegionSize()).isEqualTo(REGION);
+			assertThat(serverLink.remoteRegionSize()).isEqualTo(REGION);
+			assertThat(link.localRegion().byteSize()).isEqualTo(REGION);
+			assertThat(serverLink.localRegion().byteSize()).isEqualTo(REGION);
+
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+
+			// client -> server: 10000 bytes (10 WRITEs of up to 1024), then a message
+			byte[] pattern = pattern(10_000, 3);
+			link.write(4096, pattern);
+			byte[] note = new byte[64];
+			ConnectionApps.fill(note, 7, 64);
+			link.send(note);
+			await("the echo of the note that followed the write", () -> collector.echoes.contains(7L));
+			assertThat(bytes(serverLink.localRegion(), 4096, pattern.length)).as("the server's region")
+				.isEqualTo(pattern);
+			assertThat(bytes(serverLink.localRegion(), 0, 4096)).as("before the written range").containsOnly((byte) 0);
+
+			// server -> client: 9000 bytes from a segment, then a message
+			byte[] pattern2 = pattern(9000, 11);
+			MemorySegment source = arena.allocate(pattern2.length);
+			MemorySegment.copy(pattern2, 0, source, ValueLayout.JAVA_BYTE, 0, pattern2.length);
+			serverLink.write(100, source);
+			ConnectionApps.fill(note, 1000, 64);
+			serverLink.send(note);
+			await("the server's note", () -> collector.echoes.contains(1000L));
+			assertThat(bytes(link.localRegion(), 100, pattern2.length)).as("the client's region").isEqualTo(pattern2);
+
+			// a READ on the poller thread of the send queue (here a listener: both queues
+			// share the poller group's thread) would wait for itself: refused at once
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			await("the server's two sends completed (its send queue's poller is known)",
+					() -> serverLink.statistics().messagesSent() >= 2);
+			echo.readInListener = arena.allocate(16);
+			ConnectionApps.fill(note, 8, 64);
+			link.send(note);
+			await("the echo of the note whose listener tried to read", () -> collector.echoes.contains(8L));
+			assertThat(echo.readFailure.get()).isInstanceOf(IllegalStateException.class)
+				.asString()
+				.contains("the poller of its send queue 'tx'");
+
+			// client reads the server's region back: what it wrote, and what the server
+			// application put there itself
+			MemorySegment target = arena.allocate(pattern.length);
+			link.read(4096, target);
+			assertThat(target.toArray(ValueLayout.JAVA_BYTE)).as("read back").isEqualTo(pattern);
+			byte[] local = pattern(3000, 29);
+			MemorySegment.copy(local, 0, serverLink.localRegion(), ValueLayout.JAVA_BYTE, REGION - 3000, 3000);
+			MemorySegment tail = arena.allocate(3000);
+			link.read(REGION - 3000, tail);
+			assertThat(tail.toArray(ValueLayout.JAVA_BYTE)).as("the server's own bytes, up to the region's end")
+				.isEqualTo(local);
+			// and the server reads the client's region
+			MemorySegment target2 = arena.allocate(pattern2.length);
+			serverLink.read(100, target2);
+			assertThat(target2.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(pattern2);
+
+			// out of bounds: refused before anything is posted
+			assertThatThrownBy(() -> link.write(REGION - 10, new byte[20])).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("20 bytes at offset " + (REGION - 10))
+				.hasMessageContaining("region of " + REGION + " bytes");
+			assertThatThrownBy(() -> link.read(-1, target)).isInstanceOf(IllegalArgumentException.class);
+			assertThatThrownBy(() -> serverLink.read(REGION, arena.allocate(1)))
+				.isInstanceOf(IllegalArgumentException.class);
+
+			// the traffic crossed: 10 WRITEs, 13 READ requests and 9 READ responses from
+			// rxeA; 9 WRITEs, 13 READ responses and 9 READ requests from rxeB
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 10);
+			TwoDevices.Traffic a = two.a().traffic().since(a0);
+			TwoDevices.Traffic b = two.b().traffic().since(b0);
+			assertThat(a.sent()).as("rxeA: WRITE and READ request packets").isGreaterThanOrEqualTo(10 + 13);
+			assertThat(b.sent()).as("rxeB: WRITE and READ response packets").isGreaterThanOrEqualTo(9 + 13);
+			assertThat(b.received()).as("rxeB: WRITE and READ request packets").isGreaterThanOrEqualTo(10 + 13);
+			assertThat(a.received()).as("rxeA: WRITE and READ response packets").isGreaterThanOrEqualTo(9 + 13);
+
+			assertThat(link.statistics().bytesWritten()).isEqualTo(10_000);
+			assertThat(link.statistics().bytesRead()).isEqualTo(13_000);
+			assertThat(link.statistics().sendErrors()).isZero();
+			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(9000);
+			assertThat(serverLink.statistics().bytesRead()).isEqualTo(9000);
+			assertThat(meters.get("rdma.connection.bytes.written").tag("connection", "link").functionCounter().count())
+				.isEqualTo(10_000);
+			assertThat(meters.get("rdma.connection.bytes.read").tag("connection", "link").functionCounter().count())
+				.isEqualTo(13_000);
+			// every buffer came back: as many sends as send-depth still go through
+			for (int i = 0; i < 64; i++) {
+				link.write(0, pattern, 0, 1024);
+			}
+			await("the last writes completed", () -> link.statistics().bytesWritten() == 10_000 + 64 * 1024);
+		}
+		finally {
+			if (client != null) {
+				client.close();
+			}
+			server.close();
+		}
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	@Test
+	void aPeerWithoutARegionHasNone() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
+		ConfigurableApplicationContext client = null;
+		try {
+			client = ConnectionApps.client(two.a(), two.b(), port, "remote-access-size=4KB");
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			await("the server accepted", () -> serverLink.peers().size() == 1);
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+
+			assertThat(link.remoteRegionSize()).as("the server exposes none").isZero();
+			assertThat(serverLink.remoteRegionSize()).as("the client's region").isEqualTo(4096);
+			assertThatThrownBy(() -> link.write(0, new byte[1])).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("exposes no region");
+			assertThatThrownBy(serverLink::localRegion).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("remote-access-size is 0");
+
+			byte[] pattern = pattern(4096, 5);
+			serverLink.write(0, pattern);
+			byte[] note = new byte[64];
+			ConnectionApps.fill(note, 42, 64);
+			serverLink.send(note);
+			await("the server's note", () -> collector.echoes.contains(42L));
+			assertThat(bytes(link.localRegion(), 0, 4096)).isEqualTo(pattern);
+			TwoDevices.assertCrossed(two.b(), b0, two.a(), a0, 1);
+			assertThat(two.b().traffic().since(b0).sent()).as("rxeB: 4 WRITE packets and the note")
+				.isGreaterThanOrEqualTo(5);
+			assertThat(two.a().traffic().since(a0).received()).as("rxeA: 4 WRITE packets and the note")
+				.isGreaterThanOrEqualTo(5);
+			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(4096);
+		}
+		finally {
+			if (client != null) {
+				client.close();
+			}
+			server.close();
+		}
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	private static byte[] pattern(int length, int seed) {
+		byte[] out = new byte[length];
+		for (int i = 0; i < length; i++) {
+			out[i] = (byte) (i * seed + (i >> 8) + 1);
+		}
+		return out;
+	}
+
+	private static byte[] bytes(MemorySegment segment, long offset, int length) {
+		return segment.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE);
+	}
+
+	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+		long deadline = System.nanoTime() + TIMEOUT.toNanos();
+		while (!condition.getAsBoolean()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new AssertionError("not within " + TIMEOUT + ": " + what);
+			}
+			Thread.sleep(20);
+		}
+	}
+
+}
