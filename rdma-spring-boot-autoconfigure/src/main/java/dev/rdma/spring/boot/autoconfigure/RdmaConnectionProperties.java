@@ -132,6 +132,15 @@ final class RdmaConnectionProperties {
 		remoteAccessSize(path + ".remote-access-size", c.getRemoteAccessSize());
 		RdmaProperties.CmProperties cm = c.getCm();
 		range(path + ".cm.responder-resources", cm.getResponderResources(), 0, 255, "255 (the device's maximum)");
+		if (cm.getResponderResources() == 0 && c.getRemoteAccessSize() != null
+				&& c.getRemoteAccessSize().toBytes() > 0) {
+			// the peer's RDMA READs of this side's region need responder resources here
+			throw new RdmaConfigurationException(path + ".cm.responder-resources",
+					path + ".cm.responder-resources=0 refuses every RDMA READ of the peer, but " + path
+							+ ".remote-access-size=" + c.getRemoteAccessSize() + " offers a region to read",
+					"Set " + path + ".cm.responder-resources to at least 1 (default 255: the device's maximum), or "
+							+ path + ".remote-access-size to 0.");
+		}
 		range(path + ".cm.initiator-depth", cm.getInitiatorDepth(), 0, 255, "255 (the device's maximum)");
 		range(path + ".cm.retry-count", cm.getRetryCount(), 0, 7, "7");
 		range(path + ".cm.rnr-retry-count", cm.getRnrRetryCount(), 0, 7, "7");
