@@ -31,16 +31,40 @@ import dev.rdma.verbs.cm.CmParameters;
  * @param cm the rdma_cm connection parameters
  * @param closeTimeout bound of closing one peer connection (rdma.shutdown-timeout): its
  * disconnect and the drain of its flushed work requests through the pollers
+ * @param outOfBand the out-of-band exchange that connects the queue pairs instead of
+ * rdma_cm ({@code exchange: out-of-band}), or null for rdma_cm
  */
 public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
 		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
 		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
-		boolean required, CmParameters cm, Duration closeTimeout) {
+		boolean required, CmParameters cm, Duration closeTimeout, @Nullable OutOfBandOptions outOfBand) {
 
 	public ConnectionSettings {
 		Objects.requireNonNull(name, "name");
 		Objects.requireNonNull(address, "address");
 		Objects.requireNonNull(retry, "retry");
+	}
+
+	/** Settings connected through rdma_cm (no out-of-band exchange). */
+	public ConnectionSettings(String name, boolean server, InetSocketAddress address,
+			@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
+			String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize,
+			Duration sendTimeout, boolean required, CmParameters cm, Duration closeTimeout) {
+		this(name, server, address, source, maxPeers, connectTimeout, retry, sendQueue, receiveQueue, sendDepth,
+				receiveDepth, receiveBuffers, messageSize, sendTimeout, required, cm, closeTimeout, null);
+	}
+
+	/**
+	 * The options of an out-of-band exchange ({@code ibv_rc_pingpong}'s records over the
+	 * TCP connection to {@code address}, which stays open as the link's liveness
+	 * channel).
+	 *
+	 * @param port the RDMA device's port number, 1..255
+	 * @param gidIndex the local GID index, or -1 to take the first IPv4 RoCE v2 GID
+	 * ({@code dev.rdma.verbs.exchange.ExchangeOptions.FIND_GID})
+	 */
+	public record OutOfBandOptions(int port, int gidIndex) {
+
 	}
 
 	/**
