@@ -179,7 +179,8 @@ final class OutOfBandLink implements PeerLink {
 		}
 	}
 
-	private byte[] read(int length, String what, long deadline) {
+	/** {@code length} bytes of the exchange (blocking mode) by {@code deadline}. */
+	byte[] read(int length, String what, long deadline) {
 		byte[] buf = new byte[length];
 		int got = 0;
 		try {
@@ -209,8 +210,8 @@ final class OutOfBandLink implements PeerLink {
 		}
 	}
 
-	/** Non-blocking from now on: {@link #alive()} polls. */
-	private void live() {
+	/** Non-blocking from now on (after the exchange): {@link #alive()} polls. */
+	void live() {
 		try {
 			channel.configureBlocking(false);
 		}
