@@ -40,6 +40,11 @@ import dev.rdma.verbs.exchange.PingpongWire;
  * TCP keep-alive is on. A peer whose host vanishes without a FIN or reset is noticed only
  * when TCP gives up; the QP's own failures (a send completing with RETRY_EXC) are counted
  * and logged by the {@link PeerConnection} but do not end the link.
+ *
+ * <p>
+ * Both ends must therefore keep the socket open: the peer is another application of this
+ * starter. {@code ibv_rc_pingpong} itself closes it after the exchange, which this side
+ * reads as the peer's end.
  */
 final class OutOfBandLink implements PeerLink {
 

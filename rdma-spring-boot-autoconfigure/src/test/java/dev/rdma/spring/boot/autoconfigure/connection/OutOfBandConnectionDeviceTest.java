@@ -127,6 +127,59 @@ class OutOfBandConnectionDeviceTest {
 			.isEqualTo(baseline);
 	}
 
+	/**
+	 * A server with {@code max-peers: 1} turns a second client away (it closes the
+	 * exchange connection at once: the client retries) and takes it once the first peer
+	 * left: it keeps accepting for as long as it runs.
+	 */
+	@Test
+	void aServerAtMaxPeersTurnsClientsAwayUntilAPeerLeaves() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port);
+		ConfigurableApplicationContext first = null;
+		ConfigurableApplicationContext second = null;
+		try {
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			first = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
+			RdmaConnection firstLink = first.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionDeviceTest.await("the first client connected",
+					() -> firstLink.state() == ConnectionState.ESTABLISHED && serverLink.peers().size() == 1);
+
+			second = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
+			RdmaConnection secondLink = second.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionDeviceTest.await("the second client turned away twice",
+					() -> serverLink.statistics().connectionErrors().getOrDefault("MAX_PEERS", 0L) >= 2);
+			assertThat(secondLink.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
+			assertThat(secondLink.statistics().connectionErrors()).containsKey("EXCHANGE");
+			assertThat(serverLink.peers()).hasSize(1);
+
+			first.close();
+			first = null;
+			ConnectionDeviceTest.await("the second client got in once the first left",
+					() -> secondLink.state() == ConnectionState.ESTABLISHED);
+			ConnectionDeviceTest.await("the server has one peer again", () -> serverLink.peers().size() == 1);
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			ConnectionDeviceTest.exchange(secondLink, second.getBean(ConnectionApps.Collector.class), 0, 300, 512);
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 300);
+		}
+		finally {
+			if (second != null) {
+				second.close();
+			}
+			if (first != null) {
+				first.close();
+			}
+			server.close();
+		}
+		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
+		assertThat(NativeObjects.open())
+			.as("native objects after the applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
 	private static Set<String> threads() {
 		return Thread.getAllStackTraces()
 			.keySet()
