@@ -64,6 +64,7 @@ final class RdmaConnectionProperties {
 							+ ".connect (a client, the server's host:port).");
 		}
 		address(path + (server ? ".listen" : ".connect"), server ? c.getListen() : c.getConnect());
+		validateExchange(path, c);
 		if (c.getSource() != null) {
 			if (server) {
 				throw new RdmaConfigurationException(path + ".source",
@@ -149,6 +150,45 @@ final class RdmaConnectionProperties {
 		queueLoad.merge(receiveQueue, peers * c.getReceiveDepth(), Long::sum);
 	}
 
+	private static void validateExchange(String path, ConnectionProperties c) {
+		RdmaProperties.ConnectionExchange exchange = c.getExchange();
+		if (exchange == null) {
+			throw new RdmaConfigurationException(path + ".exchange", path + ".exchange is empty",
+					"Set " + path + ".exchange to cm (rdma_cm, the default) or out-of-band.");
+		}
+		RdmaProperties.OutOfBandProperties oob = c.getOutOfBand();
+		if (exchange == RdmaProperties.ConnectionExchange.CM) {
+			if (oob.getGidIndex() != null || oob.getPort() != 1) {
+				String property = path + (oob.getGidIndex() != null ? ".out-of-band.gid-index" : ".out-of-band.port");
+				throw new RdmaConfigurationException(property,
+						property + " applies to " + path + ".exchange=out-of-band, but the exchange is cm",
+						"Set " + path + ".exchange=out-of-band, or remove " + property + ".");
+			}
+			return;
+		}
+		range(path + ".out-of-band.port", oob.getPort(), 1, 255, "1");
+		if (oob.getGidIndex() != null) {
+			range(path + ".out-of-band.gid-index", oob.getGidIndex(), 0, 255,
+					"the index of an IPv4 RoCE v2 GID (omit it to find one)");
+		}
+		if (c.getSource() != null) {
+			throw new RdmaConfigurationException(path + ".source",
+					path + ".source is rdma_cm's source address; with " + path
+							+ ".exchange=out-of-band the RDMA device is that of the connection's queues",
+					"Remove " + path + ".source, or choose the device with " + path + ".send-queue and " + path
+							+ ".receive-queue.");
+		}
+		if (c.getRemoteAccessSize() != null && c.getRemoteAccessSize().toBytes() > 0) {
+			// the region record travels in rdma_cm's private data; ibv_rc_pingpong's
+			// record has no room for it
+			throw new RdmaConfigurationException(path + ".remote-access-size",
+					path + ".remote-access-size=" + c.getRemoteAccessSize() + " needs " + path
+							+ ".exchange=cm: the region is advertised in rdma_cm's private data, which the"
+							+ " out-of-band exchange does not have",
+					"Set " + path + ".exchange=cm, or " + path + ".remote-access-size to 0.");
+		}
+	}
+
 	/** The settings of every connection (validated before). */
 	static List<ConnectionSettings> settings(RdmaProperties properties) {
 		List<ConnectionSettings> all = new ArrayList<>();
@@ -169,9 +209,17 @@ final class RdmaConnectionProperties {
 					c.getSendTimeout(), c.isRequired(),
 					new CmParameters(cm.getResponderResources(), cm.getInitiatorDepth(), cm.getRetryCount(),
 							cm.getRnrRetryCount()),
-					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes()));
+					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes(), outOfBand(c)));
 		});
 		return all;
+	}
+
+	private static ConnectionSettings.@Nullable OutOfBandOptions outOfBand(ConnectionProperties c) {
+		if (c.getExchange() != RdmaProperties.ConnectionExchange.OUT_OF_BAND) {
+			return null;
+		}
+		Integer gid = c.getOutOfBand().getGidIndex();
+		return new ConnectionSettings.OutOfBandOptions(c.getOutOfBand().getPort(), gid == null ? -1 : gid);
 	}
 
 	private static String queue(RdmaProperties properties, String path, @Nullable String queue) {

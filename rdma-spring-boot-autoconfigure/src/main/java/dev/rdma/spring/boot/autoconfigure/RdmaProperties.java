@@ -81,14 +81,15 @@ public class RdmaProperties {
 	private Map<String, PollerProperties> pollers = new LinkedHashMap<>();
 
 	/**
-	 * Connections to other applications over RDMA (rdma_cm), by bean name (the key, e.g.
-	 * orders). Each becomes a dev.rdma.spring.connection.RdmaConnection bean; a server
-	 * sets listen, a client connect. Properties of each connection: listen, connect,
-	 * source, max-peers, connect-timeout, retry.initial-interval, retry.multiplier,
+	 * Connections to other applications over RDMA (rdma_cm, or an out-of-band TCP
+	 * exchange), by bean name (the key, e.g. orders). Each becomes a
+	 * dev.rdma.spring.connection.RdmaConnection bean; a server sets listen, a client
+	 * connect. Properties of each connection: listen, connect, exchange, source,
+	 * max-peers, connect-timeout, retry.initial-interval, retry.multiplier,
 	 * retry.max-interval, retry.max-attempts, device, send-queue, receive-queue,
 	 * send-depth, receive-depth, receive-buffers, message-size, send-timeout, required,
 	 * remote-access-size, cm.responder-resources, cm.initiator-depth, cm.retry-count,
-	 * cm.rnr-retry-count.
+	 * cm.rnr-retry-count, out-of-band.port, out-of-band.gid-index.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 
@@ -563,6 +564,15 @@ public class RdmaProperties {
 		private @Nullable String connect;
 
 		/**
+		 * How the queue pairs are connected: cm (rdma_cm, listen and connect are RDMA
+		 * addresses) or out-of-band (endpoint records exchanged over TCP in
+		 * ibv_rc_pingpong's format, listen and connect are the TCP addresses of the
+		 * exchange, the RDMA device is that of the queues; the TCP connection stays open
+		 * to tell when the peer goes away).
+		 */
+		private ConnectionExchange exchange = ConnectionExchange.CM;
+
+		/**
 		 * Client: the local IP address to connect from (rdma_resolve_addr's source),
 		 * which picks the local RDMA device; omitted = chosen by routing.
 		 */
@@ -635,8 +645,15 @@ public class RdmaProperties {
 		 */
 		private DataSize remoteAccessSize = DataSize.ofBytes(0);
 
-		/** rdma_cm connection parameters (struct rdma_conn_param). */
+		/**
+		 * rdma_cm connection parameters (struct rdma_conn_param); with out-of-band,
+		 * retry-count and rnr-retry-count set the QP's, responder-resources and
+		 * initiator-depth its max_dest_rd_atomic and max_rd_atomic (255: 1).
+		 */
 		private final CmProperties cm = new CmProperties();
+
+		/** Options of the out-of-band exchange (exchange: out-of-band only). */
+		private final OutOfBandProperties outOfBand = new OutOfBandProperties();
 
 		public @Nullable String getListen() {
 			return listen;
@@ -652,6 +669,14 @@ public class RdmaProperties {
 
 		public void setConnect(@Nullable String connect) {
 			this.connect = connect;
+		}
+
+		public ConnectionExchange getExchange() {
+			return exchange;
+		}
+
+		public void setExchange(ConnectionExchange exchange) {
+			this.exchange = exchange;
 		}
 
 		public @Nullable String getSource() {
@@ -764,6 +789,57 @@ public class RdmaProperties {
 
 		public CmProperties getCm() {
 			return cm;
+		}
+
+		public OutOfBandProperties getOutOfBand() {
+			return outOfBand;
+		}
+
+	}
+
+	/** How a connection's queue pairs are connected to their peers. */
+	public enum ConnectionExchange {
+
+		/**
+		 * rdma_cm: listen and connect are addresses of the RDMA netdevs (the default).
+		 */
+		CM,
+		/**
+		 * Endpoint records exchanged over a TCP connection to listen or connect (the
+		 * format of ibv_rc_pingpong), which stays open as the liveness channel; the RDMA
+		 * device is that of the connection's queues.
+		 */
+		OUT_OF_BAND
+
+	}
+
+	/** Options of a connection's out-of-band exchange. */
+	@ConfigurationPropertiesSource
+	public static class OutOfBandProperties {
+
+		/** Port number of the RDMA device (of the connection's queues), 1..255. */
+		private int port = 1;
+
+		/**
+		 * Local GID index, 0..255; omitted = the first IPv4 RoCE v2 GID among the first
+		 * 16 entries of the port's GID table (none on InfiniBand).
+		 */
+		private @Nullable Integer gidIndex;
+
+		public int getPort() {
+			return port;
+		}
+
+		public void setPort(int port) {
+			this.port = port;
+		}
+
+		public @Nullable Integer getGidIndex() {
+			return gidIndex;
+		}
+
+		public void setGidIndex(@Nullable Integer gidIndex) {
+			this.gidIndex = gidIndex;
 		}
 
 	}

@@ -25,10 +25,14 @@ import dev.rdma.verbs.cm.EventChannel;
 /**
  * What a client and a server connection share: their settings and counters, the event
  * channel and protection domain they create when they start (on the device of their
- * completion queues), the making of a {@link PeerConnection} for an id, and the waiting
- * for one rdma_cm event within a deadline.
+ * completion queues), the making of a {@link PeerConnection} for an id (or an out-of-band
+ * link), and the waiting for one rdma_cm event within a deadline. The rdma_cm ones are
+ * {@link ClientConnection} and {@link ServerConnection}, those of
+ * {@code exchange: out-of-band} {@link OutOfBandClientConnection} and
+ * {@link OutOfBandServerConnection}.
  */
-public abstract sealed class ConfiguredConnection implements RdmaConnection permits ClientConnection, ServerConnection {
+public abstract sealed class ConfiguredConnection implements RdmaConnection
+		permits ClientConnection, ServerConnection, OutOfBandClientConnection, OutOfBandServerConnection {
 
 	private static final Log logger = LogFactory.getLog(ConfiguredConnection.class);
 
@@ -82,6 +86,16 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 		}
 	}
 
+	/** Creates the PD only (an out-of-band connection has no rdma_cm channel). */
+	void openProtectionDomain() {
+		pd = sendCq.context().allocateProtectionDomain();
+	}
+
+	/** The RDMA device of the completion queues (that of every peer). */
+	String queueDevice() {
+		return sendCq.context().deviceName();
+	}
+
 	/** Closes the PD and the channel (every peer closed before). */
 	void closeShared() {
 		ProtectionDomain p = pd;
@@ -120,11 +134,16 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 							+ ", but queues '" + settings.sendQueue() + "' and '" + settings.receiveQueue()
 							+ "' are on " + expected + ": configure them on " + device);
 		}
+		return newPeer(new PeerLink.Cm(id));
+	}
+
+	/** A peer connection whose QP is connected through {@code link}. */
+	PeerConnection newPeer(PeerLink link) {
 		ProtectionDomain p = pd;
 		if (p == null) {
 			throw new IllegalStateException("connection '" + name() + "' is not started");
 		}
-		return new PeerConnection(settings, counters, id, p, sendCq, receiveCq, listener.get(), routers);
+		return new PeerConnection(settings, counters, link, p, sendCq, receiveCq, listener.get(), routers);
 	}
 
 	abstract String describeAddress();

@@ -34,11 +34,14 @@ import dev.rdma.verbs.cm.CmParameters;
  * @param remoteAccessSize bytes of the region each peer connection registers for the
  * peer's RDMA WRITE and READ (and advertises in its connect or accept private data), 0 =
  * none
+ * @param outOfBand the out-of-band exchange that connects the queue pairs instead of
+ * rdma_cm ({@code exchange: out-of-band}), or null for rdma_cm
  */
 public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
 		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
 		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
-		boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize) {
+		boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize,
+		@Nullable OutOfBandOptions outOfBand) {
 
 	public ConnectionSettings {
 		Objects.requireNonNull(name, "name");
@@ -47,6 +50,31 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 		if (remoteAccessSize < 0) {
 			throw new IllegalArgumentException("remoteAccessSize must not be negative, got " + remoteAccessSize);
 		}
+	}
+
+	/**
+	 * Settings connected through rdma_cm (no out-of-band exchange), without a
+	 * remote-access region.
+	 */
+	public ConnectionSettings(String name, boolean server, InetSocketAddress address,
+			@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
+			String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize,
+			Duration sendTimeout, boolean required, CmParameters cm, Duration closeTimeout) {
+		this(name, server, address, source, maxPeers, connectTimeout, retry, sendQueue, receiveQueue, sendDepth,
+				receiveDepth, receiveBuffers, messageSize, sendTimeout, required, cm, closeTimeout, 0, null);
+	}
+
+	/**
+	 * The options of an out-of-band exchange ({@code ibv_rc_pingpong}'s records over the
+	 * TCP connection to {@code address}, which stays open as the link's liveness
+	 * channel).
+	 *
+	 * @param port the RDMA device's port number, 1..255
+	 * @param gidIndex the local GID index, or -1 to take the first IPv4 RoCE v2 GID
+	 * ({@code dev.rdma.verbs.exchange.ExchangeOptions.FIND_GID})
+	 */
+	public record OutOfBandOptions(int port, int gidIndex) {
+
 	}
 
 	/**

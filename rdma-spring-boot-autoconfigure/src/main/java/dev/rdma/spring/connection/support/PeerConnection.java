@@ -33,9 +33,10 @@ import dev.rdma.verbs.cm.ConnectionId;
 
 /**
  * One connected queue pair: the application's RC QP on the connection's send and receive
- * completion queues, moved through its states by its rdma_cm id; a registered memory
- * region of {@code send-depth} send buffers and one of {@code receive-buffers} receive
- * buffers, each {@code message-size} bytes.
+ * completion queues, moved through its states by its rdma_cm id (or by an out-of-band
+ * exchange, see {@link OutOfBandClientConnection}); a registered memory region of
+ * {@code send-depth} send buffers and one of {@code receive-buffers} receive buffers,
+ * each {@code message-size} bytes.
  *
  * <p>
  * <b>Work request ids.</b> A receive's wr_id is its buffer's index; a send's is its
@@ -49,10 +50,11 @@ import dev.rdma.verbs.cm.ConnectionId;
  *
  * <p>
  * <b>Close</b> ({@link #close}) in the order that loses nothing and never blocks for
- * ever: no new sends, {@code rdma_disconnect} (waiting for DISCONNECTED up to the
+ * ever: no new sends, the {@link PeerLink}'s disconnect ({@code rdma_disconnect} waiting
+ * for DISCONNECTED, or the out-of-band link's FIN waiting for the peer's, up to the
  * timeout), QP to the error state, wait (up to the deadline) until every posted receive
  * and send has come back through the pollers (flushed), leave the routers, then destroy
- * the id, the QP and the memory regions.
+ * the link (id or socket), the QP and the memory regions.
  */
 public final class PeerConnection implements RdmaConnection {
 
@@ -85,7 +87,7 @@ public final class PeerConnection implements RdmaConnection {
 
 	private final ConnectionCounters counters;
 
-	private final ConnectionId id;
+	private final PeerLink link;
 
 	private final QueuePair qp;
 
@@ -133,12 +135,12 @@ public final class PeerConnection implements RdmaConnection {
 	/** Whether a listener failure was logged at WARN (poller thread only). */
 	private boolean listenerFailureLogged;
 
-	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, ConnectionId id, ProtectionDomain pd,
+	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
 			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
 			List<CompletionRouter> routers) {
 		this.settings = settings;
 		this.counters = counters;
-		this.id = id;
+		this.link = link;
 		this.listener = listener;
 		this.routers = routers;
 		this.sendTimeoutNanos = SendBufferPool.nanos(settings.sendTimeout());
@@ -193,8 +195,12 @@ public final class PeerConnection implements RdmaConnection {
 		return qp;
 	}
 
+	/** The rdma_cm id of a peer connected through rdma_cm. */
 	ConnectionId connectionId() {
-		return id;
+		if (link instanceof PeerLink.Cm cm) {
+			return cm.id();
+		}
+		throw new IllegalStateException(this + " was connected out of band: it has no rdma_cm id");
 	}
 
 	int qpNum() {
@@ -427,10 +433,10 @@ public final class PeerConnection implements RdmaConnection {
 		pool.close();
 		if (wasEstablished && !peerDisconnected) {
 			try {
-				id.disconnect(Duration.ofNanos(Math.max(1_000_000, (deadline - System.nanoTime()) / 2)));
+				link.disconnect(Duration.ofNanos(Math.max(1_000_000, (deadline - System.nanoTime()) / 2)));
 			}
 			catch (RuntimeException ex) {
-				logger.debug("rdma_disconnect of connection '" + settings.name() + "' ended: " + ex.getMessage());
+				logger.debug("The disconnect of connection '" + settings.name() + "' ended: " + ex.getMessage());
 			}
 		}
 		try {
@@ -467,7 +473,7 @@ public final class PeerConnection implements RdmaConnection {
 			LockSupport.parkNanos(200_000);
 		}
 		routers.forEach(r -> r.remove(this));
-		closeQuietly(id);
+		link.close();
 		closeQuietly(qp);
 		closeQuietly(sendRegion);
 		closeQuietly(receiveRegion);
@@ -510,12 +516,12 @@ public final class PeerConnection implements RdmaConnection {
 
 	@Override
 	public @Nullable InetSocketAddress peerAddress() {
-		return id.isClosed() ? null : id.peerAddress();
+		return link.peerAddress();
 	}
 
 	@Override
 	public @Nullable InetSocketAddress localAddress() {
-		return id.isClosed() ? null : id.localAddress();
+		return link.localAddress();
 	}
 
 	@Override

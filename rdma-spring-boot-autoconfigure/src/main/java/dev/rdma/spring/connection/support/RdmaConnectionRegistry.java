@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -120,9 +121,16 @@ public class RdmaConnectionRegistry
 			configurable.registerDependentBean(s.sendQueue(), BEAN_NAME);
 			configurable.registerDependentBean(s.receiveQueue(), BEAN_NAME);
 		}
-		ConfiguredConnection c = s.server()
-				? new ServerConnection(s, sendCq, receiveCq, used, () -> listeners.get(name))
-				: new ClientConnection(s, sendCq, receiveCq, used, () -> listeners.get(name));
+		Supplier<@Nullable MessageListenerBinding> listener = () -> listeners.get(name);
+		ConfiguredConnection c;
+		if (s.outOfBand() != null) {
+			c = s.server() ? new OutOfBandServerConnection(s, sendCq, receiveCq, used, listener)
+					: new OutOfBandClientConnection(s, sendCq, receiveCq, used, listener);
+		}
+		else {
+			c = s.server() ? new ServerConnection(s, sendCq, receiveCq, used, listener)
+					: new ClientConnection(s, sendCq, receiveCq, used, listener);
+		}
 		connections.put(name, c);
 		return c;
 	}

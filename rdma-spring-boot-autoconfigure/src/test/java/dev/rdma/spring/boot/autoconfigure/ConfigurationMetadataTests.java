@@ -181,6 +181,19 @@ class ConfigurationMetadataTests {
 		}
 	}
 
+	@Test
+	void connectionExchangeIsDescribedWithItsValuesAndDefaultsToCm() throws Exception {
+		Map<String, JSONObject> connection = derived(mapValueTypes(read(PROCESSED)).get("rdma.connections"));
+		JSONObject exchange = connection.get("exchange");
+		assertThat(exchange).as("rdma.connections.<key>.exchange").isNotNull();
+		assertThat(exchange.getString("type")).endsWith("ConnectionExchange");
+		assertThat(enumType(exchange.getString("type")).getEnumConstants()).hasSize(2);
+		assertThat(exchange.getString("defaultValue")).isEqualTo("cm");
+		assertThat(exchange.getString("description")).contains("cm (rdma_cm").contains("out-of-band (");
+		assertThat(connection).containsKeys("out-of-band.port", "out-of-band.gid-index");
+		assertThat(connection.get("out-of-band.gid-index").getString("description")).contains("IPv4 RoCE v2 GID");
+	}
+
 	private static Class<?> enumType(String type) {
 		String element = type.startsWith("java.util.Set<")
 				? type.substring("java.util.Set<".length(), type.length() - 1) : type;

@@ -4,6 +4,7 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -88,6 +89,9 @@ class RdmaConnectionPropertiesTests {
 						"remote-access-size=2147483648B must be between 0B (no region) and 1GB",
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "remote-access-size=2GB")),
+				Arguments.of("rdma.connections.orders.remote-access-size", "needs rdma.connections.orders.exchange=cm",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "remote-access-size=4KB")),
 				Arguments.of("rdma.connections.orders.cm.responder-resources",
 						"cm.responder-resources=0 refuses every RDMA READ of the peer",
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
@@ -95,6 +99,19 @@ class RdmaConnectionPropertiesTests {
 				Arguments.of("rdma.completion-queues.tx.entries", "is less than the 512 completions",
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "max-peers=8")),
+				Arguments.of("rdma.connections.orders.out-of-band.gid-index",
+						"applies to rdma.connections.orders.exchange=out-of-band, but the exchange is cm",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "out-of-band.gid-index=3")),
+				Arguments.of("rdma.connections.orders.out-of-band.gid-index", "must be between 0 and 255",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "out-of-band.gid-index=256")),
+				Arguments.of("rdma.connections.orders.out-of-band.port", "must be between 1 and 255",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "out-of-band.port=0")),
+				Arguments.of("rdma.connections.orders.source", "with rdma.connections.orders.exchange=out-of-band",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "source=10.0.0.1")),
 				Arguments.of("rdma.connections.tx", "clashes with rdma.completion-queues.tx",
 						with("rdma.connections.tx.connect=10.0.0.2:7471", "rdma.connections.tx.send-queue=tx",
 								"rdma.connections.tx.receive-queue=rx")));
@@ -121,6 +138,52 @@ class RdmaConnectionPropertiesTests {
 	}
 
 	@Test
+	void unknownExchangeFailsStartupNamingTheProperty() {
+		long open = NativeObjects.open();
+		runner
+			.withPropertyValues(
+					with("rdma.connections.orders.connect=10.0.0.2:7471", "rdma.connections.orders.send-queue=tx",
+							"rdma.connections.orders.receive-queue=rx", "rdma.connections.orders.exchange=tcp"))
+			.run(context -> {
+				assertThat(context).hasFailed();
+				StringBuilder messages = new StringBuilder();
+				for (Throwable t = context.getStartupFailure(); t != null; t = t.getCause()) {
+					messages.append(t.getMessage()).append('\n');
+				}
+				assertThat(messages).contains("rdma.connections.orders.exchange").contains("tcp");
+			});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	@Test
+	void exchangeBindsAndBecomesTheSettingsOutOfBandOptions() {
+		String c = "rdma.connections.";
+		Map<String, String> values = new LinkedHashMap<>();
+		for (String property : with(c + "cmlink.connect=10.0.0.2:7471", c + "cmlink.send-queue=tx",
+				c + "cmlink.receive-queue=rx", c + "oob.listen=10.0.0.2:7472", c + "oob.send-queue=tx",
+				c + "oob.receive-queue=rx", c + "oob.exchange=out-of-band", c + "gid.connect=10.0.0.2:7473",
+				c + "gid.send-queue=tx", c + "gid.receive-queue=rx", c + "gid.exchange=OUT_OF_BAND",
+				c + "gid.out-of-band.gid-index=3", c + "gid.out-of-band.port=2")) {
+			int eq = property.indexOf('=');
+			values.put(property.substring(0, eq), property.substring(eq + 1));
+		}
+		RdmaProperties properties = new Binder(new MapConfigurationPropertySource(values))
+			.bind("rdma", RdmaProperties.class)
+			.get();
+		assertThat(properties.getConnections().get("cmlink").getExchange())
+			.isEqualTo(RdmaProperties.ConnectionExchange.CM);
+		assertThat(properties.getConnections().get("oob").getExchange())
+			.isEqualTo(RdmaProperties.ConnectionExchange.OUT_OF_BAND);
+		RdmaConnectionProperties.validate(properties);
+		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
+		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
+		assertThat(settings.get("cmlink").outOfBand()).isNull();
+		assertThat(settings.get("oob").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1));
+		assertThat(settings.get("oob").server()).isTrue();
+		assertThat(settings.get("gid").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(2, 3));
+	}
+
+	@Test
 	void settingsCarryTheDefaults() {
 		RdmaProperties properties = new RdmaProperties();
 		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
@@ -136,6 +199,7 @@ class RdmaConnectionPropertiesTests {
 		assertThat(s.address().getAddress().getHostAddress()).isEqualTo("10.0.0.2");
 		assertThat(s.source().getAddress().getHostAddress()).isEqualTo("10.0.0.1");
 		assertThat(s.cm()).isEqualTo(CmParameters.DEFAULTS);
+		assertThat(s.outOfBand()).as("exchange: cm by default").isNull();
 		assertThat(s.receiveBuffers()).isEqualTo(s.receiveDepth()).isEqualTo(64);
 		assertThat(s.retry().interval(1).toMillis()).isEqualTo(100);
 		assertThat(s.retry().interval(3).toMillis()).isEqualTo(400);

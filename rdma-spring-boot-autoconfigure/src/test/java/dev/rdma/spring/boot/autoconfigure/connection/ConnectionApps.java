@@ -77,6 +77,24 @@ final class ConnectionApps {
 		return start(Client.class, p);
 	}
 
+	/**
+	 * A server whose exchange is out of band: {@code port} is the TCP port of the
+	 * exchange on {@code peer}'s address; its QPs are on {@code peer}'s device (that of
+	 * its queues).
+	 */
+	static ConfigurableApplicationContext outOfBandServer(TwoDevices.Peer peer, int port) {
+		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
+		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
+		return start(EchoServer.class, p);
+	}
+
+	/** A client of {@link #outOfBandServer}, its QP on {@code peer}'s device. */
+	static ConfigurableApplicationContext outOfBandClient(TwoDevices.Peer peer, TwoDevices.Peer server, int port) {
+		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
+		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
+		return start(Client.class, p);
+	}
+
 	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
 		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
 			.properties(properties.toArray(String[]::new))

@@ -244,8 +244,8 @@ class ConnectionDeviceTest {
 	 * Sends messages {@code first .. first+count-1} of {@code length} bytes, at most 16
 	 * unanswered, and checks that every echo came back once, intact.
 	 */
-	private static void exchange(RdmaConnection link, ConnectionApps.Collector collector, long first, int count,
-			int length) throws InterruptedException {
+	static void exchange(RdmaConnection link, ConnectionApps.Collector collector, long first, int count, int length)
+			throws InterruptedException {
 		collector.echoes.clear();
 		collector.length = length;
 		byte[] message = new byte[length];
@@ -269,7 +269,7 @@ class ConnectionDeviceTest {
 		assertThat(echoes).isEqualTo(expected);
 	}
 
-	private static double errors(MeterRegistry meters) {
+	static double errors(MeterRegistry meters) {
 		return meters.find("rdma.connection.errors")
 			.tag("connection", "link")
 			.functionCounters()
@@ -278,7 +278,7 @@ class ConnectionDeviceTest {
 			.sum();
 	}
 
-	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+	static void await(String what, BooleanSupplier condition) throws InterruptedException {
 		long deadline = System.nanoTime() + TIMEOUT.toNanos();
 		while (!condition.getAsBoolean()) {
 			if (System.nanoTime() - deadline > 0) {

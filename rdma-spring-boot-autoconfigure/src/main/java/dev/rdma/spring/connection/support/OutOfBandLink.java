@@ -1,0 +1,296 @@
+package dev.rdma.spring.connection.support;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.locks.LockSupport;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.QueuePair.ConnectionParameters;
+import dev.rdma.verbs.cm.CmParameters;
+import dev.rdma.verbs.exchange.Endpoint;
+import dev.rdma.verbs.exchange.ExchangeOptions;
+import dev.rdma.verbs.exchange.OutOfBand;
+import dev.rdma.verbs.exchange.PingpongWire;
+
+/**
+ * The TCP connection of an out-of-band exchange, kept open as the link of one
+ * {@link PeerConnection}.
+ *
+ * <p>
+ * <b>Exchange.</b> The bytes of {@code ibv_rc_pingpong} ({@link PingpongWire}): the
+ * client writes its endpoint record, the server reads it, connects its QP (INIT, RTR,
+ * RTS) and answers with its own record; the client connects its QP and only then writes
+ * {@code "done"}, so that neither side's first send finds the other's QP not ready. Each
+ * side posted its receives before (QP in INIT). Every read is bounded by the attempt's
+ * deadline ({@code connect-timeout}).
+ *
+ * <p>
+ * <b>Liveness.</b> Unlike {@link OutOfBand#connect}, the socket stays open afterwards,
+ * non-blocking and silent: its end of stream or a reset ({@link #alive()} false) means
+ * the peer went away (its process ended or it closed the connection); closing it is the
+ * orderly disconnect ({@link #disconnect}: FIN, then up to the timeout for the peer's).
+ * TCP keep-alive is on. A peer whose host vanishes without a FIN or reset is noticed only
+ * when TCP gives up; the QP's own failures (a send completing with RETRY_EXC) are counted
+ * and logged by the {@link PeerConnection} but do not end the link.
+ *
+ * <p>
+ * Both ends must therefore keep the socket open: the peer is another application of this
+ * starter. {@code ibv_rc_pingpong} itself closes it after the exchange, which this side
+ * reads as the peer's end.
+ */
+final class OutOfBandLink implements PeerLink {
+
+	private final SocketChannel channel;
+
+	private final InetSocketAddress peer;
+
+	private final InetSocketAddress local;
+
+	private final ByteBuffer scratch = ByteBuffer.allocate(64);
+
+	private volatile boolean closed;
+
+	private OutOfBandLink(SocketChannel channel) throws IOException {
+		this.channel = channel;
+		channel.socket().setTcpNoDelay(true);
+		channel.socket().setKeepAlive(true);
+		this.peer = (InetSocketAddress) channel.getRemoteAddress();
+		this.local = (InetSocketAddress) channel.getLocalAddress();
+	}
+
+	/**
+	 * Connects to the exchange server at {@code server} within {@code timeout}.
+	 * @throws AttemptFailedException when it cannot (kind TIMEOUT or UNREACHABLE)
+	 */
+	static OutOfBandLink connect(InetSocketAddress server, Duration timeout) {
+		SocketChannel ch = null;
+		try {
+			ch = SocketChannel.open();
+			ch.socket().connect(server, millis(timeout));
+			return new OutOfBandLink(ch);
+		}
+		catch (SocketTimeoutException ex) {
+			closeQuietly(ch);
+			throw new AttemptFailedException("TIMEOUT",
+					"no answer from the exchange server " + server + " within " + timeout, ex);
+		}
+		catch (IOException ex) {
+			closeQuietly(ch);
+			throw new AttemptFailedException("UNREACHABLE",
+					"cannot connect to the exchange server " + server + ": " + ex.getMessage(), ex);
+		}
+	}
+
+	/**
+	 * The link of a connection accepted by a server (in blocking mode until exchanged).
+	 */
+	static OutOfBandLink accepted(SocketChannel channel) {
+		try {
+			channel.configureBlocking(true);
+			return new OutOfBandLink(channel);
+		}
+		catch (IOException ex) {
+			closeQuietly(channel);
+			throw new AttemptFailedException("EXCHANGE", "an exchange client went away at once: " + ex.getMessage(),
+					ex);
+		}
+	}
+
+	/**
+	 * The exchange options of {@code settings}: its device port and GID index; the QP
+	 * values of its {@code cm.*} properties where they apply (retry-count,
+	 * rnr-retry-count; responder-resources and initiator-depth as max_dest_rd_atomic and
+	 * max_rd_atomic, their default 255 meaning {@code ibv_rc_pingpong}'s 1); the port's
+	 * active MTU (lowered to the peer's); a random PSN.
+	 */
+	static ExchangeOptions options(ConnectionSettings settings, Duration timeout) {
+		ConnectionSettings.OutOfBandOptions oob = settings.outOfBand();
+		if (oob == null) {
+			throw new IllegalStateException("connection '" + settings.name() + "' uses rdma_cm");
+		}
+		CmParameters cm = settings.cm();
+		ConnectionParameters parameters = ConnectionParameters.DEFAULTS.withRetryCount(cm.retryCount())
+			.withRnrRetry(cm.rnrRetryCount())
+			.withMaxRdAtomic(readAtomic(cm.initiatorDepth()))
+			.withMaxDestRdAtomic(readAtomic(cm.responderResources()))
+			.withSqPsn(ThreadLocalRandom.current().nextInt(ConnectionParameters.MAX_PSN + 1));
+		int gid = oob.gidIndex() < 0 ? ExchangeOptions.FIND_GID : oob.gidIndex();
+		Duration bound = Duration.ofMillis(millis(timeout));
+		return new ExchangeOptions(oob.port(), gid, parameters, bound, bound);
+	}
+
+	private static int readAtomic(int value) {
+		return value == CmParameters.DEVICE_MAXIMUM ? 1 : value;
+	}
+
+	/**
+	 * The client's side: {@code qp} (INIT, receives posted) is connected to the server's
+	 * and RTS when this returns, the server told so.
+	 */
+	Endpoint exchangeAsClient(QueuePair qp, ExchangeOptions options, long deadline) {
+		int gidIndex = OutOfBand.gidIndex(qp.protectionDomain().context(), options);
+		Endpoint mine = OutOfBand.localEndpoint(qp, options);
+		write(PingpongWire.encode(mine), "its endpoint record");
+		Endpoint theirs = PingpongWire.decode(read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
+		connectQp(qp, mine, gidIndex, theirs, options);
+		write(PingpongWire.done(), "\"done\"");
+		live();
+		return theirs;
+	}
+
+	/**
+	 * The server's side: reads the client's record, connects {@code qp} (INIT, receives
+	 * posted), answers and waits for the client's {@code "done"} (its QP is RTS then).
+	 */
+	Endpoint exchangeAsServer(QueuePair qp, ExchangeOptions options, long deadline) {
+		int gidIndex = OutOfBand.gidIndex(qp.protectionDomain().context(), options);
+		Endpoint mine = OutOfBand.localEndpoint(qp, options);
+		Endpoint theirs = PingpongWire.decode(read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
+		connectQp(qp, mine, gidIndex, theirs, options);
+		write(PingpongWire.encode(mine), "this side's endpoint record");
+		if (!PingpongWire.isDone(read(PingpongWire.DONE_BYTES_LENGTH, "\"done\"", deadline))) {
+			throw new AttemptFailedException("EXCHANGE",
+					"the exchange client " + peer + " sent something else than \"done\" after the records");
+		}
+		live();
+		return theirs;
+	}
+
+	/** INIT, RTR, RTS with the peer's values, as {@code pp_connect_ctx}. */
+	private static void connectQp(QueuePair qp, Endpoint mine, int gidIndex, Endpoint theirs, ExchangeOptions options) {
+		int mtu = theirs.mtu() == Endpoint.UNKNOWN_MTU ? mine.mtu() : Math.min(mine.mtu(), theirs.mtu());
+		ConnectionParameters p = options.parameters().withSqPsn(mine.psn()).withRqPsn(theirs.psn()).withPathMtu(mtu);
+		qp.connect(options.port(), Math.max(gidIndex, 0), theirs.gid(), theirs.lid(), theirs.qpn(), p);
+	}
+
+	private void write(byte[] bytes, String what) {
+		try {
+			ByteBuffer b = ByteBuffer.wrap(bytes);
+			while (b.hasRemaining()) {
+				channel.write(b);
+			}
+		}
+		catch (IOException ex) {
+			throw new AttemptFailedException("EXCHANGE",
+					"sending " + what + " to " + peer + " failed: " + ex.getMessage(), ex);
+		}
+	}
+
+	/** {@code length} bytes of the exchange (blocking mode) by {@code deadline}. */
+	byte[] read(int length, String what, long deadline) {
+		byte[] buf = new byte[length];
+		int got = 0;
+		try {
+			InputStream in = channel.socket().getInputStream();
+			while (got < length) {
+				long left = deadline - System.nanoTime();
+				if (left <= 0) {
+					throw new SocketTimeoutException();
+				}
+				channel.socket().setSoTimeout((int) Math.max(1, left / 1_000_000));
+				int n = in.read(buf, got, length - got);
+				if (n < 0) {
+					throw new AttemptFailedException("EXCHANGE", peer + " closed the exchange connection after " + got
+							+ " of the " + length + " bytes of its " + what);
+				}
+				got += n;
+			}
+			return buf;
+		}
+		catch (SocketTimeoutException ex) {
+			throw new AttemptFailedException("TIMEOUT",
+					peer + " did not send its " + length + "-byte " + what + " in time (got " + got + " bytes)", ex);
+		}
+		catch (IOException ex) {
+			throw new AttemptFailedException("EXCHANGE",
+					"reading the " + what + " of " + peer + " failed: " + ex.getMessage(), ex);
+		}
+	}
+
+	/** Non-blocking from now on (after the exchange): {@link #alive()} polls. */
+	void live() {
+		try {
+			channel.configureBlocking(false);
+		}
+		catch (IOException ex) {
+			throw new AttemptFailedException("EXCHANGE", "the exchange connection to " + peer + " failed", ex);
+		}
+	}
+
+	/**
+	 * False once the peer closed or reset the connection (or this side closed it); never
+	 * blocks. Bytes the peer sends (it sends none) are discarded.
+	 */
+	synchronized boolean alive() {
+		if (closed) {
+			return false;
+		}
+		try {
+			scratch.clear();
+			return channel.read(scratch) >= 0;
+		}
+		catch (IOException | RuntimeException ex) {
+			return false;
+		}
+	}
+
+	/** FIN to the peer, then up to {@code timeout} for its end of stream. */
+	@Override
+	public void disconnect(Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		try {
+			channel.shutdownOutput();
+		}
+		catch (IOException | RuntimeException ex) {
+			return;
+		}
+		while (alive() && System.nanoTime() - deadline < 0) {
+			LockSupport.parkNanos(2_000_000);
+		}
+	}
+
+	@Override
+	public @Nullable InetSocketAddress peerAddress() {
+		return closed ? null : peer;
+	}
+
+	@Override
+	public @Nullable InetSocketAddress localAddress() {
+		return closed ? null : local;
+	}
+
+	@Override
+	public void close() {
+		closed = true;
+		closeQuietly(channel);
+	}
+
+	private static void closeQuietly(@Nullable SocketChannel ch) {
+		if (ch != null) {
+			try {
+				ch.close();
+			}
+			catch (IOException ignored) {
+				// nothing to flush: the exchange is over or failed
+			}
+		}
+	}
+
+	private static int millis(Duration timeout) {
+		return Math.clamp(timeout.toMillis(), 1, Integer.MAX_VALUE);
+	}
+
+	@Override
+	public String toString() {
+		return "OutOfBandLink[" + local + " -> " + peer + (closed ? ", closed" : "") + "]";
+	}
+
+}

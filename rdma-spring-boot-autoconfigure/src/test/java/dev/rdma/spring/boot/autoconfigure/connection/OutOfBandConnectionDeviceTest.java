@@ -1,0 +1,192 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Collectors;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDevices;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code rdma.connections.<name>.exchange=out-of-band} across the two devices of the
+ * two-device tier: the applications of {@link ConnectionApps} (server on rxeB, client on
+ * rxeA, one JVM, properties only) connect their QPs through the TCP exchange instead of
+ * rdma_cm. The client starts first, with its peer absent (it retries, health DOWN); then
+ * the server; messages go both ways with their payloads checked; the server is closed and
+ * started again and the client reconnects (the exchange's TCP connection told it the
+ * server went); the client closes and the server notices; no thread and no native object
+ * is left behind.
+ */
+@Tag(DeviceTestSupport.TAG)
+class OutOfBandConnectionDeviceTest {
+
+	@Test
+	void outOfBandClientAndServerExchangeMessagesReconnectAndCloseAcrossTheTwoDevices() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext client = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
+		ConfigurableApplicationContext server = null;
+		try {
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			RdmaHealthIndicator health = client.getBean(RdmaHealthIndicator.class);
+			MeterRegistry meters = client.getBean(MeterRegistry.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			assertThat(link.getClass().getSimpleName()).isEqualTo("OutOfBandClientConnection");
+
+			// the peer is absent: the TCP connect is refused, the client retries, DOWN
+			ConnectionDeviceTest.await("failed attempts while the server is absent",
+					() -> ConnectionDeviceTest.errors(meters) >= 2);
+			assertThat(link.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
+			assertThat(link.statistics().connectionErrors()).containsKey("UNREACHABLE");
+			assertThat(health.health().getStatus()).isEqualTo(Status.DOWN);
+
+			// the peer appears: the client connects, health UP
+			server = ConnectionApps.outOfBandServer(two.b(), port);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			assertThat(serverLink.getClass().getSimpleName()).isEqualTo("OutOfBandServerConnection");
+			ConnectionDeviceTest.await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+			ConnectionDeviceTest.await("the server accepted", () -> serverLink.peers().size() == 1);
+
+			// the QPs are on the devices of the queues: the client's on rxeA, the
+			// server's on rxeB; the addresses are those of the exchange's TCP connection
+			assertThat(link.deviceName()).isEqualTo(two.a().device());
+			assertThat(serverLink.deviceName()).isEqualTo(two.b().device());
+			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
+			assertThat(link.peerAddress().getAddress().getHostAddress()).isEqualTo(two.b().ipv4());
+			assertThat(link.peerAddress().getPort()).isEqualTo(port);
+
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			int n = 2000;
+			ConnectionDeviceTest.exchange(link, collector, 0, n, 64);
+			ConnectionDeviceTest.exchange(link, collector, n, 200, 1024); // full size too
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, n + 200);
+			assertThat(link.statistics().messagesSent()).isEqualTo(n + 200);
+			assertThat(link.statistics().messagesReceived()).isEqualTo(n + 200);
+			assertThat(link.statistics().bytesSent()).isEqualTo(64L * n + 1024L * 200);
+			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(n + 200);
+			assertThat(serverLink.statistics().messagesSent()).isEqualTo(n + 200);
+
+			// the server restarts: the client sees its socket end, retries, reconnects
+			long t0 = System.nanoTime();
+			server.close();
+			long serverClose = (System.nanoTime() - t0) / 1_000_000;
+			server = null;
+			assertThat(serverClose).as("server close, ms (shutdown timeout 10 s)").isLessThan(12_000);
+			ConnectionDeviceTest.await("the client saw the server go",
+					() -> link.state() != ConnectionState.ESTABLISHED);
+			assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
+			assertThat(threads()).as("threads after the server closed").doesNotContain("rdma-accept-link");
+			server = ConnectionApps.outOfBandServer(two.b(), port);
+			ConnectionDeviceTest.await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
+			assertThat(link.statistics().reconnects()).isEqualTo(1);
+			TwoDevices.Traffic a1 = two.a().traffic();
+			TwoDevices.Traffic b1 = two.b().traffic();
+			ConnectionDeviceTest.exchange(link, collector, n + 200, 500, 64);
+			TwoDevices.assertCrossed(two.a(), a1, two.b(), b1, 500);
+			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			ConnectionDeviceTest.await("the server's count of its echoes", () -> echo.echoed.get() == 500);
+			assertThat(echo.seen).hasSize(500);
+
+			// the client closes (FIN on the exchange connection): the server notices
+			RdmaConnection serverLink2 = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			assertThat(serverLink2.peers()).hasSize(1);
+			t0 = System.nanoTime();
+			client.close();
+			long clientClose = (System.nanoTime() - t0) / 1_000_000;
+			assertThat(clientClose).as("client close, ms").isLessThan(12_000);
+			ConnectionDeviceTest.await("the server saw the client go", () -> serverLink2.peers().isEmpty());
+			assertThat(serverLink2.statistics().connectionErrors()).containsKey("DISCONNECTED");
+			assertThat(serverLink2.state()).isEqualTo(ConnectionState.LISTENING);
+			assertThat(threads()).as("threads after the client closed").doesNotContain("rdma-connect-link");
+		}
+		finally {
+			if (server != null) {
+				server.close();
+			}
+			client.close();
+		}
+		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	/**
+	 * A server with {@code max-peers: 1} turns a second client away (it closes the
+	 * exchange connection at once: the client retries) and takes it once the first peer
+	 * left: it keeps accepting for as long as it runs.
+	 */
+	@Test
+	void aServerAtMaxPeersTurnsClientsAwayUntilAPeerLeaves() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port);
+		ConfigurableApplicationContext first = null;
+		ConfigurableApplicationContext second = null;
+		try {
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			first = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
+			RdmaConnection firstLink = first.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionDeviceTest.await("the first client connected",
+					() -> firstLink.state() == ConnectionState.ESTABLISHED && serverLink.peers().size() == 1);
+
+			second = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
+			RdmaConnection secondLink = second.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionDeviceTest.await("the second client turned away twice",
+					() -> serverLink.statistics().connectionErrors().getOrDefault("MAX_PEERS", 0L) >= 2);
+			assertThat(secondLink.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
+			assertThat(secondLink.statistics().connectionErrors()).containsKey("EXCHANGE");
+			assertThat(serverLink.peers()).hasSize(1);
+
+			first.close();
+			first = null;
+			ConnectionDeviceTest.await("the second client got in once the first left",
+					() -> secondLink.state() == ConnectionState.ESTABLISHED);
+			ConnectionDeviceTest.await("the server has one peer again", () -> serverLink.peers().size() == 1);
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			ConnectionDeviceTest.exchange(secondLink, second.getBean(ConnectionApps.Collector.class), 0, 300, 512);
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 300);
+		}
+		finally {
+			if (second != null) {
+				second.close();
+			}
+			if (first != null) {
+				first.close();
+			}
+			server.close();
+		}
+		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
+		assertThat(NativeObjects.open())
+			.as("native objects after the applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	private static Set<String> threads() {
+		return Thread.getAllStackTraces()
+			.keySet()
+			.stream()
+			.filter(Thread::isAlive)
+			.map(Thread::getName)
+			.collect(Collectors.toSet());
+	}
+
+}

@@ -1,0 +1,150 @@
+package dev.rdma.spring.connection.support;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The liveness channel of an out-of-band connection, over loopback TCP (no device): a
+ * link is alive until its peer closes or resets the connection; the orderly disconnect
+ * ends when the peer answers with its own close, and is bounded when it does not; an
+ * absent server is UNREACHABLE.
+ */
+class OutOfBandLinkTests {
+
+	private ServerSocketChannel server;
+
+	@BeforeEach
+	void listen() throws Exception {
+		server = ServerSocketChannel.open();
+		server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+	}
+
+	@AfterEach
+	void close() throws Exception {
+		server.close();
+	}
+
+	private InetSocketAddress address() throws Exception {
+		return (InetSocketAddress) server.getLocalAddress();
+	}
+
+	private OutOfBandLink[] pair() throws Exception {
+		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
+		OutOfBandLink accepted = OutOfBandLink.accepted(server.accept());
+		client.live();
+		accepted.live();
+		return new OutOfBandLink[] { client, accepted };
+	}
+
+	@Test
+	void absentServerIsUnreachable() throws Exception {
+		InetSocketAddress absent = address();
+		server.close();
+		assertThatThrownBy(() -> OutOfBandLink.connect(absent, Duration.ofSeconds(5)))
+			.isInstanceOfSatisfying(AttemptFailedException.class, ex -> assertThat(ex.kind()).isEqualTo("UNREACHABLE"))
+			.hasMessageContaining(absent.toString());
+	}
+
+	@Test
+	void orderlyDisconnectIsSeenByThePeerAndEndsWithItsClose() throws Exception {
+		OutOfBandLink[] links = pair();
+		OutOfBandLink client = links[0];
+		OutOfBandLink peer = links[1];
+		try {
+			assertThat(client.alive()).isTrue();
+			assertThat(peer.alive()).isTrue();
+			assertThat(client.peerAddress()).isEqualTo(address());
+			assertThat(peer.localAddress()).isEqualTo(address());
+			long t0 = System.nanoTime();
+			CompletableFuture<Void> disconnect = CompletableFuture
+				.runAsync(() -> client.disconnect(Duration.ofSeconds(10)));
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+			while (peer.alive()) {
+				assertThat(System.nanoTime()).as("the peer sees the FIN").isLessThan(deadline);
+				Thread.sleep(5);
+			}
+			peer.close();
+			disconnect.get(5, TimeUnit.SECONDS);
+			assertThat((System.nanoTime() - t0) / 1_000_000).as("disconnect, ms: ended by the peer's close")
+				.isLessThan(5_000);
+			assertThat(peer.peerAddress()).as("closed").isNull();
+		}
+		finally {
+			client.close();
+			peer.close();
+		}
+	}
+
+	@Test
+	void exchangeReadsAreBoundedByTheAttemptsDeadline() throws Exception {
+		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
+		SocketChannel raw = server.accept();
+		try {
+			long t0 = System.nanoTime();
+			assertThatThrownBy(() -> client.read(52, "endpoint record", t0 + 300_000_000L))
+				.isInstanceOfSatisfying(AttemptFailedException.class, ex -> assertThat(ex.kind()).isEqualTo("TIMEOUT"))
+				.hasMessageContaining("did not send its 52-byte endpoint record");
+			assertThat((System.nanoTime() - t0) / 1_000_000).isBetween(250L, 3_000L);
+			raw.write(java.nio.ByteBuffer.wrap(new byte[10]));
+			raw.close();
+			assertThatThrownBy(() -> client.read(52, "endpoint record", System.nanoTime() + 5_000_000_000L))
+				.isInstanceOfSatisfying(AttemptFailedException.class, ex -> assertThat(ex.kind()).isEqualTo("EXCHANGE"))
+				.hasMessageContaining("after 10 of the 52 bytes");
+		}
+		finally {
+			client.close();
+			raw.close();
+		}
+	}
+
+	@Test
+	void resetEndsTheLink() throws Exception {
+		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
+		client.live();
+		SocketChannel raw = server.accept();
+		try {
+			assertThat(client.alive()).isTrue();
+			raw.setOption(StandardSocketOptions.SO_LINGER, 0);
+			raw.close(); // RST: as a process that ended
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+			while (client.alive()) {
+				assertThat(System.nanoTime()).as("the client sees the reset").isLessThan(deadline);
+				Thread.sleep(5);
+			}
+		}
+		finally {
+			client.close();
+			raw.close();
+		}
+	}
+
+	@Test
+	void disconnectIsBoundedWhenThePeerNeverCloses() throws Exception {
+		OutOfBandLink[] links = pair();
+		try {
+			long t0 = System.nanoTime();
+			links[0].disconnect(Duration.ofMillis(300));
+			long ms = (System.nanoTime() - t0) / 1_000_000;
+			assertThat(ms).isBetween(250L, 3_000L);
+			assertThat(links[1].alive()).as("the peer saw the FIN").isFalse();
+		}
+		finally {
+			links[0].close();
+			links[1].close();
+		}
+	}
+
+}
