@@ -113,7 +113,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
         client_rc=$?
         # the second server ends once the client is gone (having had the last message); if the client failed
         # before that, the server would wait for its timeout: 60 s, then TERM (timeout passes it on)
-        ( sleep 60 && kill "$server2_pid" 2>/dev/null ) &
+        ( sleep 60 && kill "$server2_pid" ) 2>/dev/null &
         grace_pid=$!
         wait "$server2_pid"
         server2_rc=$?
