@@ -13,6 +13,7 @@ import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RdmaMessage;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 import dev.rdma.verbs.CompletionQueue;
 
 /**
@@ -37,6 +38,8 @@ public class EchoServer implements ApplicationRunner, ExitCodeGenerator {
 
 	private final RdmaConnection pingpong;
 
+	private final RdmaConnectionRegistry registry;
+
 	private final CompletionQueue sendQueue;
 
 	private final CompletionQueue recvQueue;
@@ -55,10 +58,11 @@ public class EchoServer implements ApplicationRunner, ExitCodeGenerator {
 
 	private volatile int exitCode = 1;
 
-	public EchoServer(SampleProperties properties, RdmaConnection pingpong,
+	public EchoServer(SampleProperties properties, RdmaConnection pingpong, RdmaConnectionRegistry registry,
 			@Qualifier("send") CompletionQueue sendQueue, @Qualifier("recv") CompletionQueue recvQueue) {
 		this.properties = properties;
 		this.pingpong = pingpong;
+		this.registry = registry;
 		this.sendQueue = sendQueue;
 		this.recvQueue = recvQueue;
 	}
@@ -106,6 +110,9 @@ public class EchoServer implements ApplicationRunner, ExitCodeGenerator {
 			// last message echoed and the client gone (it exits once it has every echo)
 			done = stopAfter > 0 ? pingpong.statistics().messagesSent() >= stopAfter
 					: lastEchoed && pingpong.peers().isEmpty();
+		}
+		if (done && stopAfter > 0) {
+			registry.stop(); // the restart: no message is received or echoed after this
 		}
 		long elapsed = System.nanoTime() - (firstAt == 0 ? System.nanoTime() : firstAt);
 		var stats = pingpong.statistics();

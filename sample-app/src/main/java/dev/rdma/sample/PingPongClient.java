@@ -172,8 +172,11 @@ public class PingPongClient implements ApplicationRunner, ExitCodeGenerator {
 						break send;
 					}
 					if (echoed.tryAcquire()) {
+						System.out.printf("sample client: reconnected; the echo of message %d came before "
+								+ "the old connection closed: not resent%n", seq);
 						break;
 					}
+					System.out.printf("sample client: reconnected; resending message %d (no echo)%n", seq);
 					resent++;
 				}
 				first = false;
