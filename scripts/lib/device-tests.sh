@@ -3,7 +3,8 @@
 # tagged "device" of the tested modules in one JVM, then the sample application, then (where the device is
 # throw-away) the tests tagged "device-last" in a JVM of their own. Its inputs come from scripts/test through the
 # environment (the VM passes the caller's environment on):
-#   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc)
+#   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc; the two-process mode:
+#                      sample-server.log, sample-server2.log, sample-client.log, sample-two-process.rc)
 #   DT_REPORTS         where the device tests' JUnit report goes (default $DT_OUT/reports)
 #   DT_LANE            this run's name in scripts/test's lanes (several run at once, each in a VM of its own)
 #   DT_LAUNCHER        junit-platform-console-standalone.jar
