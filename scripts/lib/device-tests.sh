@@ -3,7 +3,8 @@
 # tagged "device" of the tested modules in one JVM, then the sample application, then (where the device is
 # throw-away) the tests tagged "device-last" in a JVM of their own. Its inputs come from scripts/test through the
 # environment (the VM passes the caller's environment on):
-#   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc)
+#   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc; the two-process mode:
+#                      sample-server.log, sample-server2.log, sample-client.log, sample-two-process.rc)
 #   DT_REPORTS         where the device tests' JUnit report goes (default $DT_OUT/reports)
 #   DT_LANE            this run's name in scripts/test's lanes (several run at once, each in a VM of its own)
 #   DT_LAUNCHER        junit-platform-console-standalone.jar
@@ -16,6 +17,7 @@
 #   DT_SAMPLE_JAR      the sample's executable jar (skipped when missing or RDMA_TEST_SKIP_SAMPLE=1)
 #   DT_SAMPLE_MESSAGES how many messages the sample exchanges
 #   DT_SAMPLE_TWO_PROCESS_MESSAGES how many the sample's two-process mode exchanges (default 3000)
+#   DT_SAMPLE_TWO_PROCESS_TIMEOUT  seconds each of its processes may run before it is killed (default 600)
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
 #   DT_INCLUDE_CLASSNAME  when set, only the device test classes matching this regex run (--include-classname)
@@ -72,26 +74,70 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
     say "sample application: exit status $(cat "$DT_OUT/sample.rc")"
     # two-process mode (README quick start): the same jar as a server on device B and a client on device A,
-    # connected through application-server.yml / application-client.yml only; both must report PASS
+    # connected through application-server.yml / application-client.yml only, with two events on the way: the
+    # server stops after a third of the messages (sample.stop-after) and a second server echoes the rest; the
+    # client closes its connection and opens it again with a message in flight after two thirds
+    # (sample.reconnect-after). The client resends what was not echoed and fails on any missing, duplicated,
+    # out-of-order or corrupt echo; every process must exit 0, within its timeout (killed after it).
     if [[ -n "${RDMA_DEVICE_A:-}" && -n "${RDMA_DEVICE_B:-}" ]]; then
         two=${DT_SAMPLE_TWO_PROCESS_MESSAGES:-3000}
-        say "sample application, two processes: server on $RDMA_DEVICE_B, client on $RDMA_DEVICE_A, $two messages"
-        # shellcheck disable=SC2086
-        "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
-            --spring.profiles.active=server --sample.messages="$two" --sample.timeout=5m \
-            > "$DT_OUT/sample-server.log" 2>&1 &
+        stop_after=$((two / 3)) reconnect_after=$((2 * two / 3))
+        two_limit=${DT_SAMPLE_TWO_PROCESS_TIMEOUT:-600}
+        say "sample application, two processes: server on $RDMA_DEVICE_B (restarted after $stop_after echoes)," \
+            "client on $RDMA_DEVICE_A (reconnects after message $reconnect_after), $two messages"
+        hw() { # device counter: the packets a device sent or received
+            cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2" 2>/dev/null || echo 0
+        }
+        declare -A pkts0
+        for d in "$RDMA_DEVICE_A" "$RDMA_DEVICE_B"; do
+            for c in sent_pkts rcvd_pkts; do pkts0[$d.$c]=$(hw "$d" $c); done
+        done
+        sample_two() { # $1: log, then the sample's arguments; bounded: TERM at the limit, KILL 10 s later
+            local log=$1
+            shift
+            # shellcheck disable=SC2086
+            timeout -k 10 "$two_limit" "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED \
+                -jar "$DT_SAMPLE_JAR" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
+                > "$log" 2>&1
+        }
+        sample_two "$DT_OUT/sample-server.log" --spring.profiles.active=server --sample.stop-after="$stop_after" &
         server_pid=$!
-        # shellcheck disable=SC2086
-        "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
-            --spring.profiles.active=client --sample.messages="$two" --sample.timeout=5m \
-            > "$DT_OUT/sample-client.log" 2>&1
-        client_rc=$?
+        sample_two "$DT_OUT/sample-client.log" --spring.profiles.active=client \
+            --sample.reconnect-after="$reconnect_after" &
+        client_pid=$!
         wait "$server_pid"
         server_rc=$?
-        echo "client $client_rc server $server_rc" > "$DT_OUT/sample-two-process.rc"
-        sed -n '/== RDMA two-process summary/,$p' "$DT_OUT/sample-server.log" "$DT_OUT/sample-client.log"
+        say "sample application, two processes: the first server exited ($server_rc); starting the second"
+        sample_two "$DT_OUT/sample-server2.log" --spring.profiles.active=server &
+        server2_pid=$!
+        wait "$client_pid"
+        client_rc=$?
+        # the second server ends once the client is gone (having had the last message); if the client failed
+        # before that, the server would wait for its timeout: 60 s, then TERM (timeout passes it on)
+        ( sleep 60 && kill "$server2_pid" ) 2>/dev/null &
+        grace_pid=$!
+        wait "$server2_pid"
+        server2_rc=$?
+        pkill -P "$grace_pid" sleep 2>/dev/null # its sleep ends early: no kill
+        wait "$grace_pid" 2>/dev/null
+        # the devices that carried the traffic: each sent and received at least one packet per message
+        traffic_rc=0
+        for d in "$RDMA_DEVICE_A" "$RDMA_DEVICE_B"; do
+            line="$d:"
+            for c in sent_pkts rcvd_pkts; do
+                delta=$(( $(hw "$d" $c) - ${pkts0[$d.$c]} ))
+                line+=" $c +$delta"
+                (( delta >= two )) || traffic_rc=1
+            done
+            echo "$line (hw_counters, at least $two each expected)"
+        done
+        echo "client $client_rc server $server_rc server2 $server2_rc traffic $traffic_rc" \
+            > "$DT_OUT/sample-two-process.rc"
+        sed -n '/== RDMA two-process summary/,$p' "$DT_OUT/sample-server.log" "$DT_OUT/sample-server2.log" \
+            "$DT_OUT/sample-client.log"
+        say "sample application, two processes: $(cat "$DT_OUT/sample-two-process.rc")"
     else
-        echo "client missing server missing (no RDMA_DEVICE_A/_B: not the two-device tier)" \
+        echo "client missing server missing server2 missing traffic missing (no RDMA_DEVICE_A/_B: not the two-device tier)" \
             > "$DT_OUT/sample-two-process.rc"
     fi
 fi

@@ -25,7 +25,11 @@ public enum ConnectionState {
 	 */
 	DISCONNECTED,
 
-	/** Stopped with the application context; final. */
+	/**
+	 * Stopped with the application context (final), or by the connection registry's
+	 * {@code stop()}: its {@code start()} connects or listens again, with a new queue
+	 * pair (the two-process sample's client reconnect).
+	 */
 	CLOSED
 
 }
