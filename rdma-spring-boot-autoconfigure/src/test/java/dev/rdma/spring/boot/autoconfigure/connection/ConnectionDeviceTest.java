@@ -19,6 +19,7 @@ import org.springframework.context.ConfigurableApplicationContext;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
@@ -111,6 +112,48 @@ class ConnectionDeviceTest {
 				server.close();
 			}
 			client.close();
+		}
+		assertThat(NativeObjects.open())
+			.as("native objects after both applications closed: " + NativeObjects.openByType())
+			.isEqualTo(baseline);
+	}
+
+	/**
+	 * The connection registry's {@code stop()} then {@code start()} on the client (what
+	 * the sample's client does to disconnect and reconnect, and what
+	 * {@link ConnectionState#CLOSED} documents): the connection closes (the server sees
+	 * its peer go), then connects again under the same bean and carries messages again;
+	 * nothing native is left behind.
+	 */
+	@Test
+	void aClientRegistryStoppedAndStartedAgainConnectsAgain() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		long baseline = NativeObjects.open();
+		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
+				ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			RdmaConnectionRegistry registry = client.getBean(RdmaConnectionRegistry.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			exchange(link, collector, 0, 100, 64);
+
+			registry.stop();
+			assertThat(registry.isRunning()).isFalse();
+			assertThat(link.state()).isEqualTo(ConnectionState.CLOSED);
+			assertThat(link.peers()).isEmpty();
+			await("the server saw the client go", () -> serverLink.peers().isEmpty());
+
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			registry.start();
+			await("the client connected again", () -> link.state() == ConnectionState.ESTABLISHED);
+			await("the server accepted it again", () -> serverLink.peers().size() == 1);
+			exchange(link, collector, 100, 200, 64);
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 200);
+			assertThat(link.statistics().messagesReceived()).isEqualTo(300);
+			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(300);
 		}
 		assertThat(NativeObjects.open())
 			.as("native objects after both applications closed: " + NativeObjects.openByType())
