@@ -11,6 +11,7 @@
  * The client prints, after WARMUP round trips, REPS repetitions of ITERS round trips summarised as
  *   case=xdev_rate impl=c unit=msgs/s median=.. min=.. max=.. reps=R     (2 messages per round trip)
  *   case=xdev_p50 impl=c unit=us ...   case=xdev_p99 impl=c unit=us ...  (per-repetition percentiles)
+ * (the prefix "xdev" is $XDEV_CASE when set: scripts/bench names the C twin of case xstarter "xstarter_c")
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -91,8 +92,11 @@ static void connect_qp(struct ibv_qp *qp, const struct dest *me, const struct de
 static int cmp(const void *a, const void *b) { double x = *(const double *) a, y = *(const double *) b; return (x > y) - (x < y); }
 
 static void report(const char *name, const char *unit, double *v, int n) {
+	const char *prefix = getenv("XDEV_CASE");
 	qsort(v, n, sizeof *v, cmp);
-	printf("case=%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, unit, v[n / 2], v[0], v[n - 1], n);
+	/* name is "xdev_<what>" */
+	printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", prefix && *prefix ? prefix : "xdev",
+		name + 4, unit, v[n / 2], v[0], v[n - 1], n);
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,415 @@
+package dev.rdma.benchmarks.starter;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+import dev.rdma.benchmarks.Jit;
+import dev.rdma.spring.annotation.RdmaMessageListener;
+import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.RdmaMessage;
+import dev.rdma.verbs.CompletionQueue;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * The cross-device ping-pong of {@code benchmarks/src/main/c/xdev_pingpong.c} (issue 17)
+ * through the starter: an echo-server application on device B and a client application on
+ * device A, in this one JVM, each configured through properties only (a device, a
+ * completion channel, one completion queue for sends and receives as in the C twin, and
+ * {@code rdma.connections.xs} with {@code listen} or {@code connect} + {@code source}).
+ * The server's {@link RdmaMessageListener} echoes every message from its receive buffer
+ * ({@code m.connection().send(m.byteBuffer())}); the client sends SIZE bytes, one message
+ * in flight, WARMUP round trips, then REPS repetitions of ITERS, and prints the C twin's
+ * lines ({@code case=xstarter_rate|_p50|_p99 impl=java}, 2 messages per round trip,
+ * per-repetition percentiles of the round trip) with {@code mode=.. driver=..}.
+ *
+ * <p>
+ * DRIVER is who sends the next ping:
+ * <ul>
+ * <li>{@code thread}: an application thread (this program's main thread) sends through
+ * the {@link RdmaConnection} bean and parks until the client's listener, on the client's
+ * poller thread, has the echo and unparks it; the round trip is timed on the sending
+ * thread, wake-up included;</li>
+ * <li>{@code listener}: the client's listener sends the next ping itself, on the poller
+ * thread, as the C twin's one thread does (the round trip is timed from the send to the
+ * listener call of its echo).</li>
+ * </ul>
+ * MODE is the pollers' {@code polling.mode}: {@code event} (as the C twin) or
+ * {@code busy}.
+ *
+ * <p>
+ * Allocation: {@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes} of the
+ * sending thread and of the two poller threads ({@code rdma-poller-xsc},
+ * {@code rdma-poller-xss}) over the measured repetitions, printed as
+ * {@code case=alloc of=xstarter_<mode>_<driver>_<thread>} in bytes per round trip (each
+ * side sends one message and receives one per round trip).
+ *
+ * <p>
+ * Devices and addresses come from the environment of {@code scripts/softroce-vm
+ * --two-devices}: {@code RDMA_DEVICE_A/_B}, {@code RDMA_IP_A/_B}.
+ *
+ * <pre>XdevStarterPingPong MODE DRIVER TCP_PORT ITERS WARMUP REPS SIZE</pre>
+ */
+public final class XdevStarterPingPong {
+
+	static final String CONNECTION = "xs";
+
+	static final String CLIENT_QUEUE = "xsc";
+
+	static final String SERVER_QUEUE = "xss";
+
+	/** As the C twin: 8 sends, 500 receives. */
+	static final int SEND_DEPTH = 8;
+
+	static final int RECEIVE_DEPTH = 500;
+
+	private XdevStarterPingPong() {
+	}
+
+	public static void main(String[] args) throws Exception {
+		if (args.length < 7) {
+			System.err.println("usage: XdevStarterPingPong event|busy thread|listener TCP_PORT ITERS WARMUP REPS SIZE");
+			System.exit(2);
+		}
+		String mode = args[0];
+		String driver = args[1];
+		int port = Integer.parseInt(args[2]);
+		int iters = Integer.parseInt(args[3]);
+		int warmup = Integer.parseInt(args[4]);
+		int reps = Integer.parseInt(args[5]);
+		int size = Integer.parseInt(args[6]);
+		if (!List.of("event", "busy").contains(mode) || !List.of("thread", "listener").contains(driver) || warmup < 1) {
+			System.err.println("XdevStarterPingPong: MODE event|busy, DRIVER thread|listener, WARMUP >= 1");
+			System.exit(2);
+		}
+		String devA = env("RDMA_DEVICE_A");
+		String devB = env("RDMA_DEVICE_B");
+		String ipA = env("RDMA_IP_A");
+		String ipB = env("RDMA_IP_B");
+		String name = "xstarter_" + mode + "_" + driver;
+		long boot = System.nanoTime();
+		try (ConfigurableApplicationContext server = start(EchoApp.class,
+				properties(devB, SERVER_QUEUE, mode, size, "listen=" + ipB + ":" + port));
+				ConfigurableApplicationContext client = start(ClientApp.class,
+						clientProperties(devA, ipA, ipB, mode, size, port))) {
+			RdmaConnection connection = client.getBean(CONNECTION, RdmaConnection.class);
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+			while (connection.state() != ConnectionState.ESTABLISHED && System.nanoTime() < deadline) {
+				Thread.sleep(10);
+			}
+			if (connection.state() != ConnectionState.ESTABLISHED) {
+				throw new IllegalStateException("connection " + CONNECTION + " is " + connection.state()
+						+ " after 120 s (" + ipA + " -> " + ipB + ":" + port + ")");
+			}
+			System.err.printf(Locale.ROOT,
+					"XdevStarterPingPong: %s: both applications up and connected in %.1f s: "
+							+ "%s (%s) -> %s (%s) port %d%n",
+					name, (System.nanoTime() - boot) / 1e9, devA, ipA, devB, ipB, port);
+			Pinger pinger = client.getBean(Pinger.class);
+			Echo echo = server.getBean(Echo.class);
+			Result r = pinger.run(connection, "listener".equals(driver), iters, warmup, reps, size);
+			if (echo.wrongLength != 0 || pinger.wrongLength != 0) {
+				throw new IllegalStateException(
+						"messages of a wrong length: server " + echo.wrongLength + ", client " + pinger.wrongLength);
+			}
+			CompletionQueue cq = client.getBean(CLIENT_QUEUE, CompletionQueue.class);
+			CompletionQueue sq = server.getBean(SERVER_QUEUE, CompletionQueue.class);
+			System.out.printf(Locale.ROOT,
+					"# xstarter Java (%s polling, %s driver) client on %s -> %s: %d round trips of %d bytes, "
+							+ "completion events client %d, server %d; echoed %d; sent %d received %d%n",
+					mode, driver, devA, ipB, warmup + iters * reps, size, cq.eventsGot(), sq.eventsGot(), echo.echoed,
+					connection.statistics().messagesSent(), connection.statistics().messagesReceived());
+			String extra = " mode=" + mode + " driver=" + driver;
+			report("xstarter_rate", extra, "msgs/s", r.rate);
+			report("xstarter_p50", extra, "us", r.p50);
+			report("xstarter_p99", extra, "us", r.p99);
+			long rounds = (long) iters * reps;
+			for (int i = 0; i < r.threads.size(); i++) {
+				double perRound = r.bytes[i] / (double) rounds;
+				System.out.printf(Locale.ROOT,
+						"case=alloc of=%s_%s impl=java unit=B_per_message median=%.2f min=%.2f max=%.2f reps=1%n", name,
+						r.threads.get(i), perRound, perRound, perRound);
+			}
+		}
+	}
+
+	private static String env(String key) {
+		String v = System.getenv(key);
+		if (v == null || v.isBlank()) {
+			throw new IllegalStateException(key + " is not set (run inside scripts/softroce-vm --two-devices)");
+		}
+		return v;
+	}
+
+	/** The properties of one side: device, channel, one queue for both directions. */
+	static List<String> properties(String device, String queue, String mode, int size, String endpoint) {
+		String q = "rdma.completion-queues." + queue;
+		String c = "rdma.connections." + CONNECTION;
+		List<String> p = new ArrayList<>(List.of("spring.main.banner-mode=off", "logging.level.root=WARN",
+				"rdma.required=true", "rdma.shutdown-timeout=10s", "rdma.devices.nic.name=" + device,
+				"rdma.devices.nic.port=1", "rdma.channels.ev.device=nic", q + ".device=nic", q + ".type=legacy",
+				q + ".entries=" + (SEND_DEPTH + RECEIVE_DEPTH + 4), q + ".channel=ev", q + ".polling.mode=" + mode,
+				c + ".send-queue=" + queue, c + ".receive-queue=" + queue, c + ".send-depth=" + SEND_DEPTH,
+				c + ".receive-depth=" + RECEIVE_DEPTH, c + ".message-size=" + size, c + ".retry.initial-interval=100ms",
+				c + ".retry.max-interval=1s", c + ".connect-timeout=30s"));
+		p.add(c + "." + endpoint);
+		return p;
+	}
+
+	static List<String> clientProperties(String device, String ip, String serverIp, String mode, int size, int port) {
+		List<String> p = properties(device, CLIENT_QUEUE, mode, size, "connect=" + serverIp + ":" + port);
+		p.add("rdma.connections." + CONNECTION + ".source=" + ip);
+		return p;
+	}
+
+	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
+		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
+			.properties(properties.toArray(String[]::new))
+			.run();
+	}
+
+	private static void report(String name, String extra, String unit, double[] v) {
+		Arrays.sort(v);
+		System.out.printf(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n", name,
+				extra, unit, v[v.length / 2], v[0], v[v.length - 1], v.length);
+	}
+
+	/**
+	 * The poller thread of {@code queue} ({@code rdma-poller-<queue>}, a dedicated
+	 * poller).
+	 */
+	static Thread poller(String queue) {
+		String wanted = "rdma-poller-" + queue;
+		for (Thread t : Thread.getAllStackTraces().keySet()) {
+			if (t.getName().equals(wanted)) {
+				return t;
+			}
+		}
+		throw new IllegalStateException("no thread " + wanted);
+	}
+
+	record Result(double[] rate, double[] p50, double[] p99, List<String> threads, long[] bytes) {
+	}
+
+	// ---------------------------------------------------------------- the applications
+
+	/**
+	 * The server application: the starter's auto-configuration and the echo listener. Not
+	 * a {@code @Component}: {@link StarterPingPong}'s component scan of this package must
+	 * not find it.
+	 */
+	@ImportAutoConfiguration(RdmaAutoConfiguration.class)
+	static class EchoApp {
+
+		@Bean
+		Echo echo() {
+			return new Echo();
+		}
+
+	}
+
+	/** Echoes every message back from its receive buffer, on the server's poller. */
+	static class Echo {
+
+		volatile long echoed;
+
+		volatile long wrongLength;
+
+		private int expected = -1;
+
+		@RdmaMessageListener(connection = CONNECTION)
+		void onMessage(RdmaMessage message) {
+			if (expected < 0) {
+				expected = message.length();
+			}
+			if (message.length() != expected) {
+				wrongLength++;
+			}
+			message.connection().send(message.byteBuffer());
+			echoed++;
+		}
+
+	}
+
+	/** The client application: the auto-configuration and the {@link Pinger}. */
+	@ImportAutoConfiguration(RdmaAutoConfiguration.class)
+	static class ClientApp {
+
+		@Bean
+		Pinger pinger() {
+			return new Pinger();
+		}
+
+	}
+
+	/**
+	 * The client's side of the ping-pong: its listener takes each echo; nothing in the
+	 * measured loop allocates (the round trips go into arrays made before).
+	 */
+	static final class Pinger {
+
+		private long[] rtt = new long[0];
+
+		private long[] repEnd = new long[0];
+
+		private int total;
+
+		private int warmup;
+
+		private int iters;
+
+		private int size;
+
+		private int count;
+
+		private long t0;
+
+		private boolean listenerDriven;
+
+		private MemorySegment ping = MemorySegment.NULL;
+
+		private RdmaConnection connection;
+
+		private volatile Thread waiter;
+
+		/** Set by the listener, cleared by the sending thread. */
+		private volatile boolean arrived;
+
+		/** Listener-driven: counted down when the warm-up, then the run, is over. */
+		private volatile CountDownLatch phase = new CountDownLatch(1);
+
+		volatile long wrongLength;
+
+		@RdmaMessageListener(connection = CONNECTION)
+		void onEcho(RdmaMessage message) {
+			long t = System.nanoTime();
+			if (message.length() != size) {
+				wrongLength++;
+			}
+			if (!listenerDriven) {
+				arrived = true;
+				LockSupport.unpark(waiter);
+				return;
+			}
+			int n = count;
+			rtt[n] = t - t0;
+			count = ++n;
+			if (n > warmup && (n - warmup) % iters == 0) {
+				repEnd[(n - warmup) / iters] = t;
+			}
+			if (n == warmup || n == total) {
+				phase.countDown(); // the main thread goes on (waits for the JIT after the
+									// warm-up)
+				return;
+			}
+			t0 = System.nanoTime();
+			message.connection().send(ping);
+		}
+
+		Result run(RdmaConnection connection, boolean listenerDriven, int iters, int warmup, int reps, int size)
+				throws InterruptedException {
+			this.connection = connection;
+			this.listenerDriven = listenerDriven;
+			this.iters = iters;
+			this.warmup = warmup;
+			this.size = size;
+			this.total = warmup + iters * reps;
+			this.rtt = new long[total];
+			this.repEnd = new long[reps + 1];
+			this.ping = Arena.global().allocate(size, 64).fill((byte) 0x7b);
+			this.waiter = Thread.currentThread();
+			var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+			Thread clientPoller = poller(CLIENT_QUEUE);
+			Thread serverPoller = poller(SERVER_QUEUE);
+			List<String> names = new ArrayList<>(List.of("client_poller", "server_poller"));
+			long[] before = new long[3];
+			long[] after = new long[3];
+			if (listenerDriven) {
+				CountDownLatch warm = phase;
+				t0 = System.nanoTime();
+				connection.send(ping);
+				await(warm, "warm-up");
+				CountDownLatch done = new CountDownLatch(1);
+				phase = done;
+				// as the Java xdev twin: the measured round trips start when the JIT is
+				// quiet
+				Jit.awaitQuiet();
+				before[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
+				before[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+				repEnd[0] = System.nanoTime();
+				t0 = System.nanoTime();
+				connection.send(ping);
+				await(done, "run");
+				after[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
+				after[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+			}
+			else {
+				names.add("sender");
+				long limit = TimeUnit.SECONDS.toNanos(60);
+				for (int i = 0; i < total; i++) {
+					if (i == warmup) {
+						Jit.awaitQuiet();
+						before[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
+						before[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+						before[2] = threads.getCurrentThreadAllocatedBytes();
+						repEnd[0] = System.nanoTime();
+					}
+					arrived = false;
+					long start = System.nanoTime();
+					connection.send(ping);
+					while (!arrived) {
+						LockSupport.parkNanos(this, limit);
+						if (!arrived && System.nanoTime() - start > limit) {
+							throw new IllegalStateException("no echo within 60 s of round trip " + i);
+						}
+					}
+					long t = System.nanoTime();
+					rtt[i] = t - start;
+					if (i >= warmup && (i + 1 - warmup) % iters == 0) {
+						repEnd[(i + 1 - warmup) / iters] = t;
+					}
+				}
+				after[2] = threads.getCurrentThreadAllocatedBytes();
+				after[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
+				after[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+			}
+			double[] rate = new double[reps];
+			double[] p50 = new double[reps];
+			double[] p99 = new double[reps];
+			for (int r = 0; r < reps; r++) {
+				rate[r] = 2.0 * iters / ((repEnd[r + 1] - repEnd[r]) / 1e9);
+				long[] v = Arrays.copyOfRange(rtt, warmup + r * iters, warmup + (r + 1) * iters);
+				Arrays.sort(v);
+				p50[r] = v[iters / 2] / 1e3;
+				p99[r] = v[(int) (iters * 0.99)] / 1e3;
+			}
+			long[] bytes = new long[names.size()];
+			for (int i = 0; i < bytes.length; i++) {
+				bytes[i] = after[i] - before[i];
+			}
+			return new Result(rate, p50, p99, names, bytes);
+		}
+
+		private void await(CountDownLatch latch, String what) throws InterruptedException {
+			if (!latch.await(15, TimeUnit.MINUTES)) {
+				throw new IllegalStateException("the " + what + " did not end: " + count + " of " + total
+						+ " round trips; connection " + connection.state());
+			}
+		}
+
+	}
+
+}
