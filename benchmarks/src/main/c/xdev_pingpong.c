@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +217,11 @@ int main(int argc, char **argv) {
 		if (ne < 0) die("poll_cq");
 	}
 	ibv_ack_cq_events(cq, events);
+	struct rusage ru;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		printf("# xdev_pingpong C %s cpu: %.1f us user + %.1f us system per round trip (whole run, %d round trips)\n",
+			server_ip ? "client" : "server", (ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec) / total,
+			(ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec) / total, total);
 	if (server_ip) {
 		printf("# xdev_pingpong C client on %s -> %s: %d round trips of %d bytes, %d completion events\n", devname,
 			server_ip, total, size, events);

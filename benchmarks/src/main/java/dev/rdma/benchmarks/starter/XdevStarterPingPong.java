@@ -337,6 +337,12 @@ public final class XdevStarterPingPong {
 			List<String> names = new ArrayList<>(List.of("client_poller", "server_poller"));
 			long[] before = new long[3];
 			long[] after = new long[3];
+			// CPU time (user + system) of the same threads and of the whole process over
+			// the measured
+			// repetitions: where the time of a round trip goes
+			long[] cpuBefore = new long[4];
+			long[] cpuAfter = new long[4];
+			var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 			if (listenerDriven) {
 				CountDownLatch warm = phase;
 				t0 = System.nanoTime();
@@ -347,6 +353,7 @@ public final class XdevStarterPingPong {
 				// as the Java xdev twin: the measured round trips start when the JIT is
 				// quiet
 				Jit.awaitQuiet();
+				cpu(threads, os, clientPoller, serverPoller, null, cpuBefore);
 				before[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
 				before[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
 				repEnd[0] = System.nanoTime();
@@ -355,6 +362,7 @@ public final class XdevStarterPingPong {
 				await(done, "run");
 				after[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
 				after[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+				cpu(threads, os, clientPoller, serverPoller, null, cpuAfter);
 			}
 			else {
 				names.add("sender");
@@ -362,6 +370,7 @@ public final class XdevStarterPingPong {
 				for (int i = 0; i < total; i++) {
 					if (i == warmup) {
 						Jit.awaitQuiet();
+						cpu(threads, os, clientPoller, serverPoller, Thread.currentThread(), cpuBefore);
 						before[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
 						before[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
 						before[2] = threads.getCurrentThreadAllocatedBytes();
@@ -385,6 +394,7 @@ public final class XdevStarterPingPong {
 				after[2] = threads.getCurrentThreadAllocatedBytes();
 				after[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
 				after[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+				cpu(threads, os, clientPoller, serverPoller, Thread.currentThread(), cpuAfter);
 			}
 			double[] rate = new double[reps];
 			double[] p50 = new double[reps];
@@ -400,7 +410,25 @@ public final class XdevStarterPingPong {
 			for (int i = 0; i < bytes.length; i++) {
 				bytes[i] = after[i] - before[i];
 			}
+			double rounds = (double) iters * reps;
+			double wall = (repEnd[reps] - repEnd[0]) / rounds / 1e3;
+			System.out.printf(Locale.ROOT,
+					"# xstarter cpu per round trip (measured repetitions): wall %.1f us; client poller %.1f us, "
+							+ "server poller %.1f us, sender thread %s, whole process %.1f us%n",
+					wall, (cpuAfter[0] - cpuBefore[0]) / rounds / 1e3, (cpuAfter[1] - cpuBefore[1]) / rounds / 1e3,
+					listenerDriven ? "- (the client poller sends)"
+							: String.format(Locale.ROOT, "%.1f us", (cpuAfter[2] - cpuBefore[2]) / rounds / 1e3),
+					(cpuAfter[3] - cpuBefore[3]) / rounds / 1e3);
 			return new Result(rate, p50, p99, names, bytes);
+		}
+
+		/** CPU nanoseconds of the pollers, the sender (or 0) and the process. */
+		private static void cpu(com.sun.management.ThreadMXBean threads, com.sun.management.OperatingSystemMXBean os,
+				Thread clientPoller, Thread serverPoller, Thread sender, long[] into) {
+			into[0] = threads.getThreadCpuTime(clientPoller.threadId());
+			into[1] = threads.getThreadCpuTime(serverPoller.threadId());
+			into[2] = sender == null ? 0 : threads.getThreadCpuTime(sender.threadId());
+			into[3] = os.getProcessCpuTime();
 		}
 
 		private void await(CountDownLatch latch, String what) throws InterruptedException {
