@@ -136,12 +136,12 @@ public final class XdevStarterPingPong {
 			report("xstarter_rate", extra, "msgs/s", r.rate);
 			report("xstarter_p50", extra, "us", r.p50);
 			report("xstarter_p99", extra, "us", r.p99);
-			long rounds = (long) iters * reps;
 			for (int i = 0; i < r.threads.size(); i++) {
-				double perRound = r.bytes[i] / (double) rounds;
-				System.out.printf(Locale.ROOT,
-						"case=alloc of=%s_%s impl=java unit=B_per_message median=%.2f min=%.2f max=%.2f reps=1%n", name,
-						r.threads.get(i), perRound, perRound, perRound);
+				double[] b = r.bytes[i];
+				double sum = Arrays.stream(b).sum() * iters;
+				report("alloc", " of=" + name + "_" + r.threads.get(i), "B_per_message", b);
+				System.out.printf(Locale.ROOT, "# xstarter %s %s: %.0f bytes allocated in %d measured round trips%n",
+						name, r.threads.get(i), sum, iters * reps);
 			}
 		}
 	}
@@ -201,7 +201,8 @@ public final class XdevStarterPingPong {
 		throw new IllegalStateException("no thread " + wanted);
 	}
 
-	record Result(double[] rate, double[] p50, double[] p99, List<String> threads, long[] bytes) {
+	/** bytes: per thread, per repetition, bytes allocated per round trip. */
+	record Result(double[] rate, double[] p50, double[] p99, List<String> threads, double[][] bytes) {
 	}
 
 	// ---------------------------------------------------------------- the applications
@@ -265,6 +266,19 @@ public final class XdevStarterPingPong {
 
 		private long[] repEnd = new long[0];
 
+		/**
+		 * Bytes allocated so far by the client poller, the server poller and the sending
+		 * thread (thread driver) at the start of the measured round trips and at the end
+		 * of each repetition.
+		 */
+		private long[][] alloc = new long[3][0];
+
+		private com.sun.management.ThreadMXBean threads;
+
+		private long clientPollerId;
+
+		private long serverPollerId;
+
 		private int total;
 
 		private int warmup;
@@ -309,6 +323,7 @@ public final class XdevStarterPingPong {
 			count = ++n;
 			if (n > warmup && (n - warmup) % iters == 0) {
 				repEnd[(n - warmup) / iters] = t;
+				snapshotAlloc((n - warmup) / iters, false);
 			}
 			if (n == warmup || n == total) {
 				phase.countDown(); // the main thread goes on (waits for the JIT after the
@@ -329,20 +344,23 @@ public final class XdevStarterPingPong {
 			this.total = warmup + iters * reps;
 			this.rtt = new long[total];
 			this.repEnd = new long[reps + 1];
+			this.alloc = new long[3][reps + 1];
 			this.ping = Arena.global().allocate(size, 64).fill((byte) 0x7b);
 			this.waiter = Thread.currentThread();
 			var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 			Thread clientPoller = poller(CLIENT_QUEUE);
 			Thread serverPoller = poller(SERVER_QUEUE);
+			this.threads = threads;
+			this.clientPollerId = clientPoller.threadId();
+			this.serverPollerId = serverPoller.threadId();
 			List<String> names = new ArrayList<>(List.of("client_poller", "server_poller"));
-			long[] before = new long[3];
-			long[] after = new long[3];
-			// CPU time (user + system) of the same threads and of the whole process over
-			// the measured
-			// repetitions: where the time of a round trip goes
+			// CPU time (user + system) of the same threads and of the whole process
+			// over the measured repetitions: where the time of a round trip goes
 			long[] cpuBefore = new long[4];
 			long[] cpuAfter = new long[4];
 			var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+			java.util.Map<String, String[]> allBefore = java.util.Map.of();
+			java.util.Map<String, String[]> allAfter = java.util.Map.of();
 			if (listenerDriven) {
 				CountDownLatch warm = phase;
 				t0 = System.nanoTime();
@@ -354,15 +372,14 @@ public final class XdevStarterPingPong {
 				// quiet
 				Jit.awaitQuiet();
 				cpu(threads, os, clientPoller, serverPoller, null, cpuBefore);
-				before[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
-				before[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
+				allBefore = allCpu(threads);
+				snapshotAlloc(0, false);
 				repEnd[0] = System.nanoTime();
 				t0 = System.nanoTime();
 				connection.send(ping);
 				await(done, "run");
-				after[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
-				after[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
 				cpu(threads, os, clientPoller, serverPoller, null, cpuAfter);
+				allAfter = allCpu(threads);
 			}
 			else {
 				names.add("sender");
@@ -371,9 +388,8 @@ public final class XdevStarterPingPong {
 					if (i == warmup) {
 						Jit.awaitQuiet();
 						cpu(threads, os, clientPoller, serverPoller, Thread.currentThread(), cpuBefore);
-						before[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
-						before[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
-						before[2] = threads.getCurrentThreadAllocatedBytes();
+						allBefore = allCpu(threads);
+						snapshotAlloc(0, true);
 						repEnd[0] = System.nanoTime();
 					}
 					arrived = false;
@@ -389,12 +405,11 @@ public final class XdevStarterPingPong {
 					rtt[i] = t - start;
 					if (i >= warmup && (i + 1 - warmup) % iters == 0) {
 						repEnd[(i + 1 - warmup) / iters] = t;
+						snapshotAlloc((i + 1 - warmup) / iters, true);
 					}
 				}
-				after[2] = threads.getCurrentThreadAllocatedBytes();
-				after[0] = threads.getThreadAllocatedBytes(clientPoller.threadId());
-				after[1] = threads.getThreadAllocatedBytes(serverPoller.threadId());
 				cpu(threads, os, clientPoller, serverPoller, Thread.currentThread(), cpuAfter);
+				allAfter = allCpu(threads);
 			}
 			double[] rate = new double[reps];
 			double[] p50 = new double[reps];
@@ -406,9 +421,11 @@ public final class XdevStarterPingPong {
 				p50[r] = v[iters / 2] / 1e3;
 				p99[r] = v[(int) (iters * 0.99)] / 1e3;
 			}
-			long[] bytes = new long[names.size()];
+			double[][] bytes = new double[names.size()][reps];
 			for (int i = 0; i < bytes.length; i++) {
-				bytes[i] = after[i] - before[i];
+				for (int r = 0; r < reps; r++) {
+					bytes[i][r] = (alloc[i][r + 1] - alloc[i][r]) / (double) iters;
+				}
 			}
 			double rounds = (double) iters * reps;
 			double wall = (repEnd[reps] - repEnd[0]) / rounds / 1e3;
@@ -419,6 +436,7 @@ public final class XdevStarterPingPong {
 					listenerDriven ? "- (the client poller sends)"
 							: String.format(Locale.ROOT, "%.1f us", (cpuAfter[2] - cpuBefore[2]) / rounds / 1e3),
 					(cpuAfter[3] - cpuBefore[3]) / rounds / 1e3);
+			printTopThreads(threads, allBefore, allAfter, rounds);
 			return new Result(rate, p50, p99, names, bytes);
 		}
 
@@ -429,6 +447,65 @@ public final class XdevStarterPingPong {
 			into[1] = threads.getThreadCpuTime(serverPoller.threadId());
 			into[2] = sender == null ? 0 : threads.getThreadCpuTime(sender.threadId());
 			into[3] = os.getProcessCpuTime();
+		}
+
+		/**
+		 * User and system CPU ticks of every thread of this process, by task id, from
+		 * {@code /proc/self/task/<tid>/stat} (the JVM's own threads included: compilers,
+		 * GC, VM thread); value: {name, user ticks, system ticks}.
+		 */
+		private static java.util.Map<String, String[]> allCpu(com.sun.management.ThreadMXBean threads) {
+			java.util.Map<String, String[]> m = new java.util.HashMap<>();
+			java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+			for (java.io.File task : tasks == null ? new java.io.File[0] : tasks) {
+				try {
+					String stat = java.nio.file.Files.readString(task.toPath().resolve("stat"));
+					int open = stat.indexOf('(');
+					int close = stat.lastIndexOf(')');
+					String[] f = stat.substring(close + 2).split(" ");
+					// after the name: state is field 3, utime field 14, stime field 15
+					m.put(task.getName(), new String[] { stat.substring(open + 1, close), f[11], f[12] });
+				}
+				catch (java.io.IOException | RuntimeException ex) {
+					// the thread ended meanwhile
+				}
+			}
+			return m;
+		}
+
+		/**
+		 * Prints the threads that used the most CPU between the two snapshots, per round
+		 * trip (clock ticks of 1/100 s: coarse, meant for long windows).
+		 */
+		private static void printTopThreads(com.sun.management.ThreadMXBean threads,
+				java.util.Map<String, String[]> before, java.util.Map<String, String[]> after, double rounds) {
+			double tick = 1e6 / 100; // us per clock tick (USER_HZ = 100)
+			StringBuilder sb = new StringBuilder("# xstarter cpu per round trip by thread (user+system):");
+			after.entrySet().stream().filter(e -> before.containsKey(e.getKey())).map(e -> {
+				String[] b = before.get(e.getKey());
+				String[] a = e.getValue();
+				long user = Long.parseLong(a[1]) - Long.parseLong(b[1]);
+				long sys = Long.parseLong(a[2]) - Long.parseLong(b[2]);
+				return new Object[] { a[0], user, sys };
+			})
+				.filter(o -> (long) o[1] + (long) o[2] > 0)
+				.sorted((x, y) -> Long.compare((long) y[1] + (long) y[2], (long) x[1] + (long) x[2]))
+				.limit(12)
+				.forEach(o -> sb.append(String.format(Locale.ROOT, " %s %.0f+%.0f us;", o[0],
+						(long) o[1] * tick / rounds, (long) o[2] * tick / rounds)));
+			System.out.println(sb);
+		}
+
+		/**
+		 * Repetition boundary {@code k}: the bytes allocated so far by the pollers and,
+		 * when {@code sender}, by this (the sending) thread. Allocates nothing.
+		 */
+		private void snapshotAlloc(int k, boolean sender) {
+			alloc[0][k] = threads.getThreadAllocatedBytes(clientPollerId);
+			alloc[1][k] = threads.getThreadAllocatedBytes(serverPollerId);
+			if (sender) {
+				alloc[2][k] = threads.getCurrentThreadAllocatedBytes();
+			}
 		}
 
 		private void await(CountDownLatch latch, String what) throws InterruptedException {
