@@ -11,7 +11,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
-import dev.rdma.benchmarks.Jit;
+import dev.rdma.benchmarks.Repetitions;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.connection.ConnectionState;
@@ -32,8 +32,10 @@ import org.springframework.context.annotation.Bean;
  * {@code rdma.connections.xs} with {@code listen} or {@code connect} + {@code source}).
  * The server's {@link RdmaMessageListener} echoes every message from its receive buffer
  * ({@code m.connection().send(m.byteBuffer())}); the client sends SIZE bytes, one message
- * in flight, WARMUP round trips, then REPS repetitions of ITERS, and prints the C twin's
- * lines ({@code case=xstarter_rate|_p50|_p99 impl=java}, 2 messages per round trip,
+ * in flight, at least WARMUP round trips (then chunks of ITERS until the JIT has compiled
+ * nothing for 10 chunks, and is quiet: {@link Repetitions}; the C twin has no JIT), then
+ * REPS repetitions of ITERS in one run, and prints the C twin's lines
+ * ({@code case=xstarter_rate|_p50|_p99 impl=java}, 2 messages per round trip,
  * per-repetition percentiles of the round trip) with {@code mode=.. driver=..}.
  *
  * <p>
@@ -130,8 +132,8 @@ public final class XdevStarterPingPong {
 			System.out.printf(Locale.ROOT,
 					"# xstarter Java (%s polling, %s driver) client on %s -> %s: %d round trips of %d bytes, "
 							+ "completion events client %d, server %d; echoed %d; sent %d received %d%n",
-					mode, driver, devA, ipB, warmup + iters * reps, size, cq.eventsGot(), sq.eventsGot(), echo.echoed,
-					connection.statistics().messagesSent(), connection.statistics().messagesReceived());
+					mode, driver, devA, ipB, pinger.warmedUp + iters * reps, size, cq.eventsGot(), sq.eventsGot(),
+					echo.echoed, connection.statistics().messagesSent(), connection.statistics().messagesReceived());
 			String extra = " mode=" + mode + " driver=" + driver;
 			report("xstarter_rate", extra, "msgs/s", r.rate);
 			report("xstarter_p50", extra, "us", r.p50);
@@ -139,9 +141,11 @@ public final class XdevStarterPingPong {
 			for (int i = 0; i < r.threads.size(); i++) {
 				double[] b = r.bytes[i];
 				double sum = Arrays.stream(b).sum() * iters;
+				String perRep = Arrays.toString(Arrays.stream(b).mapToLong(x -> Math.round(x * iters)).toArray());
 				report("alloc", " of=" + name + "_" + r.threads.get(i), "B_per_message", b);
-				System.out.printf(Locale.ROOT, "# xstarter %s %s: %.0f bytes allocated in %d measured round trips%n",
-						name, r.threads.get(i), sum, iters * reps);
+				System.out.printf(Locale.ROOT,
+						"# xstarter %s %s: %.0f bytes allocated in %d measured round trips (per repetition: %s)%n",
+						name, r.threads.get(i), sum, iters * reps, perRep);
 			}
 		}
 	}
@@ -281,13 +285,23 @@ public final class XdevStarterPingPong {
 
 		private int total;
 
+		/** Warm-up round trips done before the measured ones. */
+		int warmedUp;
+
 		private int warmup;
 
 		private int iters;
 
 		private int size;
 
+		/**
+		 * Round trips done in the current phase (a warm-up chunk, or the measured run).
+		 */
 		private int count;
+
+		private int phaseLength;
+
+		private boolean measuring;
 
 		private long t0;
 
@@ -310,6 +324,9 @@ public final class XdevStarterPingPong {
 		@RdmaMessageListener(connection = CONNECTION)
 		void onEcho(RdmaMessage message) {
 			long t = System.nanoTime();
+			// a volatile read first: sees what the main thread wrote before it made
+			// this phase's latch (measuring, phaseLength, count)
+			CountDownLatch latch = phase;
 			if (message.length() != size) {
 				wrongLength++;
 			}
@@ -318,16 +335,16 @@ public final class XdevStarterPingPong {
 				LockSupport.unpark(waiter);
 				return;
 			}
-			int n = count;
-			rtt[n] = t - t0;
-			count = ++n;
-			if (n > warmup && (n - warmup) % iters == 0) {
-				repEnd[(n - warmup) / iters] = t;
-				snapshotAlloc((n - warmup) / iters, false);
+			int n = ++count;
+			if (measuring) {
+				rtt[n - 1] = t - t0;
+				if (n % iters == 0) {
+					repEnd[n / iters] = t;
+					snapshotAlloc(n / iters, false);
+				}
 			}
-			if (n == warmup || n == total) {
-				phase.countDown(); // the main thread goes on (waits for the JIT after the
-									// warm-up)
+			if (n == phaseLength) {
+				latch.countDown(); // the main thread goes on
 				return;
 			}
 			t0 = System.nanoTime();
@@ -342,7 +359,7 @@ public final class XdevStarterPingPong {
 			this.warmup = warmup;
 			this.size = size;
 			this.total = warmup + iters * reps;
-			this.rtt = new long[total];
+			this.rtt = new long[iters * reps];
 			this.repEnd = new long[reps + 1];
 			this.alloc = new long[3][reps + 1];
 			this.ping = Arena.global().allocate(size, 64).fill((byte) 0x7b);
@@ -361,62 +378,36 @@ public final class XdevStarterPingPong {
 			var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 			java.util.Map<String, String[]> allBefore = java.util.Map.of();
 			java.util.Map<String, String[]> allAfter = java.util.Map.of();
-			if (listenerDriven) {
-				CountDownLatch warm = phase;
-				t0 = System.nanoTime();
-				connection.send(ping);
-				await(warm, "warm-up");
-				CountDownLatch done = new CountDownLatch(1);
-				phase = done;
-				// as the Java xdev twin: the measured round trips start when the JIT is
-				// quiet
-				Jit.awaitQuiet();
-				cpu(threads, os, clientPoller, serverPoller, null, cpuBefore);
-				allBefore = allCpu(threads);
-				snapshotAlloc(0, false);
-				repEnd[0] = System.nanoTime();
-				t0 = System.nanoTime();
-				connection.send(ping);
-				await(done, "run");
-				cpu(threads, os, clientPoller, serverPoller, null, cpuAfter);
-				allAfter = allCpu(threads);
+			// The warm-up: WARMUP round trips, then chunks of ITERS until the JIT has
+			// compiled nothing for 10 chunks in a row (Repetitions: at most 20 s more),
+			// then until it is quiet. A method called once per message reaches C2 only
+			// when its counters overflow again, which after a fixed warm-up of 3000 round
+			// trips fell into the measured ones (C2 used 0.4 ms of CPU per round trip
+			// there, on the single emulated CPU that also runs rxe).
+			int warmed = 0;
+			warmed += phase(warmup, threads);
+			Repetitions rep = new Repetitions(name(), 0, 1);
+			while (rep.next() && !rep.measured()) {
+				warmed += phase(iters, threads);
 			}
-			else {
+			System.err.printf(Locale.ROOT, "XdevStarterPingPong: %d warm-up round trips (at least %d)%n", warmed,
+					warmup);
+			this.warmedUp = warmed;
+			measuring = true;
+			if (!listenerDriven) {
 				names.add("sender");
-				long limit = TimeUnit.SECONDS.toNanos(60);
-				for (int i = 0; i < total; i++) {
-					if (i == warmup) {
-						Jit.awaitQuiet();
-						cpu(threads, os, clientPoller, serverPoller, Thread.currentThread(), cpuBefore);
-						allBefore = allCpu(threads);
-						snapshotAlloc(0, true);
-						repEnd[0] = System.nanoTime();
-					}
-					arrived = false;
-					long start = System.nanoTime();
-					connection.send(ping);
-					while (!arrived) {
-						LockSupport.parkNanos(this, limit);
-						if (!arrived && System.nanoTime() - start > limit) {
-							throw new IllegalStateException("no echo within 60 s of round trip " + i);
-						}
-					}
-					long t = System.nanoTime();
-					rtt[i] = t - start;
-					if (i >= warmup && (i + 1 - warmup) % iters == 0) {
-						repEnd[(i + 1 - warmup) / iters] = t;
-						snapshotAlloc((i + 1 - warmup) / iters, true);
-					}
-				}
-				cpu(threads, os, clientPoller, serverPoller, Thread.currentThread(), cpuAfter);
-				allAfter = allCpu(threads);
 			}
+			cpu(threads, os, clientPoller, serverPoller, listenerDriven ? null : Thread.currentThread(), cpuBefore);
+			allBefore = allCpu(threads);
+			phase(iters * reps, threads);
+			cpu(threads, os, clientPoller, serverPoller, listenerDriven ? null : Thread.currentThread(), cpuAfter);
+			allAfter = allCpu(threads);
 			double[] rate = new double[reps];
 			double[] p50 = new double[reps];
 			double[] p99 = new double[reps];
 			for (int r = 0; r < reps; r++) {
 				rate[r] = 2.0 * iters / ((repEnd[r + 1] - repEnd[r]) / 1e9);
-				long[] v = Arrays.copyOfRange(rtt, warmup + r * iters, warmup + (r + 1) * iters);
+				long[] v = Arrays.copyOfRange(rtt, r * iters, (r + 1) * iters);
 				Arrays.sort(v);
 				p50[r] = v[iters / 2] / 1e3;
 				p99[r] = v[(int) (iters * 0.99)] / 1e3;
@@ -496,6 +487,57 @@ public final class XdevStarterPingPong {
 			System.out.println(sb);
 		}
 
+		private String name() {
+			return "xstarter_" + (listenerDriven ? "listener" : "thread");
+		}
+
+		/**
+		 * {@code n} round trips, one message in flight: sent by the client's listener
+		 * (listener driver) or by this thread; when measuring, each round trip's time and
+		 * the boundaries of the repetitions are recorded. Returns {@code n}.
+		 */
+		private int phase(int n, com.sun.management.ThreadMXBean threads) throws InterruptedException {
+			count = 0;
+			phaseLength = n;
+			if (listenerDriven) {
+				CountDownLatch latch = new CountDownLatch(1);
+				phase = latch;
+				if (measuring) {
+					snapshotAlloc(0, false);
+					repEnd[0] = System.nanoTime();
+				}
+				t0 = System.nanoTime();
+				connection.send(ping);
+				await(latch, measuring ? "run" : "warm-up");
+				return n;
+			}
+			if (measuring) {
+				snapshotAlloc(0, true);
+				repEnd[0] = System.nanoTime();
+			}
+			long limit = TimeUnit.SECONDS.toNanos(60);
+			for (int i = 0; i < n; i++) {
+				arrived = false;
+				long start = System.nanoTime();
+				connection.send(ping);
+				while (!arrived) {
+					LockSupport.parkNanos(this, limit);
+					if (!arrived && System.nanoTime() - start > limit) {
+						throw new IllegalStateException("no echo within 60 s of round trip " + i);
+					}
+				}
+				long t = System.nanoTime();
+				if (measuring) {
+					rtt[i] = t - start;
+					if ((i + 1) % iters == 0) {
+						repEnd[(i + 1) / iters] = t;
+						snapshotAlloc((i + 1) / iters, true);
+					}
+				}
+			}
+			return n;
+		}
+
 		/**
 		 * Repetition boundary {@code k}: the bytes allocated so far by the pollers and,
 		 * when {@code sender}, by this (the sending) thread. Allocates nothing.
@@ -510,7 +552,7 @@ public final class XdevStarterPingPong {
 
 		private void await(CountDownLatch latch, String what) throws InterruptedException {
 			if (!latch.await(15, TimeUnit.MINUTES)) {
-				throw new IllegalStateException("the " + what + " did not end: " + count + " of " + total
+				throw new IllegalStateException("the " + what + " did not end: " + count + " of " + phaseLength
 						+ " round trips; connection " + connection.state());
 			}
 		}
