@@ -11,6 +11,7 @@
  * The client prints, after WARMUP round trips, REPS repetitions of ITERS round trips summarised as
  *   case=xdev_rate impl=c unit=msgs/s median=.. min=.. max=.. reps=R     (2 messages per round trip)
  *   case=xdev_p50 impl=c unit=us ...   case=xdev_p99 impl=c unit=us ...  (per-repetition percentiles)
+ * (the prefix "xdev" is $XDEV_CASE when set: scripts/bench names the C twin of case xstarter "xstarter_c")
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,8 +93,11 @@ static void connect_qp(struct ibv_qp *qp, const struct dest *me, const struct de
 static int cmp(const void *a, const void *b) { double x = *(const double *) a, y = *(const double *) b; return (x > y) - (x < y); }
 
 static void report(const char *name, const char *unit, double *v, int n) {
+	const char *prefix = getenv("XDEV_CASE");
 	qsort(v, n, sizeof *v, cmp);
-	printf("case=%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, unit, v[n / 2], v[0], v[n - 1], n);
+	/* name is "xdev_<what>" */
+	printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", prefix && *prefix ? prefix : "xdev",
+		name + 4, unit, v[n / 2], v[0], v[n - 1], n);
 }
 
 int main(int argc, char **argv) {
@@ -212,6 +217,11 @@ int main(int argc, char **argv) {
 		if (ne < 0) die("poll_cq");
 	}
 	ibv_ack_cq_events(cq, events);
+	struct rusage ru;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		printf("# xdev_pingpong C %s cpu: %.1f us user + %.1f us system per round trip (whole run, %d round trips)\n",
+			server_ip ? "client" : "server", (ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec) / total,
+			(ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec) / total, total);
 	if (server_ip) {
 		printf("# xdev_pingpong C client on %s -> %s: %d round trips of %d bytes, %d completion events\n", devname,
 			server_ip, total, size, events);

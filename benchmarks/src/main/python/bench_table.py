@@ -101,10 +101,14 @@ def main():
                    f"- | - | 0 B | {'pass' if ok else 'MISS'} |")
     groups, gmisses = group_table(res)
     misses += gmisses
+    xstarter, xmisses = xstarter_table(res)
+    misses += xmisses
     print("\n".join(out))
     print(f"\n{misses} target(s) missed")
     if groups:
         print("\n".join(groups))
+    if xstarter:
+        print("\n".join(xstarter))
     sources = [("device run", res)]
     if len(sys.argv) > 2:
         try:
@@ -166,6 +170,35 @@ def group_table(res):
         cspread = f"{spread(c):.0f}%" if c is not None else "-"
         rows.append(f"| {case} | {extra} | {cmed} | {j['median']:,.2f} {unit} | {cspread} / {spread(j):.0f}% | "
                     f"{ratio} | {target} | {result} |")
+    return (rows if len(rows) > 5 else []), misses
+
+
+def xstarter_table(res):
+    """Connections through the starter (issue 17): each xstarter_* row of XdevStarterPingPong (mode=event|busy,
+    driver=thread|listener) beside the C twin of the same run (xstarter_c_*: xdev_pingpong, same devices and
+    arguments); target: msgs/s >= 0.90x of C (the allocation rows, 0 B, are in the main table)."""
+    rows = ["", "Connections through the starter (issue 17): rxeA -> rxeB ping-pong, one message in flight, "
+            "C twin vs the starter's server and client applications:", "",
+            "| case | params | C twin median | Java median | spread C / Java | Java/C | target | result |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    misses = 0
+    for what, unit in (("rate", "/s"), ("p50", " us"), ("p99", " us")):
+        c = res.get((f"xstarter_c_{what}", "", "c"))
+        for (case, extra, impl), j in sorted(res.items()):
+            if case != f"xstarter_{what}" or impl != "java":
+                continue
+            fmt = (lambda v: f"{v:,.0f}{unit}") if what == "rate" else (lambda v: f"{v:,.1f}{unit}")
+            if c is None or not c["median"]:
+                rows.append(f"| {case} | {extra} | - | {fmt(j['median'])} | - / {spread(j):.0f}% | - | - | no C twin |")
+                continue
+            ratio = j["median"] / c["median"]
+            target, result = "-", "-"
+            if what == "rate":
+                ok = ratio >= 0.90
+                misses += 0 if ok else 1
+                target, result = ">= 0.90x of C msgs/s", "pass" if ok else "MISS"
+            rows.append(f"| {case} | {extra} | {fmt(c['median'])} | {fmt(j['median'])} | "
+                        f"{spread(c):.0f}% / {spread(j):.0f}% | {ratio:.2f}x | {target} | {result} |")
     return (rows if len(rows) > 5 else []), misses
 
 
