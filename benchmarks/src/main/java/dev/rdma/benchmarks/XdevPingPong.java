@@ -5,6 +5,7 @@ import java.net.InetSocketAddress;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.Locale;
+import java.util.Map;
 
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
@@ -23,9 +24,19 @@ import dev.rdma.verbs.exchange.OutOfBand;
  * {@code benchmarks/src/main/c/xdev_pingpong.c} (which is {@code ibv_rc_pingpong -e} with
  * a clock), through the binding - the exchange of {@code dev.rdma.verbs.exchange}, the
  * completion channel's events, {@code poll(buffer)} - with the same arguments, algorithm
- * and output lines ({@code impl=java}). Nothing is allocated per message. After the
- * warm-up round trips both sides wait until the JIT is quiet ({@link Jit#awaitQuiet()}),
- * inside an unmeasured round trip.
+ * and output lines ({@code impl=java}). Nothing is allocated per message.
+ *
+ * <p>
+ * <b>JIT.</b> The guest's one emulated CPU runs both programs, rxe and the JIT, so a
+ * compilation during the measured round trips is paid by them. The work of one completion
+ * event is a small method ({@link Loop#event()}), compiled by C2 as an application's
+ * per-event code would be, instead of a loop in {@code main} that only on-stack
+ * replacement could compile (and recompile after every rarely taken branch: C2 then used
+ * 0.3 ms of CPU per measured round trip on each side). The warm-up runs whole repetitions
+ * through the measured code; then both sides wait for a quiet JIT
+ * ({@link Jit#awaitQuiet()}), run one more repetition, and wait again, each wait inside
+ * an unmeasured round trip. Each side prints the CPU per measured round trip of its
+ * busiest threads ({@link ThreadCpu}).
  *
  * <pre>XdevPingPong DEVICE GID_INDEX TCP_PORT ITERS WARMUP REPS SIZE [SERVER_IPV4]</pre>
  */
@@ -66,7 +77,6 @@ public final class XdevPingPong {
 			for (int i = 0; i < RX_DEPTH; i++) {
 				qp.postRecv(RECV_WRID, mr, 0, size);
 			}
-			int routs = RX_DEPTH;
 			// armed before the exchange, as rc_pingpong: the peer may send as soon as it
 			// is over
 			cq.requestNotify(false);
@@ -78,95 +88,20 @@ public final class XdevPingPong {
 					OutOfBand.accept(listener, qp, options.withConnectTimeout(java.time.Duration.ofMinutes(5)));
 				}
 			}
-
-			int total = warmup + iters * reps;
-			long[] rtt = new long[total + 1];
-			double[] rate = new double[reps];
-			double[] p50 = new double[reps];
-			double[] p99 = new double[reps];
-			int scnt = 0;
-			int rcnt = 0;
-			long pending = RECV_WRID;
-			int events = 0;
-			long t0 = 0;
-			long start = System.nanoTime();
-			long eventTimeout = 60_000_000_000L;
-			if (client) {
-				t0 = System.nanoTime();
-				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
-				pending |= SEND_WRID;
-			}
-			while (rcnt < total || scnt < total) {
-				if (channel.getEvent(eventTimeout, null) == null) {
-					throw new IllegalStateException(
-							"no completion event within 60 s after " + scnt + " sends and " + rcnt + " receives");
-				}
-				events++;
-				cq.ackEvents();
-				cq.requestNotify(false);
-				int n;
-				while ((n = cq.poll(buffer)) > 0) {
-					for (int i = 0; i < n; i++) {
-						WorkCompletion wc = buffer.get(i);
-						if (!wc.isSuccess()) {
-							throw new IllegalStateException("completion of wr_id " + wc.wrId() + ": " + wc.status());
-						}
-						long wrId = wc.wrId();
-						if (wrId == SEND_WRID) {
-							scnt++;
-						}
-						else {
-							rcnt++;
-							if (rcnt == warmup && !client) {
-								// before the last warm-up pong: the client's unmeasured
-								// round trip
-								// absorbs the wait
-								Jit.awaitQuiet();
-							}
-							if (--routs <= 1) {
-								for (; routs < RX_DEPTH; routs++) {
-									qp.postRecv(RECV_WRID, mr, 0, size);
-								}
-							}
-						}
-						pending &= ~wrId;
-						if (pending == 0 && client) {
-							long t = System.nanoTime();
-							rtt[scnt - 1] = t - t0;
-							if (scnt == warmup) {
-								// with single-threaded TCG a compilation on the other
-								// vCPU takes its
-								// time from the measured round trips: start when the JIT
-								// is quiet
-								Jit.awaitQuiet();
-								t = System.nanoTime();
-								start = t;
-							}
-							if (scnt > warmup && (scnt - warmup) % iters == 0) {
-								int r = (scnt - warmup) / iters - 1;
-								rate[r] = 2.0 * iters / ((t - start) / 1e9);
-								start = t;
-								long[] v = Arrays.copyOfRange(rtt, warmup + r * iters, warmup + (r + 1) * iters);
-								Arrays.sort(v);
-								p50[r] = v[iters / 2] / 1e3;
-								p99[r] = v[(int) (iters * 0.99)] / 1e3;
-							}
-						}
-						if (scnt < total && pending == 0) {
-							t0 = System.nanoTime();
-							qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
-							pending = RECV_WRID | SEND_WRID;
-						}
-					}
-				}
-			}
+			Loop loop = new Loop(client, channel, cq, qp, mr, buffer, size, iters, warmup, reps);
+			loop.run();
+			ThreadCpu.printTop(
+					"# xdev_pingpong Java " + (client ? "client" : "server")
+							+ " cpu per measured round trip by thread (user+system):",
+					loop.cpuBefore, ThreadCpu.snapshot(), (double) iters * reps);
 			if (client) {
 				System.out.printf(Locale.ROOT,
 						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %d completion events%n",
-						device, serverIp, total, size, events);
-				report("xdev_rate", "msgs/s", rate);
-				report("xdev_p50", "us", p50);
-				report("xdev_p99", "us", p99);
+						device, serverIp, loop.total, size, loop.events);
+				int from = loop.settled / iters;
+				report("xdev_rate", "msgs/s", Arrays.copyOfRange(loop.rate, from, from + reps));
+				report("xdev_p50", "us", Arrays.copyOfRange(loop.p50, from, from + reps));
+				report("xdev_p99", "us", Arrays.copyOfRange(loop.p99, from, from + reps));
 			}
 		}
 	}
@@ -175,6 +110,190 @@ public final class XdevPingPong {
 		Arrays.sort(v);
 		System.out.printf(Locale.ROOT, "case=%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n", name, unit,
 				v[v.length / 2], v[0], v[v.length - 1], v.length);
+	}
+
+	/**
+	 * One side's ping-pong: {@link #event()} is the work of one completion event
+	 * (rc_pingpong's loop body); the rest runs once per repetition or once.
+	 */
+	static final class Loop {
+
+		private static final long EVENT_TIMEOUT_NANOS = 60_000_000_000L;
+
+		final boolean client;
+
+		final CompletionChannel channel;
+
+		final CompletionQueue cq;
+
+		final QueuePair qp;
+
+		final MemoryRegion mr;
+
+		final WorkCompletionBuffer buffer;
+
+		final int size;
+
+		final int iters;
+
+		/** Round trips before the first quiet wait (whole repetitions). */
+		final int warmup;
+
+		/** Round trips before the measured ones (after the second quiet wait). */
+		final int settled;
+
+		final int total;
+
+		final long[] rtt;
+
+		final double[] rate;
+
+		final double[] p50;
+
+		final double[] p99;
+
+		int scnt;
+
+		int rcnt;
+
+		int routs = RX_DEPTH;
+
+		long pending = RECV_WRID;
+
+		int events;
+
+		long t0;
+
+		long start;
+
+		Map<String, String[]> cpuBefore = Map.of();
+
+		Loop(boolean client, CompletionChannel channel, CompletionQueue cq, QueuePair qp, MemoryRegion mr,
+				WorkCompletionBuffer buffer, int size, int iters, int warmup, int reps) {
+			this.client = client;
+			this.channel = channel;
+			this.cq = cq;
+			this.qp = qp;
+			this.mr = mr;
+			this.buffer = buffer;
+			this.size = size;
+			this.iters = iters;
+			int warmupReps = Math.max(1, (warmup + iters - 1) / iters);
+			this.warmup = warmupReps * iters;
+			this.settled = this.warmup + iters;
+			this.total = settled + iters * reps;
+			this.rtt = new long[total + 1];
+			this.rate = new double[total / iters];
+			this.p50 = new double[total / iters];
+			this.p99 = new double[total / iters];
+		}
+
+		void run() throws InterruptedException {
+			start = System.nanoTime();
+			if (client) {
+				t0 = System.nanoTime();
+				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
+				pending |= SEND_WRID;
+			}
+			while (rcnt < total || scnt < total) {
+				event();
+			}
+		}
+
+		/**
+		 * Waits for one completion event, acks it, re-arms, and handles what the CQ
+		 * holds.
+		 */
+		void event() throws InterruptedException {
+			if (channel.getEvent(EVENT_TIMEOUT_NANOS, null) == null) {
+				throw new IllegalStateException(
+						"no completion event within 60 s after " + scnt + " sends and " + rcnt + " receives");
+			}
+			events++;
+			cq.ackEvents();
+			cq.requestNotify(false);
+			int n;
+			while ((n = cq.poll(buffer)) > 0) {
+				for (int i = 0; i < n; i++) {
+					WorkCompletion wc = buffer.get(i);
+					if (!wc.isSuccess()) {
+						throw new IllegalStateException("completion of wr_id " + wc.wrId() + ": " + wc.status());
+					}
+					completed(wc.wrId());
+				}
+			}
+		}
+
+		private void completed(long wrId) throws InterruptedException {
+			if (wrId == SEND_WRID) {
+				scnt++;
+			}
+			else {
+				rcnt++;
+				if (!client && (rcnt == warmup || rcnt == settled)) {
+					// before the last pong of each warm-up phase: the client's unmeasured
+					// round trip absorbs the wait
+					quiet(rcnt == settled);
+				}
+				if (--routs <= 1) {
+					refill();
+				}
+			}
+			pending &= ~wrId;
+			if (pending == 0 && client) {
+				long t = System.nanoTime();
+				rtt[scnt - 1] = t - t0;
+				if (scnt % iters == 0) {
+					repetitionDone(t);
+				}
+			}
+			if (scnt < total && pending == 0) {
+				t0 = System.nanoTime();
+				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
+				pending = RECV_WRID | SEND_WRID;
+			}
+		}
+
+		private void refill() {
+			for (; routs < RX_DEPTH; routs++) {
+				qp.postRecv(RECV_WRID, mr, 0, size);
+			}
+		}
+
+		/**
+		 * The client's end of a repetition (warm-up ones included: the same code): rate
+		 * and percentiles; after the warm-up phases, the quiet waits.
+		 */
+		private void repetitionDone(long t) throws InterruptedException {
+			int r = scnt / iters - 1;
+			rate[r] = 2.0 * iters / ((t - start) / 1e9);
+			long[] v = Arrays.copyOfRange(rtt, r * iters, (r + 1) * iters);
+			Arrays.sort(v);
+			p50[r] = v[iters / 2] / 1e3;
+			p99[r] = v[(int) (iters * 0.99)] / 1e3;
+			if (scnt == warmup || scnt == settled) {
+				System.err.println("# xdev_pingpong Java client: JIT quiet wait after round trip " + scnt
+						+ (scnt == settled ? " (measuring from here)" : ""));
+				quiet(scnt == settled);
+				start = System.nanoTime();
+			}
+			else {
+				start = t;
+			}
+		}
+
+		/**
+		 * With single-threaded TCG a compilation on the other vCPU takes its time from
+		 * the round trips: go on when the JIT is quiet; before the measured part, mark
+		 * the threads' CPU.
+		 */
+		private void quiet(boolean measuringNext) throws InterruptedException {
+			Jit.awaitQuiet();
+			if (measuringNext) {
+				cpuBefore = ThreadCpu.snapshot();
+			}
+		}
+
 	}
 
 }

@@ -414,11 +414,11 @@ public final class XdevStarterPingPong {
 			// round trips)
 			System.out.println("# xstarter measured round trips begin");
 			cpu(threads, os, clientPoller, serverPoller, listenerDriven ? null : Thread.currentThread(), cpuBefore);
-			allBefore = allCpu(threads);
+			allBefore = dev.rdma.benchmarks.ThreadCpu.snapshot();
 			phase(iters * reps, threads);
 			System.out.println("# xstarter measured round trips end");
 			cpu(threads, os, clientPoller, serverPoller, listenerDriven ? null : Thread.currentThread(), cpuAfter);
-			allAfter = allCpu(threads);
+			allAfter = dev.rdma.benchmarks.ThreadCpu.snapshot();
 			double[] rate = new double[reps];
 			double[] p50 = new double[reps];
 			double[] p99 = new double[reps];
@@ -444,7 +444,8 @@ public final class XdevStarterPingPong {
 					listenerDriven ? "- (the client poller sends)"
 							: String.format(Locale.ROOT, "%.1f us", (cpuAfter[2] - cpuBefore[2]) / rounds / 1e3),
 					(cpuAfter[3] - cpuBefore[3]) / rounds / 1e3);
-			printTopThreads(threads, allBefore, allAfter, rounds);
+			dev.rdma.benchmarks.ThreadCpu.printTop("# xstarter cpu per round trip by thread (user+system):", allBefore,
+					allAfter, rounds);
 			return new Result(rate, p50, p99, names, bytes);
 		}
 
@@ -455,53 +456,6 @@ public final class XdevStarterPingPong {
 			into[1] = threads.getThreadCpuTime(serverPoller.threadId());
 			into[2] = sender == null ? 0 : threads.getThreadCpuTime(sender.threadId());
 			into[3] = os.getProcessCpuTime();
-		}
-
-		/**
-		 * User and system CPU ticks of every thread of this process, by task id, from
-		 * {@code /proc/self/task/<tid>/stat} (the JVM's own threads included: compilers,
-		 * GC, VM thread); value: {name, user ticks, system ticks}.
-		 */
-		private static java.util.Map<String, String[]> allCpu(com.sun.management.ThreadMXBean threads) {
-			java.util.Map<String, String[]> m = new java.util.HashMap<>();
-			java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
-			for (java.io.File task : tasks == null ? new java.io.File[0] : tasks) {
-				try {
-					String stat = java.nio.file.Files.readString(task.toPath().resolve("stat"));
-					int open = stat.indexOf('(');
-					int close = stat.lastIndexOf(')');
-					String[] f = stat.substring(close + 2).split(" ");
-					// after the name: state is field 3, utime field 14, stime field 15
-					m.put(task.getName(), new String[] { stat.substring(open + 1, close), f[11], f[12] });
-				}
-				catch (java.io.IOException | RuntimeException ex) {
-					// the thread ended meanwhile
-				}
-			}
-			return m;
-		}
-
-		/**
-		 * Prints the threads that used the most CPU between the two snapshots, per round
-		 * trip (clock ticks of 1/100 s: coarse, meant for long windows).
-		 */
-		private static void printTopThreads(com.sun.management.ThreadMXBean threads,
-				java.util.Map<String, String[]> before, java.util.Map<String, String[]> after, double rounds) {
-			double tick = 1e6 / 100; // us per clock tick (USER_HZ = 100)
-			StringBuilder sb = new StringBuilder("# xstarter cpu per round trip by thread (user+system):");
-			after.entrySet().stream().filter(e -> before.containsKey(e.getKey())).map(e -> {
-				String[] b = before.get(e.getKey());
-				String[] a = e.getValue();
-				long user = Long.parseLong(a[1]) - Long.parseLong(b[1]);
-				long sys = Long.parseLong(a[2]) - Long.parseLong(b[2]);
-				return new Object[] { a[0], user, sys };
-			})
-				.filter(o -> (long) o[1] + (long) o[2] > 0)
-				.sorted((x, y) -> Long.compare((long) y[1] + (long) y[2], (long) x[1] + (long) x[2]))
-				.limit(12)
-				.forEach(o -> sb.append(String.format(Locale.ROOT, " %s %.0f+%.0f us;", o[0],
-						(long) o[1] * tick / rounds, (long) o[2] * tick / rounds)));
-			System.out.println(sb);
 		}
 
 		private String name() {
