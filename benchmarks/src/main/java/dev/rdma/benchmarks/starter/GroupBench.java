@@ -179,6 +179,10 @@ public final class GroupBench {
 			double[] alloc = new double[reps];
 			LatencyHistogram before = new LatencyHistogram();
 			LatencyHistogram after = new LatencyHistogram();
+			System.err.println("GroupBench: measuring" + extra + " from JVM uptime "
+					+ ManagementFactory.getRuntimeMXBean().getUptime() + " ms");
+			java.util.Map<String, String[]> cpuBefore = dev.rdma.benchmarks.ThreadCpu.snapshot();
+			long measuredFrom = messages();
 			for (int r = 0; r < reps; r++) {
 				List<Thread> pollers = pollerThreads();
 				long a0 = allocated(threads, pollers);
@@ -199,6 +203,9 @@ public final class GroupBench {
 				p99[r] = after.percentile(0.99) / 1e3;
 				alloc[r] = (double) (a1 - a0) / (m1 - m0);
 			}
+			// where the CPU of the measured windows went (the JIT's threads included)
+			dev.rdma.benchmarks.ThreadCpu.printTop("# " + name + extra + " cpu per message by thread (user+system):",
+					cpuBefore, dev.rdma.benchmarks.ThreadCpu.snapshot(), messages() - measuredFrom);
 			CqBench.report(name + "_rate", extra, "msgs_per_s", rate);
 			CqBench.report(name + "_p50", extra, "us", p50);
 			CqBench.report(name + "_p99", extra, "us", p99);
