@@ -49,6 +49,8 @@ class RdmacmToolsInteropDeviceTest {
 				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
 				assertThat(c.output()).contains("rdma_client: end 0");
 			}
+			// the listener counts its echo after the send returned
+			await("the server's count of its echo", () -> echo.echoed.get() == 1);
 			assertThat(echo.echoed.get()).isEqualTo(1);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(1);
 			assertThat(link.statistics().bytesReceived()).isEqualTo(16);
