@@ -27,12 +27,17 @@ public final class CompletionEventRouter {
 		wakers.remove(queue, waker);
 	}
 
-	/** Wakes the poller of {@code queue}, if there is one. */
-	void wake(CompletionQueue queue) {
+	/**
+	 * Wakes the poller of {@code queue}, if there is one; false when none is registered
+	 * (the queue's container stopped): the caller then acks the event itself.
+	 */
+	boolean wake(CompletionQueue queue) {
 		Runnable waker = wakers.get(queue);
 		if (waker != null) {
 			waker.run();
+			return true;
 		}
+		return false;
 	}
 
 }

@@ -288,6 +288,15 @@ public class CompletionQueueListenerContainer {
 				return false;
 			}
 			router.unregister(queue, m.routeTarget);
+			// an event another thread of the group got for this queue between its leave
+			// and the unregister went to a member that is gone: ack it here (later ones
+			// are acked by the thread that gets them, CompletionEventRouter.wake)
+			try {
+				queue.ackEvents();
+			}
+			catch (IllegalStateException closed) {
+				// closed meanwhile: closing acked every event
+			}
 			return true;
 		}
 		Thread t = thread;

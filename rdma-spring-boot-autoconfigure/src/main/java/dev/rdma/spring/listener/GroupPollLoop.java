@@ -417,9 +417,20 @@ final class GroupPollLoop implements Runnable {
 				countAndAck(m, false);
 				makeReady(m);
 			}
-			else {
-				router.wake(fired);
+			else if (!router.wake(fired)) {
+				// a queue that left (its container stopped) while its CQ, armed, still
+				// raised an event on the shared channel: nobody else will ack it
+				ackStray(fired);
 			}
+		}
+	}
+
+	private static void ackStray(CompletionQueue fired) {
+		try {
+			fired.ackEvents();
+		}
+		catch (IllegalStateException ex) {
+			// closed meanwhile: closing acked every event
 		}
 	}
 
