@@ -28,16 +28,22 @@ public final class CompletionEventRouter {
 	}
 
 	/**
-	 * Wakes the poller of {@code queue}, if there is one; false when none is registered
-	 * (the queue's container stopped): the caller then acks the event itself.
+	 * Wakes the poller of {@code queue}; with none registered (the queue's container
+	 * stopped while its CQ, armed, still raised an event on a shared channel) acks the
+	 * event here, as nobody else will.
 	 */
-	boolean wake(CompletionQueue queue) {
+	void wake(CompletionQueue queue) {
 		Runnable waker = wakers.get(queue);
 		if (waker != null) {
 			waker.run();
-			return true;
+			return;
 		}
-		return false;
+		try {
+			queue.ackEvents();
+		}
+		catch (IllegalStateException closed) {
+			// closed meanwhile: closing acked every event
+		}
 	}
 
 }

@@ -417,20 +417,9 @@ final class GroupPollLoop implements Runnable {
 				countAndAck(m, false);
 				makeReady(m);
 			}
-			else if (!router.wake(fired)) {
-				// a queue that left (its container stopped) while its CQ, armed, still
-				// raised an event on the shared channel: nobody else will ack it
-				ackStray(fired);
+			else {
+				router.wake(fired); // or acks it, when its queue left
 			}
-		}
-	}
-
-	private static void ackStray(CompletionQueue fired) {
-		try {
-			fired.ackEvents();
-		}
-		catch (IllegalStateException ex) {
-			// closed meanwhile: closing acked every event
 		}
 	}
 

@@ -209,14 +209,8 @@ final class PollLoop implements Runnable {
 	 */
 	private void takeEvent(CompletionChannel channel) {
 		CompletionQueue fired = channel.getEvent();
-		if (fired != null && fired != queue && !router.wake(fired)) {
-			// the event of a queue whose container stopped: nobody else will ack it
-			try {
-				fired.ackEvents();
-			}
-			catch (IllegalStateException closed) {
-				// closed meanwhile: closing acked every event
-			}
+		if (fired != null && fired != queue) {
+			router.wake(fired); // or acks it, when its queue's container stopped
 		}
 	}
 
