@@ -14,7 +14,9 @@
  * Same budget (256), batch (32) and ack batch (64) as the Java group's defaults. Traffic runs from set-up to
  * tear-down; after WARMUP_MS the aggregate rate and latency percentiles are measured over REPS windows of REP_MS.
  * With IDLE_S > 0, after the last N: traffic stopped, the threads armed and waiting, the process CPU time
- * (getrusage) over IDLE_S seconds.
+ * (getrusage) over IDLE_S seconds. Over the measured windows, the CPU per message of each group thread and of the
+ * process (user+system, "# group ... cpu per message" line). BENCH_GROUP_TAG (e.g. pair=1) is appended to the
+ * parameters of every line.
  *
  *   case=group_rate n=512 threads=2 impl=c unit=msgs_per_s median=.. min=.. max=.. reps=R   (and group_p50/_p99
  *   in us, group_idle_cpu in % of one core)
@@ -34,6 +36,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +82,7 @@ struct thread {
     int efd, wake;
     struct queue **ready; /* ring of ready queues */
     int head, count, cap;
+    pid_t task; /* the thread's task id, for its CPU time in /proc/self/task */
     uint64_t msgs;
     uint64_t hist[BUCKETS];
     int quit;
@@ -277,6 +281,7 @@ static void *group_thread(void *arg)
 {
     struct thread *t = arg;
     struct epoll_event evs[MAX_EVENTS];
+    STORE(t->task, (pid_t)syscall(SYS_gettid));
     while (!LOAD(t->quit)) {
         /* drain the ready queues, each up to its budget; arm those drained below it and drain them once more */
         for (int turn = t->count; turn > 0; turn--) {
@@ -322,10 +327,52 @@ static void *group_thread(void *arg)
 
 /* ------------------------------------------------------------------ one size */
 
+/* The user and system clock ticks of a task of this process (0 when it cannot be read). */
+static void task_cpu(pid_t task, uint64_t *user, uint64_t *sys)
+{
+    char path[64], buf[1024];
+    *user = *sys = 0;
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)task);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    char *p = strrchr(buf, ')');
+    unsigned long long u, s;
+    /* after the name: state (field 3) ... utime (14), stime (15) */
+    if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &u, &s) == 2) {
+        *user = u;
+        *sys = s;
+    }
+}
+
+/* Prints the CPU per message of each group thread and of the whole process over a measured period (as GroupBench's
+ * "cpu per message by thread" line): user+system microseconds, clock ticks of 1/100 s. */
+static void print_cpu(const char *extra, struct thread *ts, int threads, const uint64_t (*before)[2],
+                      const struct rusage *r0, uint64_t msgs)
+{
+    double tick = 1e6 / 100;
+    struct rusage r1;
+    getrusage(RUSAGE_SELF, &r1);
+    printf("# group%s cpu per message by thread (user+system):", extra);
+    for (int k = 0; k < threads; k++) {
+        uint64_t u, s;
+        task_cpu(ts[k].task, &u, &s);
+        printf(" group-%d %.0f+%.0f us;", k, (u - before[k][0]) * tick / msgs, (s - before[k][1]) * tick / msgs);
+    }
+    double pu = (r1.ru_utime.tv_sec - r0->ru_utime.tv_sec) * 1e6 + (r1.ru_utime.tv_usec - r0->ru_utime.tv_usec);
+    double ps = (r1.ru_stime.tv_sec - r0->ru_stime.tv_sec) * 1e6 + (r1.ru_stime.tv_usec - r0->ru_stime.tv_usec);
+    printf(" process %.0f+%.0f us\n", pu / msgs, ps / msgs);
+    fflush(stdout);
+}
+
 static void run(int n, int threads, int warmup_ms, int rep_ms, int reps, int idle_s)
 {
-    char extra[64];
-    snprintf(extra, sizeof extra, " n=%d threads=%d", n, threads);
+    char extra[128];
+    const char *tag = getenv("BENCH_GROUP_TAG"); /* e.g. pair=1: a C/Java pair of one run (scripts/bench) */
+    snprintf(extra, sizeof extra, " n=%d threads=%d%s%s", n, threads, tag && *tag ? " " : "", tag && *tag ? tag : "");
     uint64_t t_start = now_ns();
     struct queue *qs = calloc(n, sizeof *qs);
     struct thread *ts = calloc(threads, sizeof *ts);
@@ -372,6 +419,15 @@ static void run(int n, int threads, int warmup_ms, int rep_ms, int reps, int idl
 
     double rate[MAX_REPS], p50[MAX_REPS], p99[MAX_REPS];
     static uint64_t h0[BUCKETS], h1[BUCKETS];
+    uint64_t (*cpu0)[2] = calloc(threads, sizeof *cpu0);
+    CHECK(cpu0, "calloc");
+    uint64_t measured_from = 0;
+    for (int k = 0; k < threads; k++) {
+        task_cpu(LOAD(ts[k].task), &cpu0[k][0], &cpu0[k][1]);
+        measured_from += LOAD(ts[k].msgs);
+    }
+    struct rusage r0;
+    getrusage(RUSAGE_SELF, &r0);
     for (int r = 0; r < reps; r++) {
         uint64_t m0 = 0, m1 = 0;
         memset(h0, 0, sizeof h0);
@@ -396,6 +452,11 @@ static void run(int n, int threads, int warmup_ms, int rep_ms, int reps, int idl
         p50[r] = percentile(h1, 0.50) / 1e3;
         p99[r] = percentile(h1, 0.99) / 1e3;
     }
+    uint64_t measured = 0;
+    for (int k = 0; k < threads; k++)
+        measured += LOAD(ts[k].msgs);
+    print_cpu(extra, ts, threads, (const uint64_t (*)[2])cpu0, &r0, measured - measured_from);
+    free(cpu0);
     report("group_rate", extra, "msgs_per_s", rate, reps);
     report("group_p50", extra, "us", p50, reps);
     report("group_p99", extra, "us", p99, reps);

@@ -144,6 +144,18 @@ def group_table(res):
     def n_of(extra):
         m = re.search(r"n=(\d+)", extra)
         return int(m.group(1)) if m else 0
+    def threads_of(extra):
+        m = re.search(r"threads=(\w+)", extra)
+        return m.group(1) if m else "-"
+    # adjacent C/Java pairs (scripts/bench step groups_pairs, rows tagged pair=K): the ratio of each pair, and the
+    # N = 512 target judged on their median where pairs exist (C moves between boots and within one)
+    pair_ratios = {}
+    for (case, extra, impl), j in res.items():
+        if impl != "java" or case != "group_rate" or "pair=" not in extra or j["reps"] == 0:
+            continue
+        c = res.get((case, extra, "c"))
+        if c is not None and c["median"] and c["reps"]:
+            pair_ratios.setdefault((n_of(extra), threads_of(extra)), []).append(j["median"] / c["median"])
     keys = sorted((k for k in res if k[2] == "java" and (k[0].startswith("group_") or k[0].startswith("dedicated_"))),
                   key=lambda k: (k[0].split("_", 1)[1], k[0], n_of(k[1]), k[1]))
     for case, extra, _ in keys:
@@ -159,9 +171,14 @@ def group_table(res):
         if c is not None and c["median"]:
             ratio = f"{j['median'] / c['median']:.2f}x"
         if case == "group_rate" and n_of(extra) == 512 and c is not None:
-            ok = j["median"] >= 0.90 * c["median"]
-            target, result = ">= 0.90x of C", "pass" if ok else "MISS"
-            misses += 0 if ok else 1
+            if "pair=" in extra:
+                target = "(a pair)"
+            elif (512, threads_of(extra)) in pair_ratios:
+                target = "(judged on the pairs)"
+            else:
+                ok = j["median"] >= 0.90 * c["median"]
+                target, result = ">= 0.90x of C", "pass" if ok else "MISS"
+                misses += 0 if ok else 1
         if kind == "idle_cpu":
             ok = j["median"] < 1.0
             target, result = "< 1 % of a core", "pass" if ok else "MISS"
@@ -170,6 +187,19 @@ def group_table(res):
         cspread = f"{spread(c):.0f}%" if c is not None else "-"
         rows.append(f"| {case} | {extra} | {cmed} | {j['median']:,.2f} {unit} | {cspread} / {spread(j):.0f}% | "
                     f"{ratio} | {target} | {result} |")
+    for (n, threads), ratios in sorted(pair_ratios.items()):
+        ratios = sorted(ratios)
+        k = len(ratios)
+        med = ratios[k // 2] if k % 2 else (ratios[k // 2 - 1] + ratios[k // 2]) / 2
+        listed = ", ".join(f"{r:.2f}x" for r in ratios)
+        if n == 512:
+            ok = med >= 0.90
+            target, result = ">= 0.90x of C", "pass" if ok else "MISS"
+            misses += 0 if ok else 1
+        else:
+            target, result = "-", "-"
+        rows.append(f"| group_rate, median of {k} adjacent C/Java pairs | n={n} threads={threads} | - | - | "
+                    f"pairs: {listed} | {med:.2f}x | {target} | {result} |")
     return (rows if len(rows) > 5 else []), misses
 
 

@@ -1,11 +1,17 @@
 package dev.rdma.benchmarks.starter;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+
+import org.jspecify.annotations.Nullable;
 
 import dev.rdma.benchmarks.CqBench;
 import dev.rdma.benchmarks.Jit;
@@ -40,7 +46,10 @@ import dev.rdma.verbs.WorkCompletion;
  * pollers' allocation per message ({@code case=alloc}), and with IDLE_S > 0, after the
  * last N, the process CPU time used while the group idles (armed, waiting) for IDLE_S
  * seconds: {@code case=group_idle_cpu}. A size that fails (threads, memory, timeouts)
- * prints {@code case=... error=...} and the next one runs.
+ * prints {@code case=... error=...} and the next one runs. The environment variable
+ * {@code BENCH_GROUP_TAG} (e.g. {@code pair=1}) is appended to the parameters of every
+ * line. As in the C twin, the latencies go to one histogram per poller thread and the
+ * counters are written with plain (opaque/release) stores.
  *
  * <pre>java ... GroupBench dedicated|1|2 WARMUP_MS REP_MS REPS IDLE_S N...</pre>
  */
@@ -72,7 +81,9 @@ public final class GroupBench {
 		try (Context ctx = Context.open(device == null || device.isBlank() ? null : device)) {
 			for (int a = 5; a < args.length; a++) {
 				int n = Integer.parseInt(args[a]);
-				String extra = " n=" + n + " threads=" + threadsParam;
+				String tag = System.getenv("BENCH_GROUP_TAG"); // e.g. pair=1 (scripts/bench)
+				String extra = " n=" + n + " threads=" + threadsParam
+						+ (tag == null || tag.isBlank() ? "" : " " + tag.strip());
 				long t0 = System.nanoTime();
 				boolean last = a == args.length - 1;
 				try (Run run = new Run(ctx, n, dedicated ? 0 : Integer.parseInt(mode))) {
@@ -109,6 +120,14 @@ public final class GroupBench {
 
 		private final Flow[] flows;
 
+		/**
+		 * One latency histogram per poller thread, as the C twin keeps one per group
+		 * thread: a window's snapshot sums a few histograms, not one per queue (with 512
+		 * per-queue histograms the main thread's sums took 2 us of CPU per message from
+		 * the one emulated CPU the pollers run on).
+		 */
+		private final Map<Thread, LatencyHistogram> histograms = new ConcurrentHashMap<>();
+
 		private final CompletionEventRouter router = new CompletionEventRouter();
 
 		private final PollerGroup group;
@@ -133,7 +152,7 @@ public final class GroupBench {
 					resources.add(cq);
 					LoopbackQueuePair qp = new LoopbackQueuePair(ctx, cq, cq, DEPTH, SLOT);
 					resources.add(qp);
-					flows[i] = new Flow(qp);
+					flows[i] = new Flow(qp, histograms);
 					PollerSettings settings = new PollerSettings();
 					settings.setMode(PollingMode.EVENT);
 					CompletionQueueListenerContainer c = new CompletionQueueListenerContainer("q" + i, cq, settings,
@@ -239,15 +258,15 @@ public final class GroupBench {
 		private long messages() {
 			long m = 0;
 			for (Flow f : flows) {
-				m += f.messages;
+				m += f.messages();
 			}
 			return m;
 		}
 
 		private void snapshot(LatencyHistogram into) {
 			into.clear();
-			for (Flow f : flows) {
-				into.add(f.latency);
+			for (LatencyHistogram h : histograms.values()) {
+				into.add(h);
 			}
 		}
 
@@ -335,9 +354,32 @@ public final class GroupBench {
 
 		final LoopbackQueuePair qp;
 
-		final LatencyHistogram latency = new LatencyHistogram();
+		// The counters are written by the poller thread only and read by the main thread
+		// between windows: opaque (messages) and release/acquire (received, written last)
+		// accesses, plain moves on x86 as the C twin's relaxed atomics (a
+		// volatile store would add a full fence per message that the C twin does not
+		// pay).
+		private static final VarHandle MESSAGES;
 
-		volatile long messages;
+		private static final VarHandle RECEIVED;
+
+		static {
+			try {
+				MethodHandles.Lookup lookup = MethodHandles.lookup();
+				MESSAGES = lookup.findVarHandle(Flow.class, "messages", long.class);
+				RECEIVED = lookup.findVarHandle(Flow.class, "received", long.class);
+			}
+			catch (ReflectiveOperationException ex) {
+				throw new ExceptionInInitializerError(ex);
+			}
+		}
+
+		private final Map<Thread, LatencyHistogram> histograms;
+
+		/** The histogram of the poller thread that owns this flow's CQ (for life). */
+		private @Nullable LatencyHistogram latency;
+
+		private long messages;
 
 		volatile boolean stopping;
 
@@ -345,10 +387,11 @@ public final class GroupBench {
 
 		private long sent;
 
-		private volatile long received;
+		private long received;
 
-		Flow(LoopbackQueuePair qp) {
+		Flow(LoopbackQueuePair qp, Map<Thread, LatencyHistogram> histograms) {
 			this.qp = qp;
+			this.histograms = histograms;
 			for (int i = 0; i < DEPTH; i++) {
 				qp.postRecv(RECV_ID_BASE + i, i);
 			}
@@ -365,8 +408,13 @@ public final class GroupBench {
 		 * last).
 		 */
 		boolean inFlight() {
-			long r = received;
+			long r = (long) RECEIVED.getAcquire(this);
 			return r < sent;
+		}
+
+		/** Messages completed so far (read by the main thread). */
+		long messages() {
+			return (long) MESSAGES.getOpaque(this);
 		}
 
 		/** On the poller thread. */
@@ -378,16 +426,21 @@ public final class GroupBench {
 				return; // the send's completion
 			}
 			long now = System.nanoTime();
-			latency.record(now - sentAt);
+			LatencyHistogram h = latency;
+			if (h == null) {
+				h = histograms.computeIfAbsent(Thread.currentThread(), t -> new LatencyHistogram());
+				latency = h;
+			}
+			h.record(now - sentAt);
 			long id = wc.wrId();
 			qp.postRecv(id, (int) (id - RECV_ID_BASE));
-			messages++;
+			MESSAGES.setOpaque(this, messages + 1);
 			if (!stopping) {
 				sentAt = now;
 				qp.postSend(sent, (int) (sent % DEPTH), MSG_LEN, null);
 				sent++;
 			}
-			received++;
+			RECEIVED.setRelease(this, received + 1);
 		}
 
 	}
