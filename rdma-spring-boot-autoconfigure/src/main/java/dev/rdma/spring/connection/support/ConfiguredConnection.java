@@ -25,20 +25,23 @@ import dev.rdma.verbs.cm.EventChannel;
 /**
  * What a client and a server connection share: their settings and counters, the event
  * channel and protection domain they create when they start (on the device of their
- * completion queues), the making of a {@link PeerConnection} for an id (or an out-of-band
- * link), and the waiting for one rdma_cm event within a deadline. The rdma_cm ones are
- * {@link ClientConnection} and {@link ServerConnection}, those of
- * {@code exchange: out-of-band} {@link OutOfBandClientConnection} and
- * {@link OutOfBandServerConnection}.
+ * completion queues), their thread ({@code rdma-connect-<name>} or
+ * {@code rdma-accept-<name>}) and its stopping, the making of a {@link PeerConnection}
+ * for an id (or an out-of-band link), and the waiting for one rdma_cm event within a
+ * deadline. A {@link ClientConnection} connects through a {@link ClientTransport}, a
+ * {@link ServerConnection} accepts through a {@link ServerTransport}: rdma_cm, or the TCP
+ * exchange of {@code exchange: out-of-band}.
  */
-public abstract sealed class ConfiguredConnection implements RdmaConnection
-		permits ClientConnection, ServerConnection, OutOfBandClientConnection, OutOfBandServerConnection {
+public abstract sealed class ConfiguredConnection implements RdmaConnection permits ClientConnection, ServerConnection {
 
 	private static final Log logger = LogFactory.getLog(ConfiguredConnection.class);
 
 	final ConnectionSettings settings;
 
 	final ConnectionCounters counters = new ConnectionCounters();
+
+	/** How the queue pairs are connected (and how messages name it). */
+	final Exchange exchange;
 
 	private final CompletionQueue sendCq;
 
@@ -54,9 +57,15 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection
 
 	volatile ConnectionState state = ConnectionState.NEW;
 
+	/** Started and not stopped: the condition of the thread's loop. */
+	volatile boolean running;
+
+	private @Nullable Thread thread;
+
 	ConfiguredConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
 		this.settings = settings;
+		this.exchange = Exchange.of(settings);
 		this.sendCq = sendCq;
 		this.receiveCq = receiveCq;
 		this.routers = routers;
@@ -122,6 +131,52 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection
 	abstract void stop(long deadline);
 
 	/**
+	 * Whether started and not stopped (what the transports check between their steps).
+	 */
+	boolean running() {
+		return running;
+	}
+
+	/**
+	 * Marks this connection running and starts its daemon thread {@code <prefix><name>}.
+	 */
+	final synchronized void startThread(String prefix, Runnable loop) {
+		running = true;
+		Thread t = new Thread(loop, prefix + name());
+		t.setDaemon(true);
+		thread = t;
+		t.start();
+	}
+
+	/**
+	 * Ends the loop of the thread: false when this connection is not running (stopping is
+	 * idempotent).
+	 */
+	final synchronized boolean stopRunning() {
+		if (!running) {
+			return false;
+		}
+		running = false;
+		return true;
+	}
+
+	/** Waits for the thread to end, up to half the time left until {@code deadline}. */
+	final void joinThread(long deadline) {
+		Thread t;
+		synchronized (this) {
+			t = thread;
+		}
+		if (t != null) {
+			try {
+				t.join(Math.max(1, (deadline - System.nanoTime()) / 2_000_000));
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+		}
+	}
+
+	/**
 	 * A peer connection for {@code id}, whose device must be that of the completion
 	 * queues (an address of another device's netdev cannot use them).
 	 */
@@ -181,6 +236,27 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection
 				throw new AttemptFailedException(e.type().name(), verb + ": " + e.text() + ", " + e.statusText());
 			}
 		}
+	}
+
+	/** The peer disconnected: QP to error and the DREP its rdma_disconnect waits for. */
+	static void answerDisconnect(PeerConnection peer) {
+		try {
+			peer.queuePair().moveToError();
+		}
+		catch (RuntimeException ignored) {
+			// already in error
+		}
+		try {
+			peer.connectionId().disconnect();
+		}
+		catch (RuntimeException ignored) {
+			// the id disconnected already
+		}
+	}
+
+	/** The time left until {@code deadline}, at least a millisecond. */
+	static Duration remaining(long deadline) {
+		return Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
 	}
 
 	static String kindOf(RuntimeException ex) {

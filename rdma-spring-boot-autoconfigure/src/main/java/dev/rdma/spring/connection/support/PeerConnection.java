@@ -34,7 +34,7 @@ import dev.rdma.verbs.cm.ConnectionId;
 /**
  * One connected queue pair: the application's RC QP on the connection's send and receive
  * completion queues, moved through its states by its rdma_cm id (or by an out-of-band
- * exchange, see {@link OutOfBandClientConnection}); a registered memory region of
+ * exchange, see {@link OutOfBandClientTransport}); a registered memory region of
  * {@code send-depth} send buffers and one of {@code receive-buffers} receive buffers,
  * each {@code message-size} bytes.
  *
@@ -193,6 +193,13 @@ public final class PeerConnection implements RdmaConnection {
 
 	QueuePair queuePair() {
 		return qp;
+	}
+
+	/**
+	 * What connects the QP to its peer besides the QP: an rdma_cm id or a TCP connection.
+	 */
+	PeerLink link() {
+		return link;
 	}
 
 	/** The rdma_cm id of a peer connected through rdma_cm. */

@@ -122,15 +122,8 @@ public class RdmaConnectionRegistry
 			configurable.registerDependentBean(s.receiveQueue(), BEAN_NAME);
 		}
 		Supplier<@Nullable MessageListenerBinding> listener = () -> listeners.get(name);
-		ConfiguredConnection c;
-		if (s.outOfBand() != null) {
-			c = s.server() ? new OutOfBandServerConnection(s, sendCq, receiveCq, used, listener)
-					: new OutOfBandClientConnection(s, sendCq, receiveCq, used, listener);
-		}
-		else {
-			c = s.server() ? new ServerConnection(s, sendCq, receiveCq, used, listener)
-					: new ClientConnection(s, sendCq, receiveCq, used, listener);
-		}
+		ConfiguredConnection c = s.server() ? new ServerConnection(s, sendCq, receiveCq, used, listener)
+				: new ClientConnection(s, sendCq, receiveCq, used, listener);
 		connections.put(name, c);
 		return c;
 	}

@@ -3,10 +3,9 @@
  * {@link dev.rdma.spring.connection.support.PeerConnection} per connected queue pair (its
  * registered send and receive buffers), the
  * {@link dev.rdma.spring.connection.support.ClientConnection} and
- * {@link dev.rdma.spring.connection.support.ServerConnection} that drive rdma_cm (and
- * {@link dev.rdma.spring.connection.support.OutOfBandClientConnection} and
- * {@link dev.rdma.spring.connection.support.OutOfBandServerConnection}, which connect
- * over an out-of-band TCP exchange instead), the
+ * {@link dev.rdma.spring.connection.support.ServerConnection} that connect and accept
+ * them, with back-off and {@code max-peers}, through a transport (rdma_cm, or an
+ * out-of-band TCP exchange for {@code exchange: out-of-band}), the
  * {@link dev.rdma.spring.connection.support.CompletionRouter} that hands each completion
  * of a shared completion queue to its queue pair, and the
  * {@link dev.rdma.spring.connection.support.RdmaConnectionRegistry} that starts them

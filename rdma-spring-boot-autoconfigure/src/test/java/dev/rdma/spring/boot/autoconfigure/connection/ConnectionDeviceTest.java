@@ -1,13 +1,8 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
@@ -24,6 +19,11 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.errors;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -37,12 +37,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 class ConnectionDeviceTest {
 
-	private static final Duration TIMEOUT = Duration.ofSeconds(60);
-
 	@Test
 	void clientAndServerConnectedThroughPropertiesExchangeMessagesAcrossTheTwoDevices() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
 		ConfigurableApplicationContext server = null;
@@ -113,9 +111,7 @@ class ConnectionDeviceTest {
 			}
 			client.close();
 		}
-		assertThat(NativeObjects.open())
-			.as("native objects after both applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -128,7 +124,7 @@ class ConnectionDeviceTest {
 	@Test
 	void aClientRegistryStoppedAndStartedAgainConnectsAgain() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
 				ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
@@ -155,9 +151,7 @@ class ConnectionDeviceTest {
 			assertThat(link.statistics().messagesReceived()).isEqualTo(300);
 			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(300);
 		}
-		assertThat(NativeObjects.open())
-			.as("native objects after both applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -171,7 +165,7 @@ class ConnectionDeviceTest {
 	@Test
 	void shutdownOfEitherSideUnderTrafficIsBoundedAndLosesNothingAcknowledged() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
 		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
@@ -227,9 +221,7 @@ class ConnectionDeviceTest {
 			}
 			client.close();
 		}
-		assertThat(NativeObjects.open())
-			.as("native objects after both applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -281,54 +273,6 @@ class ConnectionDeviceTest {
 			join(10_000);
 		}
 
-	}
-
-	/**
-	 * Sends messages {@code first .. first+count-1} of {@code length} bytes, at most 16
-	 * unanswered, and checks that every echo came back once, intact.
-	 */
-	static void exchange(RdmaConnection link, ConnectionApps.Collector collector, long first, int count, int length)
-			throws InterruptedException {
-		collector.echoes.clear();
-		collector.length = length;
-		byte[] message = new byte[length];
-		for (long seq = first; seq < first + count; seq++) {
-			assertThat(collector.window.tryAcquire(30, TimeUnit.SECONDS)).as("echo window, message " + seq).isTrue();
-			ConnectionApps.fill(message, seq, length);
-			link.send(message);
-		}
-		assertThat(collector.window.tryAcquire(16, 30, TimeUnit.SECONDS)).as("the last echoes").isTrue();
-		collector.window.release(16);
-		assertThat(collector.problems).isEmpty();
-		List<Long> echoes = new ArrayList<>(collector.echoes);
-		assertThat(echoes).hasSize(count);
-		Set<Long> distinct = new HashSet<>(echoes);
-		assertThat(distinct).hasSize(count);
-		List<Long> expected = new ArrayList<>();
-		for (long seq = first; seq < first + count; seq++) {
-			expected.add(seq);
-		}
-		// one connection, completions in order: the echoes come back in sending order
-		assertThat(echoes).isEqualTo(expected);
-	}
-
-	static double errors(MeterRegistry meters) {
-		return meters.find("rdma.connection.errors")
-			.tag("connection", "link")
-			.functionCounters()
-			.stream()
-			.mapToDouble(c -> c.count())
-			.sum();
-	}
-
-	static void await(String what, BooleanSupplier condition) throws InterruptedException {
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		while (!condition.getAsBoolean()) {
-			if (System.nanoTime() - deadline > 0) {
-				throw new AssertionError("not within " + TIMEOUT + ": " + what);
-			}
-			Thread.sleep(20);
-		}
 	}
 
 }

@@ -1,9 +1,5 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
-import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.stream.Collectors;
-
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -18,6 +14,12 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.errors;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.threads;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -36,7 +38,7 @@ class OutOfBandConnectionDeviceTest {
 	@Test
 	void outOfBandClientAndServerExchangeMessagesReconnectAndCloseAcrossTheTwoDevices() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		ConfigurableApplicationContext client = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
 		ConfigurableApplicationContext server = null;
@@ -45,11 +47,11 @@ class OutOfBandConnectionDeviceTest {
 			RdmaHealthIndicator health = client.getBean(RdmaHealthIndicator.class);
 			MeterRegistry meters = client.getBean(MeterRegistry.class);
 			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
-			assertThat(link.getClass().getSimpleName()).isEqualTo("OutOfBandClientConnection");
+			assertThat(link.getClass().getSimpleName()).isEqualTo("ClientConnection");
+			assertThat(link.toString()).contains(" (out of band), ");
 
 			// the peer is absent: the TCP connect is refused, the client retries, DOWN
-			ConnectionDeviceTest.await("failed attempts while the server is absent",
-					() -> ConnectionDeviceTest.errors(meters) >= 2);
+			await("failed attempts while the server is absent", () -> errors(meters) >= 2);
 			assertThat(link.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().connectionErrors()).containsKey("UNREACHABLE");
 			assertThat(health.health().getStatus()).isEqualTo(Status.DOWN);
@@ -57,10 +59,11 @@ class OutOfBandConnectionDeviceTest {
 			// the peer appears: the client connects, health UP
 			server = ConnectionApps.outOfBandServer(two.b(), port);
 			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			assertThat(serverLink.getClass().getSimpleName()).isEqualTo("OutOfBandServerConnection");
-			ConnectionDeviceTest.await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			assertThat(serverLink.getClass().getSimpleName()).isEqualTo("ServerConnection");
+			assertThat(serverLink.toString()).contains(" (out of band), ");
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
 			assertThat(health.health().getStatus()).isEqualTo(Status.UP);
-			ConnectionDeviceTest.await("the server accepted", () -> serverLink.peers().size() == 1);
+			await("the server accepted", () -> serverLink.peers().size() == 1);
 
 			// the QPs are on the devices of the queues: the client's on rxeA, the
 			// server's on rxeB; the addresses are those of the exchange's TCP connection
@@ -73,8 +76,8 @@ class OutOfBandConnectionDeviceTest {
 			TwoDevices.Traffic a0 = two.a().traffic();
 			TwoDevices.Traffic b0 = two.b().traffic();
 			int n = 2000;
-			ConnectionDeviceTest.exchange(link, collector, 0, n, 64);
-			ConnectionDeviceTest.exchange(link, collector, n, 200, 1024); // full size too
+			exchange(link, collector, 0, n, 64);
+			exchange(link, collector, n, 200, 1024); // full size too
 			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, n + 200);
 			assertThat(link.statistics().messagesSent()).isEqualTo(n + 200);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(n + 200);
@@ -88,19 +91,18 @@ class OutOfBandConnectionDeviceTest {
 			long serverClose = (System.nanoTime() - t0) / 1_000_000;
 			server = null;
 			assertThat(serverClose).as("server close, ms (shutdown timeout 10 s)").isLessThan(12_000);
-			ConnectionDeviceTest.await("the client saw the server go",
-					() -> link.state() != ConnectionState.ESTABLISHED);
+			await("the client saw the server go", () -> link.state() != ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
 			assertThat(threads()).as("threads after the server closed").doesNotContain("rdma-accept-link");
 			server = ConnectionApps.outOfBandServer(two.b(), port);
-			ConnectionDeviceTest.await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
+			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().reconnects()).isEqualTo(1);
 			TwoDevices.Traffic a1 = two.a().traffic();
 			TwoDevices.Traffic b1 = two.b().traffic();
-			ConnectionDeviceTest.exchange(link, collector, n + 200, 500, 64);
+			exchange(link, collector, n + 200, 500, 64);
 			TwoDevices.assertCrossed(two.a(), a1, two.b(), b1, 500);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
-			ConnectionDeviceTest.await("the server's count of its echoes", () -> echo.echoed.get() == 500);
+			await("the server's count of its echoes", () -> echo.echoed.get() == 500);
 			assertThat(echo.seen).hasSize(500);
 
 			// the client closes (FIN on the exchange connection): the server notices
@@ -110,7 +112,7 @@ class OutOfBandConnectionDeviceTest {
 			client.close();
 			long clientClose = (System.nanoTime() - t0) / 1_000_000;
 			assertThat(clientClose).as("client close, ms").isLessThan(12_000);
-			ConnectionDeviceTest.await("the server saw the client go", () -> serverLink2.peers().isEmpty());
+			await("the server saw the client go", () -> serverLink2.peers().isEmpty());
 			assertThat(serverLink2.statistics().connectionErrors()).containsKey("DISCONNECTED");
 			assertThat(serverLink2.state()).isEqualTo(ConnectionState.LISTENING);
 			assertThat(threads()).as("threads after the client closed").doesNotContain("rdma-connect-link");
@@ -122,9 +124,7 @@ class OutOfBandConnectionDeviceTest {
 			client.close();
 		}
 		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
-		assertThat(NativeObjects.open())
-			.as("native objects after both applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -135,7 +135,7 @@ class OutOfBandConnectionDeviceTest {
 	@Test
 	void aServerAtMaxPeersTurnsClientsAwayUntilAPeerLeaves() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port);
 		ConfigurableApplicationContext first = null;
@@ -144,12 +144,12 @@ class OutOfBandConnectionDeviceTest {
 			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			first = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
 			RdmaConnection firstLink = first.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionDeviceTest.await("the first client connected",
+			await("the first client connected",
 					() -> firstLink.state() == ConnectionState.ESTABLISHED && serverLink.peers().size() == 1);
 
 			second = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
 			RdmaConnection secondLink = second.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionDeviceTest.await("the second client turned away twice",
+			await("the second client turned away twice",
 					() -> serverLink.statistics().connectionErrors().getOrDefault("MAX_PEERS", 0L) >= 2);
 			assertThat(secondLink.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
 			assertThat(secondLink.statistics().connectionErrors()).containsKey("EXCHANGE");
@@ -157,12 +157,12 @@ class OutOfBandConnectionDeviceTest {
 
 			first.close();
 			first = null;
-			ConnectionDeviceTest.await("the second client got in once the first left",
+			await("the second client got in once the first left",
 					() -> secondLink.state() == ConnectionState.ESTABLISHED);
-			ConnectionDeviceTest.await("the server has one peer again", () -> serverLink.peers().size() == 1);
+			await("the server has one peer again", () -> serverLink.peers().size() == 1);
 			TwoDevices.Traffic a0 = two.a().traffic();
 			TwoDevices.Traffic b0 = two.b().traffic();
-			ConnectionDeviceTest.exchange(secondLink, second.getBean(ConnectionApps.Collector.class), 0, 300, 512);
+			exchange(secondLink, second.getBean(ConnectionApps.Collector.class), 0, 300, 512);
 			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 300);
 		}
 		finally {
@@ -175,18 +175,7 @@ class OutOfBandConnectionDeviceTest {
 			server.close();
 		}
 		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
-		assertThat(NativeObjects.open())
-			.as("native objects after the applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
-	}
-
-	private static Set<String> threads() {
-		return Thread.getAllStackTraces()
-			.keySet()
-			.stream()
-			.filter(Thread::isAlive)
-			.map(Thread::getName)
-			.collect(Collectors.toSet());
+		assertNativeObjectsClosed(baseline, "the applications closed");
 	}
 
 }

@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -21,6 +20,8 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -42,7 +43,7 @@ class RemoteAccessDeviceTest {
 	@Test
 	void writesAndReadsReachThePeersRegionAcrossTheTwoDevices() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port, "remote-access-size=64KB");
 		ConfigurableApplicationContext client = null;
@@ -155,15 +156,13 @@ class RemoteAccessDeviceTest {
 			}
 			server.close();
 		}
-		assertThat(NativeObjects.open())
-			.as("native objects after both applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	@Test
 	void aPeerWithoutARegionHasNone() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = randomPort();
 		long baseline = NativeObjects.open();
 		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
 		ConfigurableApplicationContext client = null;
@@ -204,9 +203,7 @@ class RemoteAccessDeviceTest {
 			}
 			server.close();
 		}
-		assertThat(NativeObjects.open())
-			.as("native objects after both applications closed: " + NativeObjects.openByType())
-			.isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	private static byte[] pattern(int length, int seed) {

@@ -1,0 +1,123 @@
+package dev.rdma.spring.connection.support;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.verbs.QueuePair;
+
+import static dev.rdma.spring.connection.support.ConfiguredConnection.remaining;
+
+/**
+ * The {@link ClientTransport} of {@code exchange: out-of-band}: no rdma_cm.
+ *
+ * <p>
+ * One attempt, within {@code connect-timeout}: a TCP connection to {@code connect} (the
+ * server's exchange address; refused while the server is absent), a new
+ * {@link PeerConnection} on the device of the connection's queues, its QP moved to INIT
+ * on the configured port with every receive buffer posted, then the exchange of
+ * {@link OutOfBandLink} (endpoint records in {@code ibv_rc_pingpong}'s format, RTR and
+ * RTS with the server's QPN, PSN and GID).
+ *
+ * <p>
+ * <b>The connection's end.</b> The TCP connection stays open as the liveness channel,
+ * polled every 100 ms: its end of stream or reset (the server stopped, or closed this
+ * peer) ends the connection. Stopping closes the peer connection in order: FIN on the
+ * socket, up to half the shutdown timeout for the server's, QP to error, drain, destroy.
+ */
+final class OutOfBandClientTransport implements ClientTransport {
+
+	private static final long LIVENESS_POLL_MILLIS = 100;
+
+	private static final End CLOSED = new End("DISCONNECTED", "the exchange connection closed");
+
+	private final ConnectionSettings.OutOfBandOptions options;
+
+	OutOfBandClientTransport(ConnectionSettings.OutOfBandOptions options) {
+		this.options = options;
+	}
+
+	@Override
+	public void open(ConfiguredConnection connection) {
+		connection.openProtectionDomain();
+	}
+
+	@Override
+	public Attempt newAttempt(ClientConnection connection) {
+		return new LinkAttempt(connection, options.port());
+	}
+
+	/** An attempt on a TCP connection of its own. */
+	private static final class LinkAttempt extends PendingPeer implements Attempt {
+
+		private final int port;
+
+		private volatile @Nullable OutOfBandLink link;
+
+		/** Exchanged: stopping no longer closes the link (the peer connection does). */
+		private volatile boolean exchanged;
+
+		LinkAttempt(ClientConnection connection, int port) {
+			super(connection);
+			this.port = port;
+		}
+
+		@Override
+		public PeerConnection connect(long deadline) {
+			OutOfBandLink link = OutOfBandLink.connect(settings.address(), remaining(deadline));
+			this.link = link;
+			if (!connection.running()) {
+				throw new AttemptFailedException("STOPPED", "stopping");
+			}
+			PeerConnection peer = newPeer(link);
+			QueuePair qp = peer.queuePair();
+			qp.moveToInit(port);
+			peer.postReceives();
+			link.exchangeAsClient(qp, OutOfBandLink.options(settings, remaining(deadline)), deadline);
+			exchanged = true;
+			return peer;
+		}
+
+		@Override
+		public synchronized @Nullable End awaitEnd() {
+			OutOfBandLink link = this.link;
+			while (link != null && connection.running()) {
+				if (!link.alive()) {
+					return CLOSED;
+				}
+				try {
+					wait(LIVENESS_POLL_MILLIS);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					return null;
+				}
+			}
+			return null;
+		}
+
+		@Override
+		public void acknowledgeEnd() {
+			// the end of the TCP connection needs no answer
+		}
+
+		@Override
+		public void wakeUp() {
+			OutOfBandLink l = link;
+			if (l != null && !exchanged) {
+				l.close(); // ends a pending exchange read at once
+			}
+			synchronized (this) {
+				notifyAll();
+			}
+		}
+
+		@Override
+		void release() {
+			OutOfBandLink l = link;
+			if (l != null) {
+				l.close();
+			}
+		}
+
+	}
+
+}

@@ -1,0 +1,233 @@
+package dev.rdma.spring.connection.support;
+
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.verbs.QueuePair;
+
+import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
+
+/**
+ * The {@link ServerTransport} of {@code exchange: out-of-band}: no rdma_cm. A TCP
+ * listening socket bound on {@code listen} when the application starts (a bad or busy
+ * address fails startup), waited on in a selector that wakes up for a new client or for
+ * stopping. The connection of one more than {@code max-peers} is closed at once (its
+ * client retries later).
+ *
+ * <p>
+ * One accept, within {@code connect-timeout}: a new {@link PeerConnection} on the device
+ * of the connection's queues, its QP moved to INIT on the configured port with every
+ * receive buffer posted, then the exchange of {@link OutOfBandLink} (read the client's
+ * record, RTR and RTS, answer, wait for the client's {@code "done"}).
+ *
+ * <p>
+ * <b>A peer's end.</b> Each peer's TCP connection stays open as its liveness channel: end
+ * of stream or a reset ends the peer. Stopping closes every peer in order (FIN, up to
+ * half the shutdown timeout for the peer's, QP to error, drain, destroy), then the
+ * listening socket.
+ */
+final class OutOfBandServerTransport implements ServerTransport {
+
+	private static final Log logger = LogFactory.getLog(OutOfBandServerTransport.class);
+
+	private static final long POLL_MILLIS = 100;
+
+	private final ConnectionSettings.OutOfBandOptions options;
+
+	private volatile @Nullable ServerSocketChannel socket;
+
+	private volatile @Nullable Selector selector;
+
+	/** The link of the accept in progress (closed by {@link #wakeUp}). */
+	private volatile @Nullable OutOfBandLink accepting;
+
+	OutOfBandServerTransport(ConnectionSettings.OutOfBandOptions options) {
+		this.options = options;
+	}
+
+	@Override
+	public void listen(ServerConnection server) {
+		server.openProtectionDomain();
+		ConnectionSettings settings = server.settings;
+		String property = "rdma.connections." + server.name() + ".listen";
+		ServerSocketChannel ssc = null;
+		Selector sel = null;
+		try {
+			ssc = ServerSocketChannel.open();
+			ssc.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+			ssc.bind(settings.address(), Math.max(8, settings.maxPeers()));
+			ssc.configureBlocking(false);
+			sel = Selector.open();
+			ssc.register(sel, SelectionKey.OP_ACCEPT);
+		}
+		catch (IOException | RuntimeException ex) {
+			closeQuietly(sel);
+			closeQuietly(ssc);
+			server.closeShared();
+			throw new RdmaConfigurationException(property,
+					property + "=" + settings.address() + ": cannot listen for out-of-band exchanges (TCP): "
+							+ ex.getMessage(),
+					"Set " + property + " to host:port of an address of this host, with a free TCP port.", ex);
+		}
+		socket = ssc;
+		selector = sel;
+	}
+
+	@Override
+	public String describeListening(ServerConnection server) {
+		return "for out-of-band exchanges on " + server.settings.address() + " (up to " + server.settings.maxPeers()
+				+ " peer(s), device " + server.queueDevice() + ")";
+	}
+
+	@Override
+	public boolean awaitRequests(ServerConnection server) {
+		ServerSocketChannel ssc = socket;
+		Selector sel = selector;
+		if (ssc == null || sel == null) {
+			return false;
+		}
+		try {
+			sel.select(POLL_MILLIS);
+			sel.selectedKeys().clear();
+			SocketChannel client;
+			while (server.running() && (client = ssc.accept()) != null) {
+				server.accept(new LinkRequest(server, client));
+			}
+		}
+		catch (ClosedSelectorException ex) {
+			return false;
+		}
+		catch (IOException | RuntimeException ex) {
+			if (!server.running()) {
+				return false;
+			}
+			server.counters.connectionError((ex instanceof RuntimeException r) ? kindOf(r) : "IO_ERROR");
+			logger.warn("RDMA connection '" + server.name() + "': accepting an exchange connection failed", ex);
+		}
+		return true;
+	}
+
+	@Override
+	public void wakeUp() {
+		Selector sel = selector;
+		if (sel != null) {
+			sel.wakeup();
+		}
+		OutOfBandLink a = accepting;
+		if (a != null) {
+			a.close();
+		}
+	}
+
+	@Override
+	public @Nullable String endOf(PeerConnection peer) {
+		return (peer.link() instanceof OutOfBandLink link && !link.alive()) ? "DISCONNECTED" : null;
+	}
+
+	@Override
+	public void acknowledgeEnd(PeerConnection peer) {
+		// the end of the TCP connection needs no answer
+	}
+
+	@Override
+	public String describe(PeerConnection peer) {
+		return peer.link().toString();
+	}
+
+	@Override
+	public void close() {
+		closeQuietly(selector);
+		closeQuietly(socket);
+		selector = null;
+		socket = null;
+	}
+
+	@Override
+	public @Nullable String deviceName(ServerConnection server) {
+		return server.running() ? server.queueDevice() : null;
+	}
+
+	private static void closeQuietly(@Nullable AutoCloseable closeable) {
+		if (closeable != null) {
+			try {
+				closeable.close();
+			}
+			catch (Exception ignored) {
+				// a socket or selector: nothing to flush
+			}
+		}
+	}
+
+	/** A client's TCP connection. */
+	private final class LinkRequest extends PendingPeer implements Request {
+
+		private final SocketChannel client;
+
+		private @Nullable OutOfBandLink link;
+
+		LinkRequest(ServerConnection server, SocketChannel client) {
+			super(server);
+			this.client = client;
+		}
+
+		@Override
+		public String from() {
+			OutOfBandLink l = link;
+			return (l != null) ? String.valueOf(l.peerAddress()) : "?";
+		}
+
+		@Override
+		public String refusal() {
+			return "turns a peer away";
+		}
+
+		@Override
+		public void turnAway() {
+			closeQuietly(client);
+		}
+
+		@Override
+		public PeerConnection accept(long deadline) {
+			try {
+				OutOfBandLink link = OutOfBandLink.accepted(client);
+				this.link = link;
+				accepting = link;
+				if (!connection.running()) {
+					throw new AttemptFailedException("STOPPED", "stopping");
+				}
+				PeerConnection peer = newPeer(link);
+				QueuePair qp = peer.queuePair();
+				qp.moveToInit(options.port());
+				peer.postReceives();
+				link.exchangeAsServer(qp, OutOfBandLink.options(settings, settings.connectTimeout()), deadline);
+				return peer;
+			}
+			finally {
+				accepting = null;
+			}
+		}
+
+		@Override
+		void release() {
+			OutOfBandLink l = link;
+			if (l != null) {
+				l.close();
+			}
+			else {
+				closeQuietly(client);
+			}
+		}
+
+	}
+
+}

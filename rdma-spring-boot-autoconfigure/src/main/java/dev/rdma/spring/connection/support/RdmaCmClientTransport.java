@@ -1,0 +1,136 @@
+package dev.rdma.spring.connection.support;
+
+import java.time.Duration;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.cm.CmEvent;
+import dev.rdma.verbs.cm.CmEventType;
+import dev.rdma.verbs.cm.ConnectionId;
+import dev.rdma.verbs.cm.EventChannel;
+
+import static dev.rdma.spring.connection.support.ConfiguredConnection.expect;
+import static dev.rdma.spring.connection.support.ConfiguredConnection.remaining;
+
+/**
+ * The rdma_cm {@link ClientTransport}.
+ *
+ * <p>
+ * One attempt: a new id, {@code rdma_resolve_addr} (from {@code source} when set) and
+ * {@code rdma_resolve_route}, a new {@link PeerConnection} (QP on the application's
+ * queues) moved to INIT with every receive buffer posted, {@code rdma_connect} with the
+ * configured parameters, then (CONNECT_RESPONSE) INIT, RTR, RTS and
+ * {@code rdma_establish}; all within {@code connect-timeout}. The connection ends with
+ * DISCONNECTED, DEVICE_REMOVAL, CONNECT_ERROR or UNREACHABLE on the id, answered with the
+ * QP to error and the DREP the peer's {@code rdma_disconnect} waits for.
+ */
+final class RdmaCmClientTransport implements ClientTransport {
+
+	@Override
+	public void open(ConfiguredConnection connection) {
+		connection.open();
+	}
+
+	@Override
+	public @Nullable Attempt newAttempt(ClientConnection connection) {
+		EventChannel channel = connection.channel;
+		return (channel != null) ? new CmAttempt(connection, channel) : null;
+	}
+
+	/** An attempt on an id of its own. */
+	private static final class CmAttempt extends PendingPeer implements Attempt {
+
+		private final EventChannel channel;
+
+		private volatile @Nullable ConnectionId id;
+
+		CmAttempt(ClientConnection connection, EventChannel channel) {
+			super(connection);
+			this.channel = channel;
+		}
+
+		@Override
+		public PeerConnection connect(long deadline) {
+			ConnectionId id = channel.createId();
+			this.id = id;
+			id.resolveAddress(settings.source(), settings.address(), remaining(deadline));
+			expect(id, "rdma_resolve_addr " + settings.address(), deadline, CmEventType.ADDR_RESOLVED);
+			id.resolveRoute(remaining(deadline));
+			expect(id, "rdma_resolve_route " + settings.address(), deadline, CmEventType.ROUTE_RESOLVED);
+			PeerConnection peer = newPeer(id);
+			QueuePair qp = peer.queuePair();
+			id.moveQueuePair(qp, QueuePair.State.INIT);
+			peer.postReceives();
+			id.connect(qp, settings.cm(), peer.privateData());
+			CmEvent response = expect(id, "rdma_connect " + settings.address(), deadline, CmEventType.CONNECT_RESPONSE,
+					CmEventType.ESTABLISHED);
+			peer.remoteRegion(RemoteRegion.parse(response.privateData()));
+			if (response.type() == CmEventType.CONNECT_RESPONSE) {
+				// INIT again: the access flags the CM computes once the server answered
+				// (as librdmacm's ucma_modify_qp_rtr does)
+				id.moveQueuePair(qp, QueuePair.State.INIT);
+				id.moveQueuePair(qp, QueuePair.State.RTR);
+				id.moveQueuePair(qp, QueuePair.State.RTS);
+				id.establish();
+			}
+			return peer;
+		}
+
+		@Override
+		public @Nullable End awaitEnd() {
+			ConnectionId id = this.id;
+			while (id != null && connection.running()) {
+				CmEvent e;
+				try {
+					e = id.getEvent(Duration.ofMillis(500));
+				}
+				catch (IllegalStateException closed) {
+					return connection.running() ? end(CmEventType.DEVICE_REMOVAL) : null;
+				}
+				if (e == null) {
+					continue;
+				}
+				switch (e.type()) {
+					case DISCONNECTED, DEVICE_REMOVAL, CONNECT_ERROR, UNREACHABLE -> {
+						return end(e.type());
+					}
+					default -> {
+						// ADDR_CHANGE, TIMEWAIT_EXIT: nothing to do
+					}
+				}
+			}
+			return null;
+		}
+
+		private static End end(CmEventType type) {
+			return new End(type.name(), type.toString());
+		}
+
+		@Override
+		public void acknowledgeEnd() {
+			PeerConnection p = peer();
+			if (p != null) {
+				ConfiguredConnection.answerDisconnect(p);
+			}
+		}
+
+		@Override
+		public void wakeUp() {
+			ConnectionId i = id;
+			if (i != null) {
+				i.wakeUp();
+			}
+		}
+
+		@Override
+		void release() {
+			ConnectionId i = id;
+			if (i != null) {
+				i.close();
+			}
+		}
+
+	}
+
+}

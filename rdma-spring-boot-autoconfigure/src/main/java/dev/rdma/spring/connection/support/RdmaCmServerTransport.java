@@ -1,0 +1,206 @@
+package dev.rdma.spring.connection.support;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.RdmaException;
+import dev.rdma.verbs.cm.CmEvent;
+import dev.rdma.verbs.cm.CmEventType;
+import dev.rdma.verbs.cm.ConnectionId;
+import dev.rdma.verbs.cm.EventChannel;
+
+import static dev.rdma.spring.connection.support.ConfiguredConnection.expect;
+import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
+
+/**
+ * The rdma_cm {@link ServerTransport}: a listening id bound to {@code listen} (a bad
+ * address fails startup), waited on for CONNECT_REQUEST. Reading the channel delivers the
+ * peers' events to their ids' queues, which {@link #endOf} reads: DISCONNECTED or
+ * DEVICE_REMOVAL ends a peer, answered with the QP to error and the DREP its
+ * {@code rdma_disconnect} waits for.
+ *
+ * <p>
+ * One accept: a new {@link PeerConnection} for the request's id (QP on the application's
+ * queues) moved to INIT with every receive buffer posted, then RTR and RTS with the CM's
+ * attributes, {@code rdma_accept} with the configured parameters, ESTABLISHED within
+ * {@code connect-timeout}. One more than {@code max-peers} is rejected.
+ */
+final class RdmaCmServerTransport implements ServerTransport {
+
+	private static final Log logger = LogFactory.getLog(RdmaCmServerTransport.class);
+
+	private static final byte[] BUSY = "rdma-spring-boot: max-peers reached".getBytes(StandardCharsets.US_ASCII);
+
+	private volatile @Nullable ConnectionId listener;
+
+	@Override
+	public void listen(ServerConnection server) {
+		server.open();
+		EventChannel ch = server.channel;
+		ConnectionSettings settings = server.settings;
+		String property = "rdma.connections." + server.name() + ".listen";
+		try {
+			ConnectionId id = ch.createId();
+			listener = id;
+			id.bind(settings.address());
+			id.listen(Math.max(8, settings.maxPeers()));
+		}
+		catch (RuntimeException ex) {
+			server.closeShared();
+			listener = null;
+			throw new RdmaConfigurationException(property,
+					property + "=" + settings.address() + ": rdma_bind_addr/rdma_listen failed"
+							+ (ex instanceof RdmaException ? "" : ": " + ex.getMessage()),
+					"Set " + property + " to host:port of an address of this host's RDMA netdev, with a free port.",
+					ex);
+		}
+	}
+
+	@Override
+	public String describeListening(ServerConnection server) {
+		return "on " + server.settings.address() + " (up to " + server.settings.maxPeers() + " peer(s))";
+	}
+
+	@Override
+	public boolean awaitRequests(ServerConnection server) {
+		ConnectionId id = listener;
+		if (id == null) {
+			return false;
+		}
+		CmEvent e;
+		try {
+			e = id.getEvent(Duration.ofMillis(100));
+		}
+		catch (IllegalStateException closed) {
+			return false;
+		}
+		catch (RuntimeException ex) {
+			server.counters.connectionError(kindOf(ex));
+			logger.warn("RDMA connection '" + server.name() + "': reading rdma_cm events failed", ex);
+			return true;
+		}
+		if (e != null) {
+			if (e.type() == CmEventType.CONNECT_REQUEST) {
+				server.accept(new CmRequest(server, e.id()));
+			}
+			else if (e.type() == CmEventType.DEVICE_REMOVAL) {
+				server.counters.connectionError(e.type().name());
+				logger.error("RDMA connection '" + server.name() + "': the device of " + server.settings.address()
+						+ " was removed; no more peers are accepted");
+			}
+		}
+		return true;
+	}
+
+	@Override
+	public void wakeUp() {
+		ConnectionId id = listener;
+		if (id != null) {
+			id.wakeUp();
+		}
+	}
+
+	@Override
+	public @Nullable String endOf(PeerConnection peer) {
+		CmEvent e;
+		try {
+			e = peer.connectionId().getEvent(Duration.ZERO);
+		}
+		catch (IllegalStateException closed) {
+			return null;
+		}
+		if (e != null && (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL)) {
+			return e.type().name();
+		}
+		return null;
+	}
+
+	@Override
+	public void acknowledgeEnd(PeerConnection peer) {
+		ConfiguredConnection.answerDisconnect(peer);
+	}
+
+	@Override
+	public String describe(PeerConnection peer) {
+		return String.valueOf(peer.peerAddress());
+	}
+
+	@Override
+	public void close() {
+		ConnectionId id = listener;
+		if (id != null) {
+			id.close();
+		}
+		listener = null;
+	}
+
+	@Override
+	public @Nullable String deviceName(ServerConnection server) {
+		ConnectionId id = listener;
+		return (id == null || id.isClosed()) ? null : id.deviceName();
+	}
+
+	/** A CONNECT_REQUEST's id. */
+	private static final class CmRequest extends PendingPeer implements Request {
+
+		private final ConnectionId request;
+
+		CmRequest(ServerConnection server, ConnectionId request) {
+			super(server);
+			this.request = request;
+		}
+
+		@Override
+		public String from() {
+			return String.valueOf(request.peerAddress());
+		}
+
+		@Override
+		public String refusal() {
+			return "rejects a peer from " + request.peerAddress();
+		}
+
+		@Override
+		public void turnAway() {
+			reject(BUSY);
+		}
+
+		@Override
+		public PeerConnection accept(long deadline) {
+			PeerConnection peer = newPeer(request);
+			QueuePair qp = peer.queuePair();
+			request.moveQueuePair(qp, QueuePair.State.INIT);
+			peer.postReceives();
+			request.moveQueuePair(qp, QueuePair.State.RTR);
+			request.moveQueuePair(qp, QueuePair.State.RTS);
+			CmEvent connectRequest = request.request();
+			peer.remoteRegion((connectRequest != null) ? RemoteRegion.parse(connectRequest.privateData()) : null);
+			request.accept(qp, settings.cm(), peer.privateData());
+			expect(request, "rdma_accept from " + request.peerAddress(), deadline, CmEventType.ESTABLISHED);
+			return peer;
+		}
+
+		@Override
+		void release() {
+			reject(new byte[0]);
+		}
+
+		private void reject(byte[] reason) {
+			try {
+				request.reject(reason);
+			}
+			catch (RuntimeException ignored) {
+				// the peer went away meanwhile
+			}
+			request.close();
+		}
+
+	}
+
+}
