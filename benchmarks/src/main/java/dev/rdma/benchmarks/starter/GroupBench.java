@@ -26,6 +26,7 @@ import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.LoopbackQueuePair;
+import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.WcOpcode;
 import dev.rdma.verbs.WorkCompletion;
 
@@ -81,11 +82,13 @@ public final class GroupBench {
 		try (Context ctx = Context.open(device == null || device.isBlank() ? null : device)) {
 			for (int a = 5; a < args.length; a++) {
 				int n = Integer.parseInt(args[a]);
-				String tag = System.getenv("BENCH_GROUP_TAG"); // e.g. pair=1 (scripts/bench)
+				// e.g. pair=1 (scripts/bench)
+				String tag = System.getenv("BENCH_GROUP_TAG");
 				String extra = " n=" + n + " threads=" + threadsParam
 						+ (tag == null || tag.isBlank() ? "" : " " + tag.strip());
 				long t0 = System.nanoTime();
 				boolean last = a == args.length - 1;
+				System.err.printf(Locale.ROOT, "GroupBench: before%s: %d fds, %s%n", extra, fds(), vm());
 				try (Run run = new Run(ctx, n, dedicated ? 0 : Integer.parseInt(mode))) {
 					run.measure(name, extra, warmupMs, repMs, reps);
 					if (last && idleS > 0 && !dedicated) {
@@ -341,9 +344,34 @@ public final class GroupBench {
 					System.err.println("GroupBench: closing " + resources.get(i) + ": " + ex);
 				}
 			}
-			System.err.printf(Locale.ROOT, "GroupBench: closed %d queues%n", n);
+			System.err.printf(Locale.ROOT,
+					"GroupBench: closed %d queues; left open: %s native objects %s, %d fds, %s%n", n,
+					NativeObjects.open(), NativeObjects.openByType(), fds(), vm());
 		}
 
+	}
+
+	/** Open file descriptors of this process (what a leak would grow). */
+	static long fds() {
+		String[] fds = new java.io.File("/proc/self/fd").list();
+		return fds == null ? -1 : fds.length;
+	}
+
+	/** VmRSS and the number of mappings of this process. */
+	static String vm() {
+		try {
+			String rss = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status"))
+				.stream()
+				.filter(l -> l.startsWith("VmRSS"))
+				.findFirst()
+				.orElse("VmRSS: ?")
+				.replaceAll("\\s+", " ");
+			long maps = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/maps")).size();
+			return rss + ", " + maps + " mappings";
+		}
+		catch (java.io.IOException ex) {
+			return "?";
+		}
 	}
 
 	/**
