@@ -9,6 +9,8 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 import dev.rdma.verbs.testing.DeviceTestSupport;
@@ -276,6 +278,66 @@ class BindingsDeviceTest {
 			assertThat(cq.isClosed()).isTrue();
 			assertThatThrownBy(() -> cq.poll(buffer)).isInstanceOf(IllegalStateException.class);
 			assertThatThrownBy(() -> cq.requestNotify(false)).isInstanceOf(IllegalStateException.class);
+		}
+	}
+
+	/**
+	 * getEvent with a timeout gets events that come after the wait began (a ping-pong)
+	 * and events already pending, in any order of the two, and a signalled waker ends the
+	 * wait without taking the event that comes later.
+	 */
+	@Test
+	void getEventWithATimeoutGetsLateAndPendingEventsAlike() throws Exception {
+		try (CompletionChannel channel = ctx.createCompletionChannel();
+				CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
+				Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
+				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
+				Waker waker = new Waker()) {
+			ScheduledExecutorService later = Executors.newSingleThreadScheduledExecutor();
+			try {
+				int got = 0;
+				for (int round = 0; round < 40; round++) {
+					cq.requestNotify(false);
+					lb.postRecv(round, 0);
+					boolean pending = round % 5 == 4; // mostly late, as in a ping-pong
+					if (pending) {
+						lb.postSend(1000 + round, 0, 16, null);
+						DeviceTestSupport.await(Duration.ofSeconds(20),
+								() -> channel.await(Duration.ZERO, null) == CompletionChannel.WaitResult.READY,
+								"a pending event");
+					}
+					else {
+						int r = round;
+						later.schedule(() -> lb.postSend(1000 + r, 0, 16, null), 20, TimeUnit.MILLISECONDS);
+					}
+					assertThat(channel.getEvent(Duration.ofSeconds(20), waker))
+						.as("event of round %d (%s)", round, pending ? "pending" : "late")
+						.isSameAs(cq);
+					got++;
+					int[] completions = { 0 };
+					DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
+						completions[0] += cq.poll(buffer);
+						return completions[0] == 2;
+					}, "the send and the receive of round " + round);
+				}
+				// a wake-up ends a wait; the event that comes later is got by the next
+				// wait
+				waker.wake();
+				long woken = System.nanoTime();
+				assertThat(channel.getEvent(Duration.ofSeconds(30), waker)).isNull();
+				assertThat(Duration.ofNanos(System.nanoTime() - woken)).as("get with a signalled waker")
+					.isLessThan(Duration.ofSeconds(10));
+				cq.requestNotify(false);
+				lb.postRecv(99, 0);
+				lb.postSend(99, 0, 16, null);
+				assertThat(channel.getEvent(Duration.ofSeconds(20), waker)).isSameAs(cq);
+				got++;
+				assertThat(cq.eventsGot()).isEqualTo(got);
+				assertThat(cq.ackEvents()).isEqualTo(got);
+			}
+			finally {
+				later.shutdownNow();
+			}
 		}
 	}
 
