@@ -45,10 +45,16 @@ class RdmacmToolsInteropDeviceTest {
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
 			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
 			try (Peer c = new Peer("rdma_client", "-s", two.b().ipv4(), "-p", Integer.toString(port))) {
 				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
 				assertThat(c.output()).contains("rdma_client: end 0");
 			}
+			// rdma_client binds no source: the tier's routing sends it out of rxeA, so
+			// the
+			// message and the echo crossed the veth pair (not rxeB to itself)
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 1);
 			// the listener counts its echo after the send returned
 			await("the server's count of its echo", () -> echo.echoed.get() == 1);
 			assertThat(echo.echoed.get()).isEqualTo(1);
@@ -73,9 +79,14 @@ class RdmacmToolsInteropDeviceTest {
 				await("connected to rdma_server", () -> link.state() == ConnectionState.ESTABLISHED);
 				assertThat(link.deviceName()).isEqualTo(two.a().device());
 				collector.length = 16;
+				TwoDevices.Traffic a0 = two.a().traffic();
+				TwoDevices.Traffic b0 = two.b().traffic();
 				byte[] message = "java->c 16 bytes".getBytes(StandardCharsets.US_ASCII);
 				link.send(message);
 				await("rdma_server's reply", () -> link.statistics().messagesReceived() == 1);
+				// rdma_server listens on every address: the message and its reply
+				// crossed from rxeA to rxeB and back
+				TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 1);
 				assertThat(link.statistics().bytesReceived()).isEqualTo(16);
 				assertThat(link.statistics().messagesSent()).isEqualTo(1);
 				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
