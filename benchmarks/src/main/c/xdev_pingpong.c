@@ -11,7 +11,9 @@
  * The client prints, after WARMUP round trips, REPS repetitions of ITERS round trips summarised as
  *   case=xdev_rate impl=c unit=msgs/s median=.. min=.. max=.. reps=R     (2 messages per round trip)
  *   case=xdev_p50 impl=c unit=us ...   case=xdev_p99 impl=c unit=us ...  (per-repetition percentiles)
- * (the prefix "xdev" is $XDEV_CASE when set: scripts/bench names the C twin of case xstarter "xstarter_c")
+ * (the prefix "xdev" is $XDEV_CASE when set: scripts/bench names the C twin of case xstarter "xstarter_c"; $XDEV_PARAMS,
+ * when set, is printed after the case name). With XDEV_CPU=n the process pins itself to CPU n before the loop, as the
+ * Java twin pins its loop thread.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -19,6 +21,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +99,9 @@ static void report(const char *name, const char *unit, double *v, int n) {
 	const char *prefix = getenv("XDEV_CASE");
 	qsort(v, n, sizeof *v, cmp);
 	/* name is "xdev_<what>" */
-	printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", prefix && *prefix ? prefix : "xdev",
-		name + 4, unit, v[n / 2], v[0], v[n - 1], n);
+	const char *params = getenv("XDEV_PARAMS");
+	printf("case=%s%s%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", prefix && *prefix ? prefix : "xdev",
+		name + 4, params && *params ? " " : "", params && *params ? params : "", unit, v[n / 2], v[0], v[n - 1], n);
 }
 
 int main(int argc, char **argv) {
@@ -166,6 +170,13 @@ int main(int argc, char **argv) {
 		close(fd);
 	}
 
+	const char *cpu = getenv("XDEV_CPU");
+	if (cpu && *cpu) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(atoi(cpu), &set);
+		if (sched_setaffinity(0, sizeof set, &set)) die("sched_setaffinity");
+	}
 	int total = warmup + iters * reps, scnt = 0, rcnt = 0, pending = RECV_WRID, events = 0;
 	double *rtt = malloc(sizeof(double) * (total + 1)), t0 = 0, start = now_us();
 	double *rate = malloc(sizeof(double) * reps), *p50 = malloc(sizeof(double) * reps), *p99 = malloc(sizeof(double) * reps);
@@ -223,8 +234,8 @@ int main(int argc, char **argv) {
 			server_ip ? "client" : "server", (ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec) / total,
 			(ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec) / total, total);
 	if (server_ip) {
-		printf("# xdev_pingpong C client on %s -> %s: %d round trips of %d bytes, %d completion events\n", devname,
-			server_ip, total, size, events);
+		printf("# xdev_pingpong C client on %s -> %s: %d round trips of %d bytes, %d completion events, %s\n", devname,
+			server_ip, total, size, events, cpu && *cpu ? "pinned to a cpu" : "not pinned");
 		report("xdev_rate", "msgs/s", rate, reps);
 		report("xdev_p50", "us", p50, reps);
 		report("xdev_p99", "us", p99, reps);

@@ -34,9 +34,19 @@ import dev.rdma.verbs.exchange.OutOfBand;
  * replacement could compile (and recompile after every rarely taken branch: C2 then used
  * 0.3 ms of CPU per measured round trip on each side). The warm-up runs whole repetitions
  * through the measured code; then both sides wait for a quiet JIT
- * ({@link Jit#awaitQuiet()}), run one more repetition, and wait again, each wait inside
- * an unmeasured round trip. Each side prints the CPU per measured round trip of its
- * busiest threads ({@link ThreadCpu}).
+ * ({@link Jit#awaitQuiet()}), run as many round trips again, and wait again, each wait
+ * inside an unmeasured round trip. The second phase is as long as the first: a method
+ * called once per event reaches C2's threshold (5000 calls of its C1 code) only after
+ * some thousands of events, and the first phase change deoptimizes code that then has to
+ * be compiled again (with one repetition between the waits, the server's per-event code
+ * got its C2 code inside the measured round trips). Each side prints the CPU per measured
+ * round trip of its busiest threads ({@link ThreadCpu}).
+ *
+ * <p>
+ * <b>CPU.</b> With {@code XDEV_CPU=n} in the environment the loop thread is pinned to CPU
+ * n right before the loop (not the JVM's other threads), as the C twin pins itself.
+ * {@code XDEV_CASE} replaces the case prefix {@code xdev}, {@code XDEV_PARAMS} adds
+ * parameters to the result lines.
  *
  * <pre>XdevPingPong DEVICE GID_INDEX TCP_PORT ITERS WARMUP REPS SIZE [SERVER_IPV4]</pre>
  */
@@ -89,6 +99,7 @@ public final class XdevPingPong {
 				}
 			}
 			Loop loop = new Loop(client, channel, cq, qp, mr, buffer, size, iters, warmup, reps);
+			String pinned = CpuAffinity.pinCurrentThreadFromEnv("XDEV_CPU");
 			loop.run();
 			ThreadCpu.printTop(
 					"# xdev_pingpong Java " + (client ? "client" : "server")
@@ -96,20 +107,30 @@ public final class XdevPingPong {
 					loop.cpuBefore, ThreadCpu.snapshot(), (double) iters * reps);
 			if (client) {
 				System.out.printf(Locale.ROOT,
-						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %d completion events%n",
-						device, serverIp, loop.total, size, loop.events);
+						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %d completion events, loop thread %s%n",
+						device, serverIp, loop.total, size, loop.events, pinned);
 				int from = loop.settled / iters;
-				report("xdev_rate", "msgs/s", Arrays.copyOfRange(loop.rate, from, from + reps));
-				report("xdev_p50", "us", Arrays.copyOfRange(loop.p50, from, from + reps));
-				report("xdev_p99", "us", Arrays.copyOfRange(loop.p99, from, from + reps));
+				double[] p50 = new double[reps];
+				double[] p99 = new double[reps];
+				for (int r = 0; r < reps; r++) {
+					long[] v = Arrays.copyOfRange(loop.rtt, (from + r) * iters, (from + r + 1) * iters);
+					Arrays.sort(v);
+					p50[r] = v[iters / 2] / 1e3;
+					p99[r] = v[(int) (iters * 0.99)] / 1e3;
+				}
+				String name = System.getenv().getOrDefault("XDEV_CASE", "xdev");
+				String params = System.getenv().getOrDefault("XDEV_PARAMS", "");
+				report(name + "_rate", params, "msgs/s", Arrays.copyOfRange(loop.rate, from, from + reps));
+				report(name + "_p50", params, "us", p50);
+				report(name + "_p99", params, "us", p99);
 			}
 		}
 	}
 
-	private static void report(String name, String unit, double[] v) {
+	private static void report(String name, String params, String unit, double[] v) {
 		Arrays.sort(v);
-		System.out.printf(Locale.ROOT, "case=%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n", name, unit,
-				v[v.length / 2], v[0], v[v.length - 1], v.length);
+		System.out.printf(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n", name,
+				params.isEmpty() ? "" : " " + params, unit, v[v.length / 2], v[0], v[v.length - 1], v.length);
 	}
 
 	/**
@@ -139,7 +160,11 @@ public final class XdevPingPong {
 		/** Round trips before the first quiet wait (whole repetitions). */
 		final int warmup;
 
-		/** Round trips before the measured ones (after the second quiet wait). */
+		/**
+		 * Round trips before the measured ones (after the second quiet wait): twice the
+		 * warm-up, so that what the first phase change deoptimized is compiled again
+		 * before the measurement.
+		 */
 		final int settled;
 
 		final int total;
@@ -147,10 +172,6 @@ public final class XdevPingPong {
 		final long[] rtt;
 
 		final double[] rate;
-
-		final double[] p50;
-
-		final double[] p99;
 
 		int scnt;
 
@@ -180,12 +201,10 @@ public final class XdevPingPong {
 			this.iters = iters;
 			int warmupReps = Math.max(1, (warmup + iters - 1) / iters);
 			this.warmup = warmupReps * iters;
-			this.settled = this.warmup + iters;
+			this.settled = 2 * this.warmup;
 			this.total = settled + iters * reps;
 			this.rtt = new long[total + 1];
 			this.rate = new double[total / iters];
-			this.p50 = new double[total / iters];
-			this.p99 = new double[total / iters];
 		}
 
 		void run() throws InterruptedException {
@@ -230,10 +249,8 @@ public final class XdevPingPong {
 			}
 			else {
 				rcnt++;
-				if (!client && (rcnt == warmup || rcnt == settled)) {
-					// before the last pong of each warm-up phase: the client's unmeasured
-					// round trip absorbs the wait
-					quiet(rcnt == settled);
+				if (!client && rcnt % iters == 0) {
+					serverRepetitionDone();
 				}
 				if (--routs <= 1) {
 					refill();
@@ -254,6 +271,16 @@ public final class XdevPingPong {
 			}
 		}
 
+		/**
+		 * The server's end of a repetition: before the last pong of each warm-up phase
+		 * the JIT quiet wait (the client's unmeasured round trip absorbs it).
+		 */
+		private void serverRepetitionDone() throws InterruptedException {
+			if (rcnt == warmup || rcnt == settled) {
+				quiet(rcnt == settled);
+			}
+		}
+
 		private void refill() {
 			for (; routs < RX_DEPTH; routs++) {
 				qp.postRecv(RECV_WRID, mr, 0, size);
@@ -261,16 +288,14 @@ public final class XdevPingPong {
 		}
 
 		/**
-		 * The client's end of a repetition (warm-up ones included: the same code): rate
-		 * and percentiles; after the warm-up phases, the quiet waits.
+		 * The client's end of a repetition (warm-up ones included: the same code): its
+		 * rate (the percentiles are computed after the loop: sorting here made the JIT
+		 * compile the sort inside the measured repetitions); after the warm-up phases,
+		 * the quiet waits.
 		 */
 		private void repetitionDone(long t) throws InterruptedException {
 			int r = scnt / iters - 1;
 			rate[r] = 2.0 * iters / ((t - start) / 1e9);
-			long[] v = Arrays.copyOfRange(rtt, r * iters, (r + 1) * iters);
-			Arrays.sort(v);
-			p50[r] = v[iters / 2] / 1e3;
-			p99[r] = v[(int) (iters * 0.99)] / 1e3;
 			if (scnt == warmup || scnt == settled) {
 				System.err.println("# xdev_pingpong Java client: JIT quiet wait after round trip " + scnt
 						+ (scnt == settled ? " (measuring from here)" : ""));
@@ -288,6 +313,9 @@ public final class XdevPingPong {
 		 * the threads' CPU.
 		 */
 		private void quiet(boolean measuringNext) throws InterruptedException {
+			// the snapshot twice: what the first one makes the JIT compile is compiled
+			// during the wait, not in the measured round trips
+			cpuBefore = ThreadCpu.snapshot();
 			Jit.awaitQuiet();
 			if (measuringNext) {
 				cpuBefore = ThreadCpu.snapshot();
