@@ -332,6 +332,27 @@ class BindingsDeviceTest {
 				lb.postSend(99, 0, 16, null);
 				assertThat(channel.getEvent(Duration.ofSeconds(20), waker)).isSameAs(cq);
 				got++;
+				drain(cq, buffer, 2, "the send and the receive of round 99");
+				// with no time to wait: null when nothing is pending, the event when one
+				// is, in any order
+				for (int i = 0; i < 20; i++) {
+					assertThat(channel.getEvent(Duration.ZERO, null)).as("nothing pending, call %d", i).isNull();
+				}
+				for (int i = 0; i < 20; i++) {
+					cq.requestNotify(false);
+					lb.postRecv(200 + i, 0);
+					lb.postSend(200 + i, 0, 16, null);
+					DeviceTestSupport.await(Duration.ofSeconds(20),
+							() -> channel.await(Duration.ZERO, null) == CompletionChannel.WaitResult.READY,
+							"a pending event");
+					assertThat(channel.getEvent(Duration.ZERO, null)).as("pending event, call %d", i).isSameAs(cq);
+					got++;
+					drain(cq, buffer, 2, "the send and the receive of call " + i);
+					if (i % 3 == 0) {
+						assertThat(channel.getEvent(Duration.ZERO, null)).as("nothing pending after call %d", i)
+							.isNull();
+					}
+				}
 				assertThat(cq.eventsGot()).isEqualTo(got);
 				assertThat(cq.ackEvents()).isEqualTo(got);
 			}
@@ -339,6 +360,14 @@ class BindingsDeviceTest {
 				later.shutdownNow();
 			}
 		}
+	}
+
+	private static void drain(CompletionQueue cq, WorkCompletionBuffer buffer, int expected, String what) {
+		int[] completions = { 0 };
+		DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
+			completions[0] += cq.poll(buffer);
+			return completions[0] == expected;
+		}, what);
 	}
 
 	@Test
