@@ -4,7 +4,8 @@
  * attributes, receives (wr_id 1) and sends (wr_id 2) of SIZE bytes into one buffer, the client sending first, the
  * next send once the previous send and a receive completed, one completion event per wake-up - plus a clock around
  * every round trip on the client. Its Java twin is dev.rdma.benchmarks.XdevPingPong; either side interoperates with
- * the other and with ibv_rc_pingpong.
+ * the other and with ibv_rc_pingpong (against the Java twin, give this side twice its WARMUP, in whole repetitions:
+ * the Java twin warms up twice).
  *
  *   xdev_pingpong DEVICE GID_INDEX TCP_PORT ITERS WARMUP REPS SIZE [SERVER_IPV4]
  *
