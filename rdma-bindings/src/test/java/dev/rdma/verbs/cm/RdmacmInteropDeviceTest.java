@@ -27,7 +27,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The binding's rdma_cm path against programs no one here wrote: rdma-core's
  * {@code rdma_server} and {@code rdma_client} (package rdmacm-utils), one 16-byte SEND
- * each way, the client first. Their own output must report success ({@code end 0}).
+ * each way, the client first. Their own output must report success ({@code end 0}), and
+ * both devices' {@code hw_counters} must show the packets.
  */
 @Tag(DeviceTestSupport.TAG)
 @ExtendWith(NoNativeLeaks.class)
@@ -95,6 +96,7 @@ class RdmacmInteropDeviceTest {
 	@Test
 	void theBindingAsClientOfRdmaServer() throws Exception {
 		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+		long[] marks = marks();
 		try (Peer c = new Peer("rdma_server", "-p", Integer.toString(port)); EventChannel ch = EventChannel.create()) {
 			// rdma_server listens a moment after it starts: retry (new id, new QP) while
 			// nothing listens (REJECTED, invalid service id)
@@ -132,6 +134,7 @@ class RdmacmInteropDeviceTest {
 					assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
 					assertThat(c.output()).contains("rdma_server: end 0");
 					id.close();
+					assertCarried(marks);
 					return;
 				}
 			}
@@ -141,6 +144,7 @@ class RdmacmInteropDeviceTest {
 	@Test
 	void theBindingAsServerOfRdmaClient() throws Exception {
 		InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+		long[] marks = marks();
 		try (EventChannel ch = EventChannel.create(); CmSide s = new CmSide(serverEnd.device())) {
 			ConnectionId listener = ch.createId();
 			listener.bind(new InetSocketAddress(port));
@@ -165,6 +169,34 @@ class RdmacmInteropDeviceTest {
 				assertThat(s.mr.buffer().asSlice(0, 16).toArray(JAVA_BYTE)).hasSize(16);
 			}
 		}
+		assertCarried(marks);
+	}
+
+	/**
+	 * {@code sent_pkts}/{@code rcvd_pkts} of the client's and the server's device now.
+	 */
+	private long[] marks() {
+		return new long[] { clientEnd.counter("sent_pkts"), clientEnd.counter("rcvd_pkts"),
+				serverEnd.counter("sent_pkts"), serverEnd.counter("rcvd_pkts") };
+	}
+
+	/**
+	 * Which devices carried the exchange, not only that the calls returned: the client's
+	 * device sent and received packets since {@code marks}, and so did the server's (on
+	 * the two-device tier two devices joined by a veth pair, so the packets crossed it).
+	 * A connection and one message each way are at least 2 packets each way.
+	 */
+	private void assertCarried(long[] marks) {
+		long clientSent = clientEnd.counter("sent_pkts") - marks[0];
+		long clientReceived = clientEnd.counter("rcvd_pkts") - marks[1];
+		long serverSent = serverEnd.counter("sent_pkts") - marks[2];
+		long serverReceived = serverEnd.counter("rcvd_pkts") - marks[3];
+		System.out.printf("hw_counters: client %s sent %d received %d packets, server %s sent %d received %d%n",
+				clientEnd.device(), clientSent, clientReceived, serverEnd.device(), serverSent, serverReceived);
+		assertThat(clientSent).as("%s (client) sent_pkts", clientEnd.device()).isGreaterThanOrEqualTo(2);
+		assertThat(clientReceived).as("%s (client) rcvd_pkts", clientEnd.device()).isGreaterThanOrEqualTo(2);
+		assertThat(serverSent).as("%s (server) sent_pkts", serverEnd.device()).isGreaterThanOrEqualTo(2);
+		assertThat(serverReceived).as("%s (server) rcvd_pkts", serverEnd.device()).isGreaterThanOrEqualTo(2);
 	}
 
 	static byte[] bytes(String s) {
