@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HexFormat;
 
 import dev.rdma.verbs.Gid;
@@ -138,19 +139,49 @@ public record TwoDevices(Peer a, Peer b) {
 	}
 
 	/**
+	 * How long {@link #assertCrossed} reads the counters again before it fails: the
+	 * kernel caches a device's {@code hw_counters} for
+	 * {@code RDMA_HW_STATS_DEFAULT_LIFESPAN} (10 ms), so a read right after a fast
+	 * exchange can still show the values of the mark taken just before it.
+	 */
+	public static final Duration COUNTER_WAIT = Duration.ofSeconds(2);
+
+	/**
 	 * Asserts that both devices sent and received at least {@code messages} packets since
 	 * the marks {@code a0} and {@code b0} (their {@code hw_counters}), and prints the
-	 * growth.
+	 * growth. Reads the counters again every 20 ms, up to {@link #COUNTER_WAIT}, until
+	 * they show it.
 	 */
 	public static void assertCrossed(Peer a, Traffic a0, Peer b, Traffic b0, int messages) {
-		Traffic da = a.traffic().since(a0);
-		Traffic db = b.traffic().since(b0);
+		long deadline = System.nanoTime() + COUNTER_WAIT.toNanos();
+		Traffic da;
+		Traffic db;
+		while (true) {
+			da = a.traffic().since(a0);
+			db = b.traffic().since(b0);
+			boolean crossed = Math.min(Math.min(da.sent(), da.received()),
+					Math.min(db.sent(), db.received())) >= messages;
+			if (crossed || System.nanoTime() - deadline > 0) {
+				break;
+			}
+			pause(20);
+		}
 		System.out.printf("hw_counters: %s sent %d received %d packets, %s sent %d received %d%n", a.device(),
 				da.sent(), da.received(), b.device(), db.sent(), db.received());
 		assertThat(da.sent()).as("%s sent_pkts", a.device()).isGreaterThanOrEqualTo(messages);
 		assertThat(da.received()).as("%s rcvd_pkts", a.device()).isGreaterThanOrEqualTo(messages);
 		assertThat(db.sent()).as("%s sent_pkts", b.device()).isGreaterThanOrEqualTo(messages);
 		assertThat(db.received()).as("%s rcvd_pkts", b.device()).isGreaterThanOrEqualTo(messages);
+	}
+
+	/** Sleeps {@code millis} ms (an interrupt ends the sleep and is kept). */
+	public static void pause(long millis) {
+		try {
+			Thread.sleep(millis);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
 	}
 
 }
