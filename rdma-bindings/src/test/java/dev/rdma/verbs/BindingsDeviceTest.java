@@ -314,11 +314,7 @@ class BindingsDeviceTest {
 						.as("event of round %d (%s)", round, pending ? "pending" : "late")
 						.isSameAs(cq);
 					got++;
-					int[] completions = { 0 };
-					DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
-						completions[0] += cq.poll(buffer);
-						return completions[0] == 2;
-					}, "the send and the receive of round " + round);
+					drain(cq, buffer, 2, "the send and the receive of round " + round);
 				}
 				// a wake-up ends a wait; the event that comes later is got by the next
 				// wait

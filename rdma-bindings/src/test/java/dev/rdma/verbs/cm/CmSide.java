@@ -1,7 +1,5 @@
 package dev.rdma.verbs.cm;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.EnumSet;
@@ -54,13 +52,7 @@ final class CmSide implements AutoCloseable {
 
 		/** A hardware counter of port 1 ({@code hw_counters/<name>}). */
 		long counter(String name) {
-			try {
-				return Long.parseLong(
-						Files.readString(Path.of("/sys/class/infiniband", device, "ports/1/hw_counters", name)).trim());
-			}
-			catch (java.io.IOException e) {
-				throw new AssertionError("cannot read hw counter " + name + " of " + device, e);
-			}
+			return dev.rdma.verbs.testing.TwoDevices.hwCounter(device, name);
 		}
 
 	}

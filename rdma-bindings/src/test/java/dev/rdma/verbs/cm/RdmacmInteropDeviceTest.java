@@ -20,6 +20,7 @@ import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NoNativeLeaks;
+import dev.rdma.verbs.testing.TwoDevices;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -96,7 +97,7 @@ class RdmacmInteropDeviceTest {
 	@Test
 	void theBindingAsClientOfRdmaServer() throws Exception {
 		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
-		long[] marks = marks();
+		TwoDevices.Traffic[] marks = marks();
 		try (Peer c = new Peer("rdma_server", "-p", Integer.toString(port)); EventChannel ch = EventChannel.create()) {
 			// rdma_server listens a moment after it starts: retry (new id, new QP) while
 			// nothing listens (REJECTED, invalid service id)
@@ -144,7 +145,7 @@ class RdmacmInteropDeviceTest {
 	@Test
 	void theBindingAsServerOfRdmaClient() throws Exception {
 		InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
-		long[] marks = marks();
+		TwoDevices.Traffic[] marks = marks();
 		try (EventChannel ch = EventChannel.create(); CmSide s = new CmSide(serverEnd.device())) {
 			ConnectionId listener = ch.createId();
 			listener.bind(new InetSocketAddress(port));
@@ -175,9 +176,9 @@ class RdmacmInteropDeviceTest {
 	/**
 	 * {@code sent_pkts}/{@code rcvd_pkts} of the client's and the server's device now.
 	 */
-	private long[] marks() {
-		return new long[] { clientEnd.counter("sent_pkts"), clientEnd.counter("rcvd_pkts"),
-				serverEnd.counter("sent_pkts"), serverEnd.counter("rcvd_pkts") };
+	private TwoDevices.Traffic[] marks() {
+		return new TwoDevices.Traffic[] { TwoDevices.traffic(clientEnd.device()),
+				TwoDevices.traffic(serverEnd.device()) };
 	}
 
 	/**
@@ -186,30 +187,8 @@ class RdmacmInteropDeviceTest {
 	 * the two-device tier two devices joined by a veth pair, so the packets crossed it).
 	 * A connection and one message each way are at least 2 packets each way.
 	 */
-	private void assertCarried(long[] marks) {
-		long deadline = System.nanoTime() + dev.rdma.verbs.testing.TwoDevices.COUNTER_WAIT.toNanos();
-		long clientSent;
-		long clientReceived;
-		long serverSent;
-		long serverReceived;
-		while (true) {
-			// read again while the kernel's 10 ms hw_counters cache may hide the exchange
-			clientSent = clientEnd.counter("sent_pkts") - marks[0];
-			clientReceived = clientEnd.counter("rcvd_pkts") - marks[1];
-			serverSent = serverEnd.counter("sent_pkts") - marks[2];
-			serverReceived = serverEnd.counter("rcvd_pkts") - marks[3];
-			long least = Math.min(Math.min(clientSent, clientReceived), Math.min(serverSent, serverReceived));
-			if (least >= 2 || System.nanoTime() - deadline > 0) {
-				break;
-			}
-			dev.rdma.verbs.testing.TwoDevices.pause(20);
-		}
-		System.out.printf("hw_counters: client %s sent %d received %d packets, server %s sent %d received %d%n",
-				clientEnd.device(), clientSent, clientReceived, serverEnd.device(), serverSent, serverReceived);
-		assertThat(clientSent).as("%s (client) sent_pkts", clientEnd.device()).isGreaterThanOrEqualTo(2);
-		assertThat(clientReceived).as("%s (client) rcvd_pkts", clientEnd.device()).isGreaterThanOrEqualTo(2);
-		assertThat(serverSent).as("%s (server) sent_pkts", serverEnd.device()).isGreaterThanOrEqualTo(2);
-		assertThat(serverReceived).as("%s (server) rcvd_pkts", serverEnd.device()).isGreaterThanOrEqualTo(2);
+	private void assertCarried(TwoDevices.Traffic[] marks) {
+		TwoDevices.assertCrossed(clientEnd.device(), marks[0], serverEnd.device(), marks[1], 2);
 	}
 
 	static byte[] bytes(String s) {

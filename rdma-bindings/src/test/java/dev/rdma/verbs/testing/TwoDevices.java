@@ -89,7 +89,7 @@ public record TwoDevices(Peer a, Peer b) {
 		 * {@code sent_pkts}, {@code rcvd_pkts}).
 		 */
 		public long hwCounter(String name) {
-			return Long.parseLong(read(portDirectory().resolve("hw_counters").resolve(name)));
+			return TwoDevices.hwCounter(device, name);
 		}
 
 		/** The GID at {@link #gidIndex()} as sysfs shows it (IPv4-mapped). */
@@ -104,7 +104,7 @@ public record TwoDevices(Peer a, Peer b) {
 
 		/** {@code sent_pkts} and {@code rcvd_pkts} now. */
 		public Traffic traffic() {
-			return new Traffic(hwCounter("sent_pkts"), hwCounter("rcvd_pkts"));
+			return TwoDevices.traffic(device);
 		}
 
 		private static String read(Path file) {
@@ -153,12 +153,20 @@ public record TwoDevices(Peer a, Peer b) {
 	 * they show it.
 	 */
 	public static void assertCrossed(Peer a, Traffic a0, Peer b, Traffic b0, int messages) {
+		assertCrossed(a.device(), a0, b.device(), b0, messages);
+	}
+
+	/**
+	 * {@link #assertCrossed(Peer, Traffic, Peer, Traffic, int)} for devices named
+	 * {@code a} and {@code b} (the same name twice: that device sent and received them).
+	 */
+	public static void assertCrossed(String a, Traffic a0, String b, Traffic b0, int messages) {
 		long deadline = System.nanoTime() + COUNTER_WAIT.toNanos();
 		Traffic da;
 		Traffic db;
 		while (true) {
-			da = a.traffic().since(a0);
-			db = b.traffic().since(b0);
+			da = traffic(a).since(a0);
+			db = traffic(b).since(b0);
 			boolean crossed = Math.min(Math.min(da.sent(), da.received()),
 					Math.min(db.sent(), db.received())) >= messages;
 			if (crossed || System.nanoTime() - deadline > 0) {
@@ -166,12 +174,31 @@ public record TwoDevices(Peer a, Peer b) {
 			}
 			pause(20);
 		}
-		System.out.printf("hw_counters: %s sent %d received %d packets, %s sent %d received %d%n", a.device(),
-				da.sent(), da.received(), b.device(), db.sent(), db.received());
-		assertThat(da.sent()).as("%s sent_pkts", a.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(da.received()).as("%s rcvd_pkts", a.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(db.sent()).as("%s sent_pkts", b.device()).isGreaterThanOrEqualTo(messages);
-		assertThat(db.received()).as("%s rcvd_pkts", b.device()).isGreaterThanOrEqualTo(messages);
+		System.out.printf("hw_counters: %s sent %d received %d packets, %s sent %d received %d%n", a, da.sent(),
+				da.received(), b, db.sent(), db.received());
+		assertThat(da.sent()).as("%s sent_pkts", a).isGreaterThanOrEqualTo(messages);
+		assertThat(da.received()).as("%s rcvd_pkts", a).isGreaterThanOrEqualTo(messages);
+		assertThat(db.sent()).as("%s sent_pkts", b).isGreaterThanOrEqualTo(messages);
+		assertThat(db.received()).as("%s rcvd_pkts", b).isGreaterThanOrEqualTo(messages);
+	}
+
+	/**
+	 * Port 1's hardware counter {@code name} of {@code device}
+	 * ({@code /sys/class/infiniband/<device>/ports/1/hw_counters/<name>}).
+	 */
+	public static long hwCounter(String device, String name) {
+		Path file = Path.of("/sys/class/infiniband", device, "ports", Integer.toString(Peer.PORT), "hw_counters", name);
+		try {
+			return Long.parseLong(Files.readString(file, StandardCharsets.US_ASCII).trim());
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException("cannot read " + file, ex);
+		}
+	}
+
+	/** {@code sent_pkts} and {@code rcvd_pkts} of {@code device} now. */
+	public static Traffic traffic(String device) {
+		return new Traffic(hwCounter(device, "sent_pkts"), hwCounter(device, "rcvd_pkts"));
 	}
 
 	/** Sleeps {@code millis} ms (an interrupt ends the sleep and is kept). */
