@@ -48,6 +48,11 @@ import dev.rdma.verbs.exchange.OutOfBand;
  * {@code XDEV_CASE} replaces the case prefix {@code xdev}, {@code XDEV_PARAMS} adds
  * parameters to the result lines.
  *
+ * <p>
+ * <b>Wait.</b> The channel is {@link CompletionChannel.WaitMode#BLOCKING_READ}, so each
+ * event costs one {@code read(2)} as in the C twin; {@code XDEV_WAIT=poll} measures the
+ * default mode (read, poll, read).
+ *
  * <pre>XdevPingPong DEVICE GID_INDEX TCP_PORT ITERS WARMUP REPS SIZE [SERVER_IPV4]</pre>
  */
 public final class XdevPingPong {
@@ -77,7 +82,8 @@ public final class XdevPingPong {
 		boolean client = serverIp != null;
 		ExchangeOptions options = ExchangeOptions.defaults().withGidIndex(gidIndex);
 		try (Context ctx = Context.open(device); WorkCompletionBuffer buffer = new WorkCompletionBuffer(2)) {
-			CompletionChannel channel = ctx.createCompletionChannel();
+			CompletionChannel channel = ctx.createCompletionChannel(CompletionChannel.WaitMode
+				.valueOf(System.getenv().getOrDefault("XDEV_WAIT", "BLOCKING_READ").toUpperCase(Locale.ROOT)));
 			CompletionQueue cq = ctx.createCompletionQueue(RX_DEPTH + 1, channel, 0);
 			ProtectionDomain pd = ctx.allocateProtectionDomain();
 			MemoryRegion mr = pd.registerMemory(2L * size, EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
@@ -107,8 +113,8 @@ public final class XdevPingPong {
 					loop.cpuBefore, ThreadCpu.snapshot(), (double) iters * reps);
 			if (client) {
 				System.out.printf(Locale.ROOT,
-						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %d completion events, loop thread %s%n",
-						device, serverIp, loop.total, size, loop.events, pinned);
+						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %d completion events (%s channel), loop thread %s%n",
+						device, serverIp, loop.total, size, loop.events, channel.waitMode(), pinned);
 				int from = loop.settled / iters;
 				double[] p50 = new double[reps];
 				double[] p99 = new double[reps];

@@ -13,6 +13,10 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -30,6 +34,14 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * each event names the CQ that fired, and {@link #getEvent()} returns that CQ with its
  * got-count incremented; the caller acknowledges it with
  * {@link CompletionQueue#ackEvents()}.
+ *
+ * <p>
+ * That is {@link WaitMode#POLL}, the default. {@link WaitMode#BLOCKING_READ} (chosen at
+ * creation: {@link Context#createCompletionChannel(WaitMode)}) leaves the fd blocking, as
+ * C programs do, so that {@link #getEvent(Duration, Waker)} sleeps in the one
+ * {@code read(2)} of {@code ibv_get_cq_event}: one system call per event instead of three
+ * when the event is not there yet. Its timeout, {@link Waker#wake()} and {@link #close()}
+ * still end that read, by signalling the reading thread.
  *
  * <p>
  * Thread-safe. {@link #close()} ({@code ibv_destroy_comp_channel}) fails with EBUSY while
@@ -50,13 +62,66 @@ public final class CompletionChannel extends NativeObject {
 
 	}
 
+	/**
+	 * How a thread waits for an event: chosen at creation
+	 * ({@link Context#createCompletionChannel(WaitMode)}).
+	 */
+	public enum WaitMode {
+
+		/**
+		 * The default. The fd is non-blocking. {@link #getEvent(Duration, Waker)} reads,
+		 * and when nothing is pending waits with {@code poll(2)} on the fd, the caller's
+		 * {@link Waker} and the channel's close, then reads again (three system calls for
+		 * an event that was not there yet, one for a pending one). Any number of threads
+		 * may get events at once.
+		 */
+		POLL,
+
+		/**
+		 * The fd stays blocking and {@link #getEvent(Duration, Waker)} sleeps in the one
+		 * {@code read(2)} of {@code ibv_get_cq_event}, as {@code ibv_rc_pingpong -e}
+		 * does: one system call per event. The timeout, {@link Waker#wake()}, the
+		 * channel's {@link #close()} and the close of one of its CQs end that read by
+		 * sending the reading thread the JDK's own I/O interrupt signal
+		 * ({@code SIGRTMAX-2}, whose no-op handler the JDK installs without
+		 * {@code SA_RESTART}; creation checks it with {@code sigaction} and refuses the
+		 * mode without it). A timeout ends within about a millisecond of its deadline.
+		 * One thread at a time gets events ({@link #getEvent()} and
+		 * {@link #getEvent(Duration, Waker)}): a second one meanwhile gets
+		 * {@link IllegalStateException}. {@link #await} keeps working (it only polls).
+		 */
+		BLOCKING_READ
+
+	}
+
+	private final Arena arena = Arena.ofShared();
+
 	private final Context context;
 
 	private final int fd;
 
-	private final Waker closeWaker = new Waker();
+	private final WaitMode waitMode;
 
-	private final Arena arena = Arena.ofShared();
+	/** The read of a {@link WaitMode#BLOCKING_READ} channel; null for POLL. */
+	private final @Nullable BlockingRead blocking;
+
+	/** The thread getting events from a BLOCKING_READ channel, or null. */
+	private final AtomicReference<@Nullable Thread> consumer = new AtomicReference<>();
+
+	/** A CQ of this channel is being destroyed: the blocking reader stays out. */
+	private volatile boolean paused;
+
+	/** close() has begun: a blocking read returns null. */
+	private volatile boolean closing;
+
+	/** cq/ctx out-parameters and errno of the blocking read (owned by the consumer). */
+	private final MemorySegment blockingCqOut = Native.unscoped(arena.allocate(ADDRESS));
+
+	private final MemorySegment blockingCtxOut = Native.unscoped(arena.allocate(ADDRESS));
+
+	private final MemorySegment blockingCapture = Native.unscoped(Native.allocateCapture(arena));
+
+	private final Waker closeWaker = new Waker();
 
 	private final MemorySegment cqOut = Native.unscoped(arena.allocate(ADDRESS));
 
@@ -99,13 +164,20 @@ public final class CompletionChannel extends NativeObject {
 
 	private volatile CompletionQueue[] queues = new CompletionQueue[0];
 
-	private CompletionChannel(Context context, MemorySegment channel) {
+	private CompletionChannel(Context context, MemorySegment channel, WaitMode waitMode) {
 		super(channel, context);
 		this.context = context;
 		this.fd = channel.get(JAVA_INT, Layouts.CHANNEL_FD);
+		this.waitMode = waitMode;
+		this.blocking = waitMode == WaitMode.BLOCKING_READ
+				? new BlockingRead("completion channel fd " + fd + " of " + context.deviceName()) : null;
 	}
 
-	static CompletionChannel create(Context context) {
+	static CompletionChannel create(Context context, WaitMode waitMode) {
+		Objects.requireNonNull(waitMode, "waitMode");
+		if (waitMode == WaitMode.BLOCKING_READ) {
+			BlockingRead.checkSignalHandler(); // before anything is created
+		}
 		context.acquire();
 		MemorySegment channel;
 		try (Arena a = Arena.ofConfined()) {
@@ -122,9 +194,13 @@ public final class CompletionChannel extends NativeObject {
 			context.release();
 		}
 		MemorySegment created = channel;
-		CompletionChannel c = adopt(
-				() -> new CompletionChannel(context, created.reinterpret(Layouts.IBV_COMP_CHANNEL.byteSize())),
+		CompletionChannel c = adopt(() -> new CompletionChannel(context,
+				created.reinterpret(Layouts.IBV_COMP_CHANNEL.byteSize()), waitMode),
 				() -> Native.callIntVerb(Ibverbs.DESTROY_COMP_CHANNEL, created));
+		if (c.blocking != null) {
+			c.blocking.register();
+			return c;
+		}
 		try {
 			setNonBlocking(c.fd, "completion channel of " + context.deviceName());
 		}
@@ -135,13 +211,18 @@ public final class CompletionChannel extends NativeObject {
 		return c;
 	}
 
+	/** How {@link #getEvent(Duration, Waker)} waits; fixed at creation. */
+	public WaitMode waitMode() {
+		return waitMode;
+	}
+
 	public Context context() {
 		return context;
 	}
 
 	/**
-	 * {@code channel->fd}, in non-blocking mode. Never read it yourself: use
-	 * {@link #getEvent()}.
+	 * {@code channel->fd}: non-blocking in {@link WaitMode#POLL}, blocking in
+	 * {@link WaitMode#BLOCKING_READ}. Never read it yourself: use {@link #getEvent()}.
 	 */
 	public int fd() {
 		return fd;
@@ -251,6 +332,35 @@ public final class CompletionChannel extends NativeObject {
 	private @Nullable CompletionQueue getEvent(boolean learnWhy) {
 		acquire();
 		try {
+			if (blocking != null) {
+				claimConsumer();
+				try {
+					synchronized (eventLock) {
+						// The fd blocks: read only what poll(2) reports (this thread is
+						// the only reader)
+						Libc.pollfd(eventPollFd, 0, fd);
+						int ready = Libc.poll(eventPollFd, 1, 0, capture);
+						if (ready < 0) {
+							throw new VerbsException("poll(completion channel fd)", -ready, describe());
+						}
+						if (ready == 0) {
+							return null;
+						}
+						int rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
+						if (rc != 0) {
+							int errno = Native.errno(capture);
+							if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+								return null;
+							}
+							throw new VerbsException("ibv_get_cq_event", errno, describe());
+						}
+						return fired(cqOut.get(JAVA_LONG, 0));
+					}
+				}
+				finally {
+					consumer.set(null);
+				}
+			}
 			synchronized (eventLock) {
 				// Without errno capture (it would allocate on this never-hot path). A
 				// failure on a fd that poll(2)
@@ -276,15 +386,7 @@ public final class CompletionChannel extends NativeObject {
 						throw new VerbsException("ibv_get_cq_event", errno, describe());
 					}
 				}
-				long fired = cqOut.get(JAVA_LONG, 0);
-				for (CompletionQueue q : queues) {
-					if (q.address() == fired) {
-						q.eventGot();
-						return q;
-					}
-				}
-				throw new IllegalStateException("ibv_get_cq_event returned a CQ (0x" + Long.toHexString(fired)
-						+ ") that this binding did not create on " + describe());
+				return fired(cqOut.get(JAVA_LONG, 0));
 			}
 		}
 		catch (RdmaException | IllegalStateException e) {
@@ -298,12 +400,27 @@ public final class CompletionChannel extends NativeObject {
 		}
 	}
 
+	/** The CQ an event named, its got-count incremented. */
+	private CompletionQueue fired(long address) {
+		for (CompletionQueue q : queues) {
+			if (q.address() == address) {
+				q.eventGot();
+				return q;
+			}
+		}
+		throw new IllegalStateException("ibv_get_cq_event returned a CQ (0x" + Long.toHexString(address)
+				+ ") that this binding did not create on " + describe());
+	}
+
 	/**
 	 * Gets an event, waiting up to {@code timeout} for one: the blocking
 	 * {@code ibv_get_cq_event} of the man page, with a timeout and a waker. A pending
 	 * event costs one {@code read(2)}, as in C; otherwise the failed read is followed by
 	 * {@link #await} and {@link #getEvent()}, repeated while the fd was readable but the
-	 * event went to another thread. Returns null on timeout or wake-up. Allocation-free.
+	 * event went to another thread. In {@link WaitMode#BLOCKING_READ} it is one blocking
+	 * {@code read(2)}, ended by the timeout, the waker or a close (see there). Returns
+	 * null on timeout, wake-up or close. Allocation-free.
+	 * @param waker a waker that other threads signal to end the wait, or null
 	 */
 	public @Nullable CompletionQueue getEvent(Duration timeout, @Nullable Waker waker) {
 		return getEvent(timeout.toNanos(), waker);
@@ -311,6 +428,9 @@ public final class CompletionChannel extends NativeObject {
 
 	/** {@link #getEvent(Duration, Waker)} with the timeout in nanoseconds. */
 	public @Nullable CompletionQueue getEvent(long timeoutNanos, @Nullable Waker waker) {
+		if (blocking != null) {
+			return timeoutNanos <= 0 ? getEvent() : getEventBlocking(blocking, timeoutNanos, waker);
+		}
 		CompletionQueue q = getEvent(false);
 		if (q != null) {
 			return q;
@@ -326,6 +446,134 @@ public final class CompletionChannel extends NativeObject {
 				return q;
 			}
 		}
+	}
+
+	/**
+	 * {@link WaitMode#BLOCKING_READ}: the blocking read, repeated after a signal that was
+	 * not meant for it.
+	 */
+	private @Nullable CompletionQueue getEventBlocking(BlockingRead read, long timeoutNanos, @Nullable Waker waker) {
+		acquire();
+		try {
+			claimConsumer();
+			boolean claimed = false;
+			try {
+				if (waker != null) {
+					waker.claim();
+					claimed = true;
+					waker.attach(read);
+				}
+				long deadline = System.nanoTime() + timeoutNanos;
+				while (true) {
+					read.begin(deadline);
+					// Checked after begin(): a thread that sets one of these then sees
+					// the read under way, and signals it
+					boolean stop = closing || paused || read.interrupted() || (waker != null && waker.pending())
+							|| System.nanoTime() - deadline >= 0;
+					CompletionQueue q = null;
+					int errno = 0;
+					try {
+						if (!stop) {
+							int rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(blockingCapture, handle, blockingCqOut,
+									blockingCtxOut);
+							if (rc == 0) {
+								// counted before end(): a CQ close waits for end(), then
+								// acks what was got
+								q = fired(blockingCqOut.get(JAVA_LONG, 0));
+							}
+							else {
+								errno = Native.errno(blockingCapture);
+							}
+						}
+					}
+					finally {
+						read.end();
+					}
+					if (q != null) {
+						return q;
+					}
+					if (errno != 0 && errno != Errno.EINTR && errno != Errno.EAGAIN) {
+						throw new VerbsException("ibv_get_cq_event", errno, describe());
+					}
+					if (closing) {
+						return null;
+					}
+					if (waker != null && waker.pending()) {
+						waker.clear();
+						return null;
+					}
+					if (paused) {
+						synchronized (eventLock) {
+							// a CQ of this channel is being acked and destroyed: wait for
+							// it
+						}
+						continue;
+					}
+					if (System.nanoTime() - deadline >= 0) {
+						return null;
+					}
+				}
+			}
+			finally {
+				if (claimed) {
+					waker.detach();
+					waker.unclaim();
+				}
+				consumer.set(null);
+			}
+		}
+		catch (RdmaException | IllegalStateException e) {
+			throw e;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+		finally {
+			release();
+		}
+	}
+
+	private void claimConsumer() {
+		Thread me = Thread.currentThread();
+		if (!consumer.compareAndSet(null, me)) {
+			Thread other = consumer.get();
+			throw new IllegalStateException(
+					"a BLOCKING_READ completion channel has one thread getting events at a time: " + "thread '"
+							+ (other == null ? "?" : other.getName()) + "' is getting events from " + describe());
+		}
+	}
+
+	/**
+	 * Before a CQ of this channel acks its events and is destroyed (under
+	 * {@link #eventLock}): in {@link WaitMode#BLOCKING_READ}, ends a blocking read under
+	 * way and keeps the reader out until {@link #resumeReader()}, so that an event it got
+	 * is counted (and acked) before the destroy.
+	 */
+	void pauseReader() {
+		BlockingRead read = blocking;
+		if (read == null) {
+			return;
+		}
+		paused = true;
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (read.reading()) {
+			read.interrupt();
+			if (System.nanoTime() - deadline > 0) {
+				paused = false;
+				throw new IllegalStateException("the blocking read of " + describe() + " did not end within 10 s");
+			}
+			LockSupport.parkNanos(50_000);
+		}
+	}
+
+	void resumeReader() {
+		paused = false;
+	}
+
+	/** True while a thread is in the blocking read of a BLOCKING_READ channel. */
+	boolean blockingReadUnderWay() {
+		BlockingRead read = blocking;
+		return read != null && read.reading();
 	}
 
 	void register(CompletionQueue cq) {
@@ -357,7 +605,11 @@ public final class CompletionChannel extends NativeObject {
 
 	@Override
 	void beforeClose() {
+		closing = true;
 		closeWaker.wake();
+		if (blocking != null) {
+			blocking.interrupt();
+		}
 	}
 
 	/**
@@ -366,6 +618,7 @@ public final class CompletionChannel extends NativeObject {
 	 */
 	@Override
 	void closeRefused() {
+		closing = false;
 		closeWaker.clear();
 	}
 
@@ -376,6 +629,9 @@ public final class CompletionChannel extends NativeObject {
 					"still used by " + queues.length + " CQ(s): " + Arrays.toString(queues));
 		}
 		destroyVerb(Ibverbs.DESTROY_COMP_CHANNEL, handle, "ibv_destroy_comp_channel", describe());
+		if (blocking != null) {
+			blocking.unregister();
+		}
 		closeWaker.close();
 		arena.close();
 	}

@@ -561,7 +561,13 @@ public class CompletionQueue extends NativeObject {
 	final void destroy() {
 		if (channel != null) {
 			synchronized (channel.eventLock) {
-				ackAndDestroy();
+				channel.pauseReader();
+				try {
+					ackAndDestroy();
+				}
+				finally {
+					channel.resumeReader();
+				}
 			}
 			channel.unregister(this);
 		}

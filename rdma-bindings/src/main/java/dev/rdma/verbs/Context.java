@@ -344,9 +344,22 @@ public final class Context extends NativeObject {
 
 	// ------------------------------------------------------------------ factories
 
-	/** {@code ibv_create_comp_channel}. */
+	/**
+	 * {@code ibv_create_comp_channel}, in {@link CompletionChannel.WaitMode#POLL} (its fd
+	 * non-blocking).
+	 */
 	public CompletionChannel createCompletionChannel() {
-		return CompletionChannel.create(this);
+		return CompletionChannel.create(this, CompletionChannel.WaitMode.POLL);
+	}
+
+	/**
+	 * {@code ibv_create_comp_channel} with the given wait mode.
+	 * @throws UnsupportedOperationException for
+	 * {@link CompletionChannel.WaitMode#BLOCKING_READ} when the JDK's I/O interrupt
+	 * signal has no suitable handler (nothing is created then)
+	 */
+	public CompletionChannel createCompletionChannel(CompletionChannel.WaitMode waitMode) {
+		return CompletionChannel.create(this, waitMode);
 	}
 
 	/**

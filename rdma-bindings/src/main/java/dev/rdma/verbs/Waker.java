@@ -14,12 +14,13 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * Public API for poll loops (the starter's, the benchmarks'): an eventfd that another
  * thread writes to wake a thread blocked in {@link CompletionChannel#await} or
- * {@link CompletionChannel#getEvent(java.time.Duration, Waker)}. {@link #wake()} is
- * thread-safe. One thread at a time waits with a given waker (it carries that thread's
- * scratch memory): a second thread waiting with it at the same time gets
- * {@link IllegalStateException}. {@link #close()} is idempotent and thread-safe: it wakes
- * the thread waiting with this waker and waits (up to 10 s) for its wait to return before
- * it closes the eventfd and frees the memory.
+ * {@link CompletionChannel#getEvent(java.time.Duration, Waker)} (in a
+ * {@link CompletionChannel.WaitMode#BLOCKING_READ} channel, {@link #wake()} also signals
+ * the thread out of its read). {@link #wake()} is thread-safe. One thread at a time waits
+ * with a given waker (it carries that thread's scratch memory): a second thread waiting
+ * with it at the same time gets {@link IllegalStateException}. {@link #close()} is
+ * idempotent and thread-safe: it wakes the thread waiting with this waker and waits (up
+ * to 10 s) for its wait to return before it closes the eventfd and frees the memory.
  */
 public final class Waker implements AutoCloseable {
 
@@ -38,6 +39,10 @@ public final class Waker implements AutoCloseable {
 	private volatile @Nullable Thread waiter;
 
 	private volatile boolean closing;
+
+	private volatile boolean pending;
+
+	private volatile @Nullable BlockingRead reader;
 
 	private final Arena arena = Arena.ofShared();
 
@@ -78,8 +83,33 @@ public final class Waker implements AutoCloseable {
 	/** Wakes the thread waiting on this waker (or the next one to wait). */
 	public synchronized void wake() {
 		if (fd >= 0) {
+			pending = true;
 			Libc.write8(fd, one, capture);
+			BlockingRead r = reader;
+			if (r != null) {
+				r.interrupt();
+			}
 		}
+	}
+
+	/**
+	 * True after {@link #wake()} until {@link #clear()}: what a blocking read checks
+	 * (without a system call) before it reads.
+	 */
+	boolean pending() {
+		return pending;
+	}
+
+	/**
+	 * The blocking read the claiming thread is in: {@link #wake()} signals it. Set before
+	 * {@link #pending()} is checked.
+	 */
+	void attach(BlockingRead read) {
+		reader = read;
+	}
+
+	void detach() {
+		reader = null;
 	}
 
 	/**
@@ -105,6 +135,7 @@ public final class Waker implements AutoCloseable {
 	/** Consumes pending wake-ups. */
 	synchronized void clear() {
 		if (fd >= 0) {
+			pending = false;
 			Libc.read8(fd, scratch, capture);
 		}
 	}

@@ -19,6 +19,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.Timeout;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -286,9 +288,10 @@ class BindingsDeviceTest {
 	 * and events already pending, in any order of the two, and a signalled waker ends the
 	 * wait without taking the event that comes later.
 	 */
-	@Test
-	void getEventWithATimeoutGetsLateAndPendingEventsAlike() throws Exception {
-		try (CompletionChannel channel = ctx.createCompletionChannel();
+	@ParameterizedTest
+	@EnumSource(CompletionChannel.WaitMode.class)
+	void getEventWithATimeoutGetsLateAndPendingEventsAlike(CompletionChannel.WaitMode mode) throws Exception {
+		try (CompletionChannel channel = ctx.createCompletionChannel(mode);
 				CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
 				Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);

@@ -141,6 +141,14 @@ class LayoutConformanceTest {
 		expect("IBV_QP_DEST_QPN", QueuePair.QP_DEST_QPN, "IBV_QP_DEST_QPN");
 		expect("IBV_SEND_SIGNALED", QueuePair.SEND_SIGNALED, "IBV_SEND_SIGNALED");
 		expect("IBV_SEND_SOLICITED", QueuePair.SEND_SOLICITED, "IBV_SEND_SOLICITED");
+		expect("JDK interrupt signal (__SIGRTMAX - 2)", Libc.JDK_INTERRUPT_SIGNAL, "__SIGRTMAX - 2");
+		expect("sizeof(struct sigaction)", Libc.SIGACTION_BYTES, "sizeof(struct sigaction)");
+		expect("offsetof(struct sigaction, sa_handler)", Libc.SIGACTION_HANDLER,
+				"offsetof(struct sigaction, sa_handler)");
+		expect("offsetof(struct sigaction, sa_flags)", Libc.SIGACTION_FLAGS, "offsetof(struct sigaction, sa_flags)");
+		expect("SA_RESTART", Libc.SA_RESTART, "SA_RESTART");
+		expect("SIG_DFL", Libc.SIG_DFL, "(long)SIG_DFL");
+		expect("SIG_IGN", Libc.SIG_IGN, "(long)SIG_IGN");
 		expect("POLLIN", Libc.POLLIN, "POLLIN");
 		expect("O_NONBLOCK", Libc.O_NONBLOCK, "O_NONBLOCK");
 		expect("F_GETFL", Libc.F_GETFL, "F_GETFL");
@@ -192,6 +200,7 @@ class LayoutConformanceTest {
 				#include <errno.h>
 				#include <fcntl.h>
 				#include <poll.h>
+				#include <signal.h>
 				#include <sys/eventfd.h>
 				#include <sys/epoll.h>
 				#include <infiniband/verbs.h>

@@ -7,6 +7,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
@@ -102,6 +104,41 @@ public final class Libc {
 			FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
 
 	private static final MethodHandle CLOSE = Native.symbol(LIBC, "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+
+	/**
+	 * The signal the JDK sends to end a thread's blocking I/O
+	 * ({@code sun.nio.ch.NativeThread} and {@code java.net}'s {@code linux_close.c}:
+	 * {@code __SIGRTMAX - 2}); the JDK installs a no-op handler for it without
+	 * {@code SA_RESTART}, so a blocking {@code read(2)} that it hits fails with EINTR.
+	 * The layout probe proves the value.
+	 */
+	public static final int JDK_INTERRUPT_SIGNAL = 62;
+
+	/** {@code sizeof(struct sigaction)} (x86_64 glibc; proven by the layout probe). */
+	public static final int SIGACTION_BYTES = 152;
+
+	/** {@code offsetof(struct sigaction, sa_handler)}. */
+	public static final int SIGACTION_HANDLER = 0;
+
+	/** {@code offsetof(struct sigaction, sa_flags)}. */
+	public static final int SIGACTION_FLAGS = 136;
+
+	public static final int SA_RESTART = 0x10000000;
+
+	/** {@code SIG_DFL} and {@code SIG_IGN} as addresses. */
+	public static final long SIG_DFL = 0;
+
+	public static final long SIG_IGN = 1;
+
+	private static final MethodHandle SIGACTION = Native.symbol(LIBC, "sigaction",
+			FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS), Native.CAPTURE_ERRNO);
+
+	/** Neither blocks nor spins: critical linkage is allowed, and keeps it cheap. */
+	private static final MethodHandle PTHREAD_SELF = Native.symbol(LIBC, "pthread_self",
+			FunctionDescriptor.of(JAVA_LONG), Linker.Option.critical(false));
+
+	private static final MethodHandle PTHREAD_KILL = Native.symbol(LIBC, "pthread_kill",
+			FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
 
 	private static final long SYS_MEMBARRIER = 324; // x86_64
 
@@ -340,6 +377,83 @@ public final class Libc {
 		}
 		catch (Throwable t) {
 			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * {@code sigaction(sig, NULL, &old)}: the installed handler of {@code sig} as
+	 * {handler address, sa_flags}, or null with the errno in {@code errnoOut[0]}.
+	 */
+	public static long @Nullable [] sigactionOf(int sig, int[] errnoOut) {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			MemorySegment old = arena.allocate(SIGACTION_BYTES, 8);
+			int rc = (int) SIGACTION.invokeExact(capture, sig, MemorySegment.NULL, old);
+			if (rc != 0) {
+				errnoOut[0] = Native.errno(capture);
+				return null;
+			}
+			return new long[] { old.get(JAVA_LONG, SIGACTION_HANDLER), old.get(JAVA_INT, SIGACTION_FLAGS) };
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+	/** {@code pthread_self()} of the calling thread. */
+	public static long pthreadSelf() {
+		try {
+			return (long) PTHREAD_SELF.invokeExact();
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * {@code pthread_kill(thread, sig)}: 0 or the error number. The caller guarantees
+	 * that {@code thread} has not exited (a pthread_t of an ended thread is undefined
+	 * behaviour).
+	 */
+	public static int pthreadKill(long thread, int sig) {
+		try {
+			return (int) PTHREAD_KILL.invokeExact(thread, sig);
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * One read(2) of {@code len} bytes into {@code buf}, errno captured, never repeated:
+	 * bytes read or -errno (EINTR included).
+	 */
+	public static long readOnce(int fd, MemorySegment buf, long len, MemorySegment capture) {
+		try {
+			long rc = (long) READ.invokeExact(capture, fd, buf, len);
+			return rc < 0 ? -Native.errno(capture) : rc;
+		}
+		catch (Throwable t) {
+			throw new IllegalStateException(t);
+		}
+	}
+
+	/**
+	 * Takes {@code fd} out of non-blocking mode ({@code fcntl(F_GETFL)},
+	 * {@code fcntl(F_SETFL)}): 0, or the errno.
+	 */
+	public static int setBlocking(int fd) {
+		try (Arena arena = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(arena);
+			int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
+			if (flags < 0) {
+				return Native.errno(capture);
+			}
+			int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags & ~O_NONBLOCK);
+			return rc < 0 ? Native.errno(capture) : 0;
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
 		}
 	}
 
