@@ -203,14 +203,14 @@ final class BlockingRead {
 	/**
 	 * The one thread that ends timed-out reads and repeats interrupt signals: it sleeps
 	 * until the earliest deadline among the reads under way (a new read wakes it only
-	 * when its deadline is earlier than that), and every millisecond while a signalled
-	 * read has not ended yet. Started with the first registered read; a daemon.
+	 * when its deadline is earlier than that, or when nothing was under way), and every
+	 * millisecond while a signalled read has not ended yet. With a steady timeout it
+	 * wakes about once per timeout, not per read. Started with the first registered read;
+	 * a daemon.
 	 */
 	static final class Watchdog implements Runnable {
 
 		static final Watchdog INSTANCE = new Watchdog();
-
-		private static final long MAX_SLEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
 
 		private static final long REPEAT_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
@@ -284,11 +284,9 @@ final class BlockingRead {
 
 		/** Signals what is due; returns when to look again. */
 		private long scan(long now) {
-			if (reads.isEmpty()) {
-				return Long.MAX_VALUE;
-			}
-			// Relative comparisons only: nanoTime and deadlines may wrap.
-			long next = now + MAX_SLEEP_NANOS;
+			// Relative comparisons only: nanoTime and deadlines may wrap. Nothing under
+			// way: park until a read begins (it unparks the watchdog then).
+			long next = Long.MAX_VALUE;
 			for (BlockingRead r : reads) {
 				try {
 					if (r.signalIfDue(now)) {
@@ -296,7 +294,7 @@ final class BlockingRead {
 					}
 					else if (r.reading()) {
 						long d = r.deadline;
-						if (d - next < 0) {
+						if (next == Long.MAX_VALUE || d - next < 0) {
 							next = d;
 						}
 					}
