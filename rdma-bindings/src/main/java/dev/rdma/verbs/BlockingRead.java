@@ -60,10 +60,6 @@ final class BlockingRead {
 	/** Set by {@link #interrupt()}, cleared by {@link #begin}. */
 	private volatile boolean interrupted;
 
-	private @Nullable Thread cachedThread;
-
-	private long cachedPthread;
-
 	private final String what;
 
 	BlockingRead(String what) {
@@ -115,12 +111,10 @@ final class BlockingRead {
 	 * in every case.
 	 */
 	void begin(long deadline) {
-		Thread t = Thread.currentThread();
-		if (t != cachedThread) {
-			cachedPthread = Libc.pthreadSelf();
-			cachedThread = t;
-		}
-		this.pthread = cachedPthread;
+		// Asked every time: a virtual thread may run on another carrier than last time
+		// (it cannot move between here and its read: nothing in between blocks, and the
+		// native read pins it to its carrier).
+		this.pthread = Libc.pthreadSelf();
 		this.deadline = deadline;
 		this.interrupted = false;
 		STATE.setVolatile(this, READING);

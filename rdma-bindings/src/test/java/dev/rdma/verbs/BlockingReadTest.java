@@ -112,6 +112,43 @@ class BlockingReadTest {
 	}
 
 	@Test
+	void theReadsOfOneVirtualThreadAreEndedOnWhicheverCarrier() throws Exception {
+		// One virtual thread reads 20 times, sleeping (unmounted) in between, so its
+		// reads
+		// may run on different carriers: begin() must name the carrier of each read (a
+		// pthread_t kept from an earlier read would signal the wrong thread, and the
+		// read would not end).
+		int rounds = 20;
+		java.util.concurrent.BlockingQueue<Long> results = new java.util.concurrent.LinkedBlockingQueue<>();
+		java.util.Set<String> carriers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+		Thread v = Thread.ofVirtual().start(() -> {
+			try {
+				for (int i = 0; i < rounds; i++) {
+					Thread.sleep(1 + i % 3);
+					String name = Thread.currentThread().toString();
+					carriers.add(name.substring(name.indexOf('@') + 1));
+					results.add(readOnce(TimeUnit.SECONDS.toNanos(60), new CountDownLatch(0), new CountDownLatch(0)));
+				}
+			}
+			catch (InterruptedException e) {
+				Thread.currentThread().interrupt();
+			}
+		});
+		for (int i = 0; i < rounds; i++) {
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+			while (!read.reading() && System.nanoTime() < deadline) {
+				Thread.onSpinWait();
+			}
+			Thread.sleep(i % 3);
+			read.interrupt();
+			assertThat(results.poll(10, TimeUnit.SECONDS)).as("read %d", i).isEqualTo(-Errno.EINTR);
+		}
+		v.join(TimeUnit.SECONDS.toMillis(10));
+		assertThat(v.isAlive()).isFalse();
+		System.out.println("# 20 blocking reads of one virtual thread ran on carrier(s) " + carriers);
+	}
+
+	@Test
 	void theDeadlineEndsTheRead() throws Exception {
 		long start = System.nanoTime();
 		CompletableFuture<Long> f = reader(TimeUnit.MILLISECONDS.toNanos(200), new CountDownLatch(1),

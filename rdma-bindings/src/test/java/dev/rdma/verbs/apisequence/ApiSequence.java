@@ -246,6 +246,12 @@ final class ApiSequence {
 
 	private final SplittableRandom rnd;
 
+	/**
+	 * Draws each channel's wait mode, apart from {@link #rnd}: a seed's actions are the
+	 * same as before the mode existed.
+	 */
+	private final SplittableRandom modes;
+
 	private final SequenceConfig cfg;
 
 	private final Stats stats;
@@ -298,6 +304,7 @@ final class ApiSequence {
 		this.seed = seed;
 		this.baseline = baseline;
 		this.rnd = new SplittableRandom(seed);
+		this.modes = new SplittableRandom(~seed);
 		this.cfg = cfg;
 		this.stats = stats;
 		this.progress = progress;
@@ -491,9 +498,12 @@ final class ApiSequence {
 	// ------------------------------------------------------------------ creation
 
 	private Chan createChannel() {
-		Chan c = new Chan("ch" + names++, ok("createCompletionChannel", attempt(ctx::createCompletionChannel)));
+		CompletionChannel.WaitMode mode = modes.nextBoolean() ? CompletionChannel.WaitMode.BLOCKING_READ
+				: CompletionChannel.WaitMode.POLL;
+		Chan c = new Chan("ch" + names++,
+				ok("createCompletionChannel(" + mode + ")", attempt(() -> ctx.createCompletionChannel(mode))));
 		chans.add(c);
-		trace("created " + c);
+		trace("created " + c + " (" + mode + ")");
 		return c;
 	}
 
@@ -1901,6 +1911,12 @@ final class ApiSequence {
 		Result<CompletionQueue> r = attempt(() -> c.ch.getEvent(timeoutMs * MS, w));
 		if (r.error() != null && mayClose) {
 			refused(via + " " + c + ".getEvent of a channel being closed", r, ISE);
+			return;
+		}
+		if (r.error() instanceof IllegalStateException e && c.ch.waitMode() == CompletionChannel.WaitMode.BLOCKING_READ
+				&& String.valueOf(e.getMessage()).contains("one thread getting events at a time")) {
+			// the documented refusal of a second thread getting events at once
+			trace(via + " " + c + ".getEvent refused: another thread gets events");
 			return;
 		}
 		CompletionQueue q = ok(via + " " + c + ".getEvent(" + timeoutMs + " ms)", r);
