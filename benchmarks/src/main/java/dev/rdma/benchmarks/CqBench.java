@@ -136,8 +136,11 @@ public final class CqBench {
 		Arrays.sort(s);
 		int n = s.length;
 		double median = n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-		System.out.printf(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n", name,
-				extra, unit, median, s[0], s[n - 1], n);
+		// one write(2) for the whole line: a peer process printing to the same file
+		// cannot split it (printf wrote it in pieces)
+		System.out
+			.print(String.format(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n",
+					name, extra, unit, median, s[0], s[n - 1], n));
 		System.out.flush();
 	}
 

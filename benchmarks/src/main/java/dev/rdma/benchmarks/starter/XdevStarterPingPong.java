@@ -187,8 +187,11 @@ public final class XdevStarterPingPong {
 
 	private static void report(String name, String extra, String unit, double[] v) {
 		Arrays.sort(v);
-		System.out.printf(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n", name,
-				extra, unit, v[v.length / 2], v[0], v[v.length - 1], v.length);
+		// one write(2) for the whole line: a peer process printing to the same file
+		// cannot split it (printf wrote it in pieces)
+		System.out
+			.print(String.format(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n",
+					name, extra, unit, v[v.length / 2], v[0], v[v.length - 1], v.length));
 	}
 
 	/**
