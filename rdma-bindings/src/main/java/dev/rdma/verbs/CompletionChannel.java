@@ -538,7 +538,7 @@ public final class CompletionChannel extends NativeObject {
 		if (!consumer.compareAndSet(null, me)) {
 			Thread other = consumer.get();
 			throw new IllegalStateException(
-					"a BLOCKING_READ completion channel has one thread getting events at a time: " + "thread '"
+					"a BLOCKING_READ completion channel has one thread getting events at a time: thread '"
 							+ (other == null ? "?" : other.getName()) + "' is getting events from " + describe());
 		}
 	}

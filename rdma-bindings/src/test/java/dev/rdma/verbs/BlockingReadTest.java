@@ -114,10 +114,9 @@ class BlockingReadTest {
 	@Test
 	void theReadsOfOneVirtualThreadAreEndedOnWhicheverCarrier() throws Exception {
 		// One virtual thread reads 20 times, sleeping (unmounted) in between, so its
-		// reads
-		// may run on different carriers: begin() must name the carrier of each read (a
-		// pthread_t kept from an earlier read would signal the wrong thread, and the
-		// read would not end).
+		// reads may run on different carriers (the test prints which ran them; the
+		// scheduler often keeps one): begin() names the carrier of each read, where a
+		// pthread_t kept from an earlier read would signal the wrong thread.
 		int rounds = 20;
 		java.util.concurrent.BlockingQueue<Long> results = new java.util.concurrent.LinkedBlockingQueue<>();
 		java.util.Set<String> carriers = java.util.concurrent.ConcurrentHashMap.newKeySet();
