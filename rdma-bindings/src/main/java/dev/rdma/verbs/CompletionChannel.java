@@ -338,23 +338,7 @@ public final class CompletionChannel extends NativeObject {
 					synchronized (eventLock) {
 						// The fd blocks: read only what poll(2) reports (this thread is
 						// the only reader)
-						Libc.pollfd(eventPollFd, 0, fd);
-						int ready = Libc.poll(eventPollFd, 1, 0, capture);
-						if (ready < 0) {
-							throw new VerbsException("poll(completion channel fd)", -ready, describe());
-						}
-						if (ready == 0) {
-							return null;
-						}
-						int rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
-						if (rc != 0) {
-							int errno = Native.errno(capture);
-							if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
-								return null;
-							}
-							throw new VerbsException("ibv_get_cq_event", errno, describe());
-						}
-						return fired(cqOut.get(JAVA_LONG, 0));
+						return readIfReadable();
 					}
 				}
 				finally {
@@ -362,31 +346,15 @@ public final class CompletionChannel extends NativeObject {
 				}
 			}
 			synchronized (eventLock) {
-				// Without errno capture (it would allocate on this never-hot path). A
-				// failure on a fd that poll(2)
-				// does not report readable is EAGAIN (or EINTR): no event. Otherwise the
-				// call is repeated with errno
-				// captured, which reads an event that arrived in between or names the
-				// error.
+				// First without errno capture. A failure on a fd that poll(2) does not
+				// report readable is EAGAIN (or EINTR): no event. Otherwise the call is
+				// repeated with errno captured, which reads an event that arrived in
+				// between or names the error.
 				int rc = (int) Ibverbs.GET_CQ_EVENT_NO_ERRNO.invokeExact(handle, cqOut, ctxOut);
-				if (rc != 0) {
-					if (!learnWhy) {
-						return null;
-					}
-					Libc.pollfd(eventPollFd, 0, fd);
-					if (Libc.poll(eventPollFd, 1, 0, capture) == 0) {
-						return null;
-					}
-					rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
-					if (rc != 0) {
-						int errno = Native.errno(capture);
-						if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
-							return null;
-						}
-						throw new VerbsException("ibv_get_cq_event", errno, describe());
-					}
+				if (rc == 0) {
+					return fired(cqOut.get(JAVA_LONG, 0));
 				}
-				return fired(cqOut.get(JAVA_LONG, 0));
+				return learnWhy ? readIfReadable() : null;
 			}
 		}
 		catch (RdmaException | IllegalStateException e) {
@@ -398,6 +366,31 @@ public final class CompletionChannel extends NativeObject {
 		finally {
 			release();
 		}
+	}
+
+	/**
+	 * Under {@link #eventLock}: {@code ibv_get_cq_event} with errno captured, only when
+	 * {@code poll(2)} with a zero timeout reports the fd readable (so that it never
+	 * blocks, whatever the fd's mode); null when nothing is there (or EAGAIN/EINTR).
+	 */
+	private @Nullable CompletionQueue readIfReadable() throws Throwable {
+		Libc.pollfd(eventPollFd, 0, fd);
+		int ready = Libc.poll(eventPollFd, 1, 0, capture);
+		if (ready < 0) {
+			throw new VerbsException("poll(completion channel fd)", -ready, describe());
+		}
+		if (ready == 0) {
+			return null;
+		}
+		int rc = (int) Ibverbs.GET_CQ_EVENT.invokeExact(capture, handle, cqOut, ctxOut);
+		if (rc != 0) {
+			int errno = Native.errno(capture);
+			if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+				return null;
+			}
+			throw new VerbsException("ibv_get_cq_event", errno, describe());
+		}
+		return fired(cqOut.get(JAVA_LONG, 0));
 	}
 
 	/** The CQ an event named, its got-count incremented. */

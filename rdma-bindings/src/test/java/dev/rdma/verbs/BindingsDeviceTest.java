@@ -13,15 +13,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
+import dev.rdma.verbs.testing.DeviceContext;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -31,21 +31,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class BindingsDeviceTest {
 
-	static Context ctx;
-	static long openBefore;
+	@RegisterExtension
+	static final DeviceContext device = new DeviceContext();
 
-	@BeforeAll
-	static void open() {
-		openBefore = NativeObjects.open();
-		ctx = DeviceTestSupport.openContext();
-	}
-
-	@AfterAll
-	static void close() {
-		ctx.close();
-		ctx.close();
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
+	private static Context ctx() {
+		return device.context();
 	}
 
 	private static VerbsException verbsError(Runnable r) {
@@ -61,29 +51,29 @@ class BindingsDeviceTest {
 	@Test
 	void deviceContextPortAndGid() {
 		try (DeviceList list = DeviceList.open()) {
-			assertThat(list.devices()).extracting(Device::name).contains(ctx.deviceName());
-			assertThat(list.byName(ctx.deviceName()).orElseThrow().guid()).isEqualTo(ctx.guid());
+			assertThat(list.devices()).extracting(Device::name).contains(ctx().deviceName());
+			assertThat(list.byName(ctx().deviceName()).orElseThrow().guid()).isEqualTo(ctx().guid());
 		}
-		DeviceAttributes attr = ctx.queryDevice();
+		DeviceAttributes attr = ctx().queryDevice();
 		assertThat(attr.maxCqe()).isPositive();
 		assertThat(attr.maxCq()).isPositive();
 		assertThat(attr.physPortCount()).isGreaterThanOrEqualTo(1);
-		assertThat(ctx.numCompVectors()).isPositive();
-		PortAttributes port = ctx.queryPort(1);
+		assertThat(ctx().numCompVectors()).isPositive();
+		PortAttributes port = ctx().queryPort(1);
 		assertThat(port.state()).isEqualTo(PortAttributes.PortState.ACTIVE);
 		assertThat(port.activeMtu()).isBetween(256, 4096);
-		int gidIndex = ctx.findIpv4GidIndex(1);
+		int gidIndex = ctx().findIpv4GidIndex(1);
 		assertThat(gidIndex).isNotNegative();
-		assertThat(ctx.queryGid(1, gidIndex).isIpv4Mapped()).isTrue();
-		assertThatThrownBy(() -> ctx.queryPort(0)).isInstanceOf(IllegalArgumentException.class);
-		System.out.printf("device %s: max_cqe %d, num_comp_vectors %d, %s, vendor 0x%x%n", ctx.deviceName(),
-				attr.maxCqe(), ctx.numCompVectors(), port, attr.vendorId());
+		assertThat(ctx().queryGid(1, gidIndex).isIpv4Mapped()).isTrue();
+		assertThatThrownBy(() -> ctx().queryPort(0)).isInstanceOf(IllegalArgumentException.class);
+		System.out.printf("device %s: max_cqe %d, num_comp_vectors %d, %s, vendor 0x%x%n", ctx().deviceName(),
+				attr.maxCqe(), ctx().numCompVectors(), port, attr.vendorId());
 	}
 
 	@Test
 	void legacyCqSizeResizeAndDocumentedErrors() {
-		int maxCqe = ctx.queryDevice().maxCqe();
-		try (CompletionQueue cq = ctx.createCompletionQueue(16, null, 0)) {
+		int maxCqe = ctx().queryDevice().maxCqe();
+		try (CompletionQueue cq = ctx().createCompletionQueue(16, null, 0)) {
 			assertThat(cq.cqe()).isGreaterThanOrEqualTo(16);
 			cq.resize(128);
 			assertThat(cq.cqe()).isGreaterThanOrEqualTo(128);
@@ -91,41 +81,41 @@ class BindingsDeviceTest {
 			assertThat(cq.cqe()).isBetween(4, 127);
 			assertThat(verbsError(() -> cq.resize(maxCqe + 1)).errno()).isEqualTo(Errno.EINVAL);
 		}
-		VerbsException zero = verbsError(() -> ctx.createCompletionQueue(0, null, 0));
+		VerbsException zero = verbsError(() -> ctx().createCompletionQueue(0, null, 0));
 		assertThat(zero.verb()).isEqualTo("ibv_create_cq");
 		assertThat(zero.errno()).isEqualTo(Errno.EINVAL);
 		assertThat(zero.getMessage()).contains("EINVAL (22): Invalid argument").contains("cqe=0");
-		assertThat(verbsError(() -> ctx.createCompletionQueue(maxCqe + 1, null, 0)).errno()).isEqualTo(Errno.EINVAL);
-		assertThat(verbsError(() -> ctx.createCompletionQueue(16, null, ctx.numCompVectors())).errno())
+		assertThat(verbsError(() -> ctx().createCompletionQueue(maxCqe + 1, null, 0)).errno()).isEqualTo(Errno.EINVAL);
+		assertThat(verbsError(() -> ctx().createCompletionQueue(16, null, ctx().numCompVectors())).errno())
 			.isEqualTo(Errno.EINVAL);
 	}
 
 	@Test
 	void extendedCqCreationAndDocumentedErrors() {
-		int maxCqe = ctx.queryDevice().maxCqe();
-		try (ExtendedCompletionQueue cq = ctx.createExtendedCompletionQueue(
+		int maxCqe = ctx().queryDevice().maxCqe();
+		try (ExtendedCompletionQueue cq = ctx().createExtendedCompletionQueue(
 				CqInitAttributes.of(16).withFlags(EnumSet.of(CqCreateFlag.SINGLE_THREADED)))) {
 			assertThat(cq.cqe()).isGreaterThanOrEqualTo(16);
 			assertThat(cq.provides(WcExFlag.BYTE_LEN)).isTrue();
 			cq.resize(64);
 			assertThat(cq.cqe()).isGreaterThanOrEqualTo(64);
 		}
-		VerbsException ts = verbsError(() -> ctx.createExtendedCompletionQueue(
+		VerbsException ts = verbsError(() -> ctx().createExtendedCompletionQueue(
 				CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.COMPLETION_TIMESTAMP))));
 		assertThat(ts.verb()).isEqualTo("ibv_create_cq_ex");
 		assertThat(ts.errno()).isEqualTo(Errno.EOPNOTSUPP);
-		assertThat(verbsError(() -> ctx.createExtendedCompletionQueue(CqInitAttributes.of(0))).errno())
+		assertThat(verbsError(() -> ctx().createExtendedCompletionQueue(CqInitAttributes.of(0))).errno())
 			.isEqualTo(Errno.EINVAL);
-		assertThat(verbsError(() -> ctx.createExtendedCompletionQueue(CqInitAttributes.of(maxCqe + 1))).errno())
+		assertThat(verbsError(() -> ctx().createExtendedCompletionQueue(CqInitAttributes.of(maxCqe + 1))).errno())
 			.isEqualTo(Errno.EINVAL);
-		assertThat(verbsError(
-				() -> ctx.createExtendedCompletionQueue(CqInitAttributes.of(16).withCompVector(ctx.numCompVectors())))
-			.errno()).isEqualTo(Errno.EINVAL);
+		assertThat(verbsError(() -> ctx()
+			.createExtendedCompletionQueue(CqInitAttributes.of(16).withCompVector(ctx().numCompVectors()))).errno())
+			.isEqualTo(Errno.EINVAL);
 	}
 
 	@Test
 	void parentDomainsAreRefusedByRxeAndAPlainPdIsNeverPassedAsOne() {
-		try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
+		try (ProtectionDomain pd = ctx().allocateProtectionDomain()) {
 			assertThat(pd.isParentDomain()).isFalse();
 			VerbsException e = verbsError(pd::allocateParentDomain);
 			assertThat(e.verb()).isEqualTo("ibv_alloc_parent_domain");
@@ -141,7 +131,7 @@ class BindingsDeviceTest {
 	@Test
 	void efadvCreateCqOnANonEfaDeviceIsEopnotsupp() {
 		VerbsException e = verbsError(
-				() -> EfaCompletionQueue.create(ctx, CqInitAttributes.of(16), Set.of(EfaWcFlag.SGID)));
+				() -> EfaCompletionQueue.create(ctx(), CqInitAttributes.of(16), Set.of(EfaWcFlag.SGID)));
 		assertThat(e.verb()).isEqualTo("efadv_create_cq");
 		assertThat(e.errno()).isEqualTo(Errno.EOPNOTSUPP);
 		assertThat(e.errnoText()).isEqualTo("Operation not supported");
@@ -149,13 +139,13 @@ class BindingsDeviceTest {
 
 	@Test
 	void loopbackCompletionsPolledByBothPathsWithEvents() {
-		try (CompletionChannel channel = ctx.createCompletionChannel();
-				CompletionQueue sendCq = ctx.createCompletionQueue(64, channel, 0);
-				ExtendedCompletionQueue recvCq = ctx.createExtendedCompletionQueue(CqInitAttributes.of(64)
+		try (CompletionChannel channel = ctx().createCompletionChannel();
+				CompletionQueue sendCq = ctx().createCompletionQueue(64, channel, 0);
+				ExtendedCompletionQueue recvCq = ctx().createExtendedCompletionQueue(CqInitAttributes.of(64)
 					.withChannel(channel)
-					.withCompVector(ctx.numCompVectors() - 1)
+					.withCompVector(ctx().numCompVectors() - 1)
 					.withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN, WcExFlag.IMM, WcExFlag.QP_NUM)));
-				Loopback lb = new Loopback(ctx, sendCq, recvCq, 32, 256);
+				Loopback lb = new Loopback(ctx(), sendCq, recvCq, 32, 256);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
 				Waker waker = new Waker()) {
 			assertThat(channel.completionQueues()).containsExactly(sendCq, recvCq);
@@ -256,9 +246,9 @@ class BindingsDeviceTest {
 	@SuppressWarnings("try") // close() called inside try-with-resources on purpose: it
 								// must be idempotent
 	void destroyWhileAQpUsesTheCqIsEbusyAndTheCqStaysUsable() {
-		try (CompletionChannel channel = ctx.createCompletionChannel();
-				CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
-				Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
+		try (CompletionChannel channel = ctx().createCompletionChannel();
+				CompletionQueue cq = ctx().createCompletionQueue(64, channel, 0);
+				Loopback lb = new Loopback(ctx(), cq, cq, 8, 64);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
 			VerbsException busy = verbsError(cq::close);
 			assertThat(busy.verb()).isEqualTo("ibv_destroy_cq");
@@ -291,9 +281,9 @@ class BindingsDeviceTest {
 	@ParameterizedTest
 	@EnumSource(CompletionChannel.WaitMode.class)
 	void getEventWithATimeoutGetsLateAndPendingEventsAlike(CompletionChannel.WaitMode mode) throws Exception {
-		try (CompletionChannel channel = ctx.createCompletionChannel(mode);
-				CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
-				Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
+		try (CompletionChannel channel = ctx().createCompletionChannel(mode);
+				CompletionQueue cq = ctx().createCompletionQueue(64, channel, 0);
+				Loopback lb = new Loopback(ctx(), cq, cq, 8, 64);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
 				Waker waker = new Waker()) {
 			ScheduledExecutorService later = Executors.newSingleThreadScheduledExecutor();
@@ -371,9 +361,9 @@ class BindingsDeviceTest {
 
 	@Test
 	void closingACqWithGotButUnackedEventsAcksThemAndNeverHangs() throws Exception {
-		CompletionChannel channel = ctx.createCompletionChannel();
-		CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
-		Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
+		CompletionChannel channel = ctx().createCompletionChannel();
+		CompletionQueue cq = ctx().createCompletionQueue(64, channel, 0);
+		Loopback lb = new Loopback(ctx(), cq, cq, 8, 64);
 		try (Waker waker = new Waker()) {
 			cq.requestNotify(false);
 			lb.postRecv(1, 0);
@@ -391,9 +381,9 @@ class BindingsDeviceTest {
 
 	@Test
 	void cqOverrunRaisesACqErrAsyncEventThatIsAckedAndDestroyStillCompletes() throws Exception {
-		CompletionQueue tiny = ctx.createCompletionQueue(1, null, 0);
-		CompletionQueue recv = ctx.createCompletionQueue(64, null, 0);
-		Loopback lb = new Loopback(ctx, tiny, recv, 16, 64);
+		CompletionQueue tiny = ctx().createCompletionQueue(1, null, 0);
+		CompletionQueue recv = ctx().createCompletionQueue(64, null, 0);
+		Loopback lb = new Loopback(ctx(), tiny, recv, 16, 64);
 		int overflow = tiny.cqe() + 3;
 		for (int i = 0; i < overflow; i++) {
 			lb.postRecv(i, i);
@@ -402,7 +392,7 @@ class BindingsDeviceTest {
 		AsyncEvent event = null;
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
 		while (System.nanoTime() < deadline) {
-			AsyncEvent e = ctx.getAsyncEvent(Duration.ofMillis(500));
+			AsyncEvent e = ctx().getAsyncEvent(Duration.ofMillis(500));
 			if (e != null && e.type() == AsyncEventType.CQ_ERR) {
 				event = e;
 				break;
@@ -414,7 +404,7 @@ class BindingsDeviceTest {
 		assertThat(tiny.asyncErrors()).isPositive();
 		// drain the rest so later tests start clean; every CQ_ERR was acked by
 		// getAsyncEvent
-		while (ctx.getAsyncEvent(Duration.ofMillis(200)) != null) {
+		while (ctx().getAsyncEvent(Duration.ofMillis(200)) != null) {
 			// more CQ_ERR events, one per dropped completion
 		}
 		lb.close();
@@ -426,11 +416,11 @@ class BindingsDeviceTest {
 
 	@Test
 	void aDrainedExtendedCqHandsOutNoPhantomCompletion() {
-		try (ExtendedCompletionQueue cq = ctx.createExtendedCompletionQueue(CqInitAttributes.of(32));
-				CompletionQueue recv = ctx.createCompletionQueue(64, null, 0);
-				Loopback lb = new Loopback(ctx, cq, recv, 16, 64);
+		try (ExtendedCompletionQueue cq = ctx().createExtendedCompletionQueue(CqInitAttributes.of(32));
+				CompletionQueue recv = ctx().createCompletionQueue(64, null, 0);
+				Loopback lb = new Loopback(ctx(), cq, recv, 16, 64);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(32)) {
-			System.out.printf("extended CQ iterator on %s: %s (softRoceDrainIsSafe: %s)%n", ctx.deviceName(),
+			System.out.printf("extended CQ iterator on %s: %s (softRoceDrainIsSafe: %s)%n", ctx().deviceName(),
 					cq.usesBatchIterator() ? "batch" : "one completion per start/end", Rdma.softRoceDrainIsSafe());
 			List<Long> ids = new ArrayList<>();
 			for (int round = 0; round < 3; round++) {
@@ -461,11 +451,12 @@ class BindingsDeviceTest {
 		// until ENOENT, then end_poll)
 		// and look for phantom completions. They appear exactly when the binding decided
 		// to avoid that sequence.
-		ExtendedCompletionQueue cq = ExtendedCompletionQueue.create(ctx, CqInitAttributes.of(16),
+		ExtendedCompletionQueue cq = ExtendedCompletionQueue.create(ctx(), CqInitAttributes.of(16),
 				ExtendedCompletionQueue.IteratorMode.BATCH);
-		boolean expectPhantoms = !ExtendedCompletionQueue.batchIterator(ctx, ExtendedCompletionQueue.IteratorMode.AUTO);
-		try (CompletionQueue recv = ctx.createCompletionQueue(64, null, 0);
-				Loopback lb = new Loopback(ctx, cq, recv, 8, 64);
+		boolean expectPhantoms = !ExtendedCompletionQueue.batchIterator(ctx(),
+				ExtendedCompletionQueue.IteratorMode.AUTO);
+		try (CompletionQueue recv = ctx().createCompletionQueue(64, null, 0);
+				Loopback lb = new Loopback(ctx(), cq, recv, 8, 64);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(64)) {
 			for (int i = 0; i < 3; i++) {
 				lb.postRecv(i, i);
@@ -477,7 +468,7 @@ class BindingsDeviceTest {
 				return ids.size() >= 3;
 			}, "3 sends");
 			int phantoms = cq.poll(buffer);
-			System.out.printf("documented drain sequence on %s: %d phantom completion(s)%n", ctx.deviceName(),
+			System.out.printf("documented drain sequence on %s: %d phantom completion(s)%n", ctx().deviceName(),
 					phantoms);
 			if (expectPhantoms) {
 				assertThat(phantoms).as("rxe before rdma-core 55 corrupts its consumer index").isPositive();
@@ -487,9 +478,8 @@ class BindingsDeviceTest {
 			}
 		}
 		finally {
-			ctx.close(); // the corrupted CQ cannot be trusted: reopen the whole context
-							// for the other tests
-			ctx = DeviceTestSupport.openContext();
+			device.reopen(); // the corrupted CQ cannot be trusted: a new context for the
+								// other tests
 		}
 	}
 

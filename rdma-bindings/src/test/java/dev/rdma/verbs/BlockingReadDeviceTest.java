@@ -6,13 +6,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
+import dev.rdma.verbs.testing.DeviceContext;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -36,22 +37,16 @@ class BlockingReadDeviceTest {
 	 */
 	private static final ExecutorService THREADS = Executors.newCachedThreadPool();
 
-	static Context ctx;
+	@RegisterExtension
+	static final DeviceContext device = new DeviceContext();
 
-	static long openBefore;
-
-	@BeforeAll
-	static void open() {
-		openBefore = NativeObjects.open();
-		ctx = DeviceTestSupport.openContext();
+	private static Context ctx() {
+		return device.context();
 	}
 
 	@AfterAll
-	static void close() {
+	static void stopThreads() {
 		THREADS.shutdownNow();
-		ctx.close();
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
 	}
 
 	/** Waits until {@code channel}'s blocking read is under way. */
@@ -66,10 +61,10 @@ class BlockingReadDeviceTest {
 
 	@Test
 	void theFdStaysBlockingAndTheTimeoutEndsTheRead() throws Exception {
-		try (CompletionChannel channel = ctx.createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
-				CompletionQueue cq = ctx.createCompletionQueue(16, channel, 0)) {
+		try (CompletionChannel channel = ctx().createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
+				CompletionQueue cq = ctx().createCompletionQueue(16, channel, 0)) {
 			assertThat(channel.waitMode()).isEqualTo(CompletionChannel.WaitMode.BLOCKING_READ);
-			try (CompletionChannel poll = ctx.createCompletionChannel()) {
+			try (CompletionChannel poll = ctx().createCompletionChannel()) {
 				assertThat(poll.waitMode()).isEqualTo(CompletionChannel.WaitMode.POLL);
 				assertThat(dev.rdma.verbs.ffm.Libc.isNonBlocking(poll.fd())).isTrue();
 			}
@@ -90,9 +85,9 @@ class BlockingReadDeviceTest {
 
 	@Test
 	void aWakerEndsTheReadAndTheNextEventIsStillGot() throws Exception {
-		try (CompletionChannel channel = ctx.createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
-				CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
-				Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
+		try (CompletionChannel channel = ctx().createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
+				CompletionQueue cq = ctx().createCompletionQueue(64, channel, 0);
+				Loopback lb = new Loopback(ctx(), cq, cq, 8, 64);
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
 				Waker waker = new Waker()) {
 			cq.requestNotify(false);
@@ -114,7 +109,7 @@ class BlockingReadDeviceTest {
 
 	@Test
 	void aSecondThreadGettingEventsMeanwhileIsRefused() throws Exception {
-		try (CompletionChannel channel = ctx.createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
+		try (CompletionChannel channel = ctx().createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
 				Waker waker = new Waker()) {
 			CompletableFuture<CompletionQueue> f = getEventAsync(channel, Duration.ofSeconds(60), waker);
 			awaitReading(channel);
@@ -131,7 +126,7 @@ class BlockingReadDeviceTest {
 	@Test
 	void closingTheChannelEndsTheRead() throws Exception {
 		for (int round = 0; round < 10; round++) {
-			CompletionChannel channel = ctx.createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
+			CompletionChannel channel = ctx().createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
 			try (Waker waker = new Waker()) {
 				CompletableFuture<CompletionQueue> f = getEventAsync(channel, Duration.ofSeconds(60),
 						round % 2 == 0 ? waker : null);
@@ -147,13 +142,13 @@ class BlockingReadDeviceTest {
 
 	@Test
 	void closingACqDuringTheReadAcksWhatWasGotAndTheReadGoesOn() throws Exception {
-		try (CompletionChannel channel = ctx.createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
-				CompletionQueue kept = ctx.createCompletionQueue(16, channel, 0);
+		try (CompletionChannel channel = ctx().createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ);
+				CompletionQueue kept = ctx().createCompletionQueue(16, channel, 0);
 				Waker waker = new Waker()) {
 			kept.requestNotify(false);
 			for (int round = 0; round < 10; round++) {
-				CompletionQueue cq = ctx.createCompletionQueue(64, channel, 0);
-				Loopback lb = new Loopback(ctx, cq, cq, 8, 64);
+				CompletionQueue cq = ctx().createCompletionQueue(64, channel, 0);
+				Loopback lb = new Loopback(ctx(), cq, cq, 8, 64);
 				cq.requestNotify(false);
 				CompletableFuture<CompletionQueue> f = getEventAsync(channel, Duration.ofSeconds(60), waker);
 				awaitReading(channel);

@@ -10,13 +10,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import dev.rdma.verbs.testing.DeviceContext;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -34,20 +34,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class SafetyRegressionDeviceTest {
 
-	static Context ctx;
-	static long openBefore;
+	@RegisterExtension
+	static final DeviceContext device = new DeviceContext();
 
-	@BeforeAll
-	static void open() {
-		openBefore = NativeObjects.open();
-		ctx = DeviceTestSupport.openContext();
-	}
-
-	@AfterAll
-	static void close() {
-		ctx.close();
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
+	private static Context ctx() {
+		return device.context();
 	}
 
 	/**
@@ -83,10 +74,10 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void aLegacyPollIntoAClosedBufferIsRefusedBeforeAnythingIsTaken() {
-		try (CompletionChannel ch = ctx.createCompletionChannel();
-				CompletionQueue send = ctx.createCompletionQueue(16, ch, 0);
-				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
-				Loopback lb = new Loopback(ctx, send, recv, 8, 64)) {
+		try (CompletionChannel ch = ctx().createCompletionChannel();
+				CompletionQueue send = ctx().createCompletionQueue(16, ch, 0);
+				CompletionQueue recv = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), send, recv, 8, 64)) {
 			sendAndAwaitEvent(lb, send, 2);
 			WorkCompletionBuffer closed = new WorkCompletionBuffer(8);
 			closed.close();
@@ -102,10 +93,10 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void aLegacyHandlerThatThrowsLosesNoCompletionOfItsBatch() throws InterruptedException {
-		try (CompletionChannel ch = ctx.createCompletionChannel();
-				CompletionQueue send = ctx.createCompletionQueue(16, ch, 0);
-				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
-				Loopback lb = new Loopback(ctx, send, recv, 8, 64);
+		try (CompletionChannel ch = ctx().createCompletionChannel();
+				CompletionQueue send = ctx().createCompletionQueue(16, ch, 0);
+				CompletionQueue recv = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), send, recv, 8, 64);
 				WorkCompletionBuffer b = new WorkCompletionBuffer(8)) {
 			sendAndAwaitEvent(lb, send, 3);
 			assertThat(drain(recv, 3)).containsExactly(100L, 101L, 102L);
@@ -127,11 +118,11 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void anExtendedPollIntoAClosedBufferLosesNoCompletion() {
-		try (CompletionChannel ch = ctx.createCompletionChannel();
-				ExtendedCompletionQueue send = ctx
+		try (CompletionChannel ch = ctx().createCompletionChannel();
+				ExtendedCompletionQueue send = ctx()
 					.createExtendedCompletionQueue(CqInitAttributes.of(16).withChannel(ch));
-				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
-				Loopback lb = new Loopback(ctx, send, recv, 8, 64)) {
+				CompletionQueue recv = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), send, recv, 8, 64)) {
 			sendAndAwaitEvent(lb, send, 1);
 			WorkCompletionBuffer closed = new WorkCompletionBuffer(8);
 			closed.close();
@@ -145,11 +136,12 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void nestedUseOfAnExtendedCqIsRefusedInsteadOfFreezingTheJvm() {
-		try (CompletionChannel ch = ctx.createCompletionChannel();
-				ExtendedCompletionQueue cx = ctx.createExtendedCompletionQueue(CqInitAttributes.of(16).withChannel(ch));
-				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
-				CompletionQueue other = ctx.createCompletionQueue(16, null, 0);
-				Loopback lb = new Loopback(ctx, cx, recv, 8, 64);
+		try (CompletionChannel ch = ctx().createCompletionChannel();
+				ExtendedCompletionQueue cx = ctx()
+					.createExtendedCompletionQueue(CqInitAttributes.of(16).withChannel(ch));
+				CompletionQueue recv = ctx().createCompletionQueue(16, null, 0);
+				CompletionQueue other = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, recv, 8, 64);
 				WorkCompletionBuffer b = new WorkCompletionBuffer(8);
 				WorkCompletionBuffer b2 = new WorkCompletionBuffer(8)) {
 			sendAndAwaitEvent(lb, cx, 3);
@@ -216,9 +208,9 @@ class SafetyRegressionDeviceTest {
 	@Test
 	void twoThreadsPollingOneExtendedCqWithGcPressureDeliverEveryCompletionOnce() throws Exception {
 		int messages = 640; // 20 rounds of 32
-		try (ExtendedCompletionQueue cx = ctx.createExtendedCompletionQueue(CqInitAttributes.of(1024));
-				CompletionQueue recv = ctx.createCompletionQueue(1024, null, 0);
-				Loopback lb = new Loopback(ctx, cx, recv, 64, 64)) {
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(1024));
+				CompletionQueue recv = ctx().createCompletionQueue(1024, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, recv, 64, 64)) {
 			Set<Long> seen = ConcurrentHashMap.newKeySet();
 			AtomicInteger duplicates = new AtomicInteger();
 			AtomicBoolean stop = new AtomicBoolean();
@@ -286,10 +278,10 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void aRefusedChannelCloseLeavesTheChannelExactlyAsUsable() {
-		try (CompletionChannel ch = ctx.createCompletionChannel();
-				CompletionQueue send = ctx.createCompletionQueue(16, ch, 0);
-				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
-				Loopback lb = new Loopback(ctx, send, recv, 8, 64);
+		try (CompletionChannel ch = ctx().createCompletionChannel();
+				CompletionQueue send = ctx().createCompletionQueue(16, ch, 0);
+				CompletionQueue recv = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), send, recv, 8, 64);
 				Waker waker = new Waker()) {
 			VerbsException busy = (VerbsException) refusal(ch::close);
 			assertThat(busy.errno()).isEqualTo(Errno.EBUSY);
@@ -309,10 +301,10 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void aRefusedCqCloseChangesNothingNotEvenTheEventCounts() {
-		try (CompletionChannel ch = ctx.createCompletionChannel();
-				CompletionQueue send = ctx.createCompletionQueue(16, ch, 0);
-				CompletionQueue recv = ctx.createCompletionQueue(16, null, 0);
-				Loopback lb = new Loopback(ctx, send, recv, 8, 64)) {
+		try (CompletionChannel ch = ctx().createCompletionChannel();
+				CompletionQueue send = ctx().createCompletionQueue(16, ch, 0);
+				CompletionQueue recv = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), send, recv, 8, 64)) {
 			send.requestNotify(false);
 			lb.postRecv(100, 0);
 			lb.postSend(0, 0, 8, null);
@@ -331,9 +323,9 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void theRawIteratorNeverHandsOutAPhantomCompletion() {
-		try (ExtendedCompletionQueue cx = ctx.createExtendedCompletionQueue(CqInitAttributes.of(32));
-				CompletionQueue recv = ctx.createCompletionQueue(32, null, 0);
-				Loopback lb = new Loopback(ctx, cx, recv, 16, 64)) {
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(32));
+				CompletionQueue recv = ctx().createCompletionQueue(32, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, recv, 16, 64)) {
 			List<Long> ids = new ArrayList<>();
 			for (int round = 0; round < 3; round++) {
 				for (int i = 0; i < 3; i++) {
@@ -369,10 +361,10 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void anExtendedCqCanAlsoBePolledWithIbvPollCq() {
-		try (ExtendedCompletionQueue cx = ctx.createExtendedCompletionQueue(
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(
 				CqInitAttributes.of(32).withWcFlags(Set.of(WcExFlag.BYTE_LEN, WcExFlag.QP_NUM)));
-				CompletionQueue recv = ctx.createCompletionQueue(32, null, 0);
-				Loopback lb = new Loopback(ctx, recv, cx, 16, 64);
+				CompletionQueue recv = ctx().createCompletionQueue(32, null, 0);
+				Loopback lb = new Loopback(ctx(), recv, cx, 16, 64);
 				WorkCompletionBuffer b = new WorkCompletionBuffer(8)) {
 			for (int i = 0; i < 2; i++) {
 				lb.postRecv(100 + i, i);

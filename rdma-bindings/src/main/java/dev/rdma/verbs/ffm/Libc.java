@@ -231,13 +231,18 @@ public final class Libc {
 	 * {@code fcntl(F_SETFL)}): 0, or the errno.
 	 */
 	public static int setNonBlocking(int fd) {
+		return setNonBlocking(fd, true);
+	}
+
+	private static int setNonBlocking(int fd, boolean nonBlocking) {
 		try (Arena arena = Arena.ofConfined()) {
 			MemorySegment capture = Native.allocateCapture(arena);
 			int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
 			if (flags < 0) {
 				return Native.errno(capture);
 			}
-			int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags | O_NONBLOCK);
+			int wanted = nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+			int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, wanted);
 			return rc < 0 ? Native.errno(capture) : 0;
 		}
 		catch (Throwable t) {
@@ -443,18 +448,7 @@ public final class Libc {
 	 * {@code fcntl(F_SETFL)}): 0, or the errno.
 	 */
 	public static int setBlocking(int fd) {
-		try (Arena arena = Arena.ofConfined()) {
-			MemorySegment capture = Native.allocateCapture(arena);
-			int flags = (int) FCNTL_GET.invokeExact(capture, fd, F_GETFL);
-			if (flags < 0) {
-				return Native.errno(capture);
-			}
-			int rc = (int) FCNTL_SET.invokeExact(capture, fd, F_SETFL, flags & ~O_NONBLOCK);
-			return rc < 0 ? Native.errno(capture) : 0;
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
+		return setNonBlocking(fd, false);
 	}
 
 	public static void close(int fd) {

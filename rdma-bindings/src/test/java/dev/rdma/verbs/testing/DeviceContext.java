@@ -1,0 +1,49 @@
+package dev.rdma.verbs.testing;
+
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.NativeObjects;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The device context of a test class
+ * ({@code @RegisterExtension static final DeviceContext device = new DeviceContext();}):
+ * opened before the class's {@code @BeforeAll} methods, closed (twice: close() is
+ * idempotent) after its {@code @AfterAll} methods, and then every native object the class
+ * created must be closed ({@link NativeObjects} back to its count before).
+ */
+public final class DeviceContext implements BeforeAllCallback, AfterAllCallback {
+
+	private long openBefore;
+
+	private Context context;
+
+	@Override
+	public void beforeAll(ExtensionContext extension) {
+		openBefore = NativeObjects.open();
+		context = DeviceTestSupport.openContext();
+	}
+
+	@Override
+	public void afterAll(ExtensionContext extension) {
+		context.close();
+		context.close();
+		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
+			.isEqualTo(openBefore);
+	}
+
+	/** Closes the context and opens a new one (a test that cannot trust its state). */
+	public void reopen() {
+		context.close();
+		context = DeviceTestSupport.openContext();
+	}
+
+	/** The open context (between beforeAll and afterAll). */
+	public Context context() {
+		return context;
+	}
+
+}
