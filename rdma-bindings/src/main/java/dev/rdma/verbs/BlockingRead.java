@@ -54,6 +54,13 @@ final class BlockingRead {
 	/** The reading thread's pthread_t, valid while the state is not IDLE. */
 	private volatile long pthread;
 
+	/**
+	 * {@link Thread#threadId()} of the platform thread whose pthread_t {@link #pthread}
+	 * holds, or -1 (none, or a virtual thread). Written and read by readers only, which
+	 * take turns (one at a time, with a happens-before edge between them).
+	 */
+	private long pthreadOwner = -1;
+
 	/** System.nanoTime() deadline of the current read. */
 	private volatile long deadline;
 
@@ -111,10 +118,17 @@ final class BlockingRead {
 	 * in every case.
 	 */
 	void begin(long deadline) {
-		// Asked every time: a virtual thread may run on another carrier than last time
-		// (it cannot move between here and its read: nothing in between blocks, and the
-		// native read pins it to its carrier).
-		this.pthread = Libc.pthreadSelf();
+		// A platform thread keeps its pthread_t: asked once per thread (a downcall per
+		// event costs the event loop a measurable share: docs/benchmarks.md, run 8).
+		// A virtual thread is asked every time: it may run on another carrier than last
+		// time (it cannot move between here and its read: nothing in between blocks,
+		// and the native read pins it to its carrier). Thread ids are never reused.
+		Thread me = Thread.currentThread();
+		long id = me.isVirtual() ? -1 : me.threadId();
+		if (id == -1 || id != this.pthreadOwner) {
+			this.pthread = Libc.pthreadSelf();
+			this.pthreadOwner = id;
+		}
 		this.deadline = deadline;
 		this.interrupted = false;
 		STATE.setVolatile(this, READING);

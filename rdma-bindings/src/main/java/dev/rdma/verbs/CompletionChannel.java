@@ -457,12 +457,17 @@ public final class CompletionChannel extends NativeObject {
 					waker.attach(read);
 				}
 				long deadline = System.nanoTime() + timeoutNanos;
+				boolean first = true;
 				while (true) {
 					read.begin(deadline);
 					// Checked after begin(): a thread that sets one of these then sees
-					// the read under way, and signals it
+					// the read under way, and signals it. The clock is not read before
+					// the first read (timeoutNanos > 0: the deadline was just set; if it
+					// passes meanwhile, the watchdog ends the read): one clock read per
+					// event, not two.
 					boolean stop = closing || paused || read.interrupted() || (waker != null && waker.pending())
-							|| System.nanoTime() - deadline >= 0;
+							|| (!first && System.nanoTime() - deadline >= 0);
+					first = false;
 					CompletionQueue q = null;
 					int errno = 0;
 					try {

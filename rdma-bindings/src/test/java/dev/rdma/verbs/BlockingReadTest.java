@@ -148,6 +148,32 @@ class BlockingReadTest {
 	}
 
 	@Test
+	void theReadsOfTwoPlatformThreadsTakingTurnsAreEachEnded() throws Exception {
+		// begin() keeps a platform thread's pthread_t from one read to its next: when
+		// another thread reads in between, the signal must go to that one (a kept
+		// pthread_t of the other thread would leave this read blocked, and the test
+		// would time out at its get)
+		java.util.concurrent.ExecutorService[] threads = { java.util.concurrent.Executors.newSingleThreadExecutor(),
+				java.util.concurrent.Executors.newSingleThreadExecutor() };
+		try {
+			for (int i = 0; i < 20; i++) {
+				CountDownLatch begun = new CountDownLatch(1);
+				java.util.concurrent.Future<Long> f = threads[i % 3 == 0 ? 0 : 1]
+					.submit(() -> readOnce(TimeUnit.SECONDS.toNanos(60), begun, new CountDownLatch(0)));
+				assertThat(begun.await(10, TimeUnit.SECONDS)).isTrue();
+				Thread.sleep(i % 3);
+				read.interrupt();
+				assertThat(f.get(10, TimeUnit.SECONDS)).as("read %d", i).isEqualTo(-Errno.EINTR);
+			}
+		}
+		finally {
+			for (java.util.concurrent.ExecutorService t : threads) {
+				t.shutdownNow();
+			}
+		}
+	}
+
+	@Test
 	void theDeadlineEndsTheRead() throws Exception {
 		long start = System.nanoTime();
 		CompletableFuture<Long> f = reader(TimeUnit.MILLISECONDS.toNanos(200), new CountDownLatch(1),
