@@ -192,41 +192,42 @@ int main(int argc, char **argv) {
 		if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) die("get_cq_event");
 		events++;
 		if (ibv_req_notify_cq(cq, 0)) die("req_notify");
+		/* one poll per event, as ibv_rc_pingpong -e: the CQ is re-armed before it, so a
+		 * completion that arrives later raises the next event; a side has at most two
+		 * completions outstanding (its send and one receive) */
 		struct ibv_wc wc[2];
-		int ne;
-		while ((ne = ibv_poll_cq(cq, 2, wc)) > 0) {
-			for (int i = 0; i < ne; i++) {
-				if (wc[i].status != IBV_WC_SUCCESS) { fprintf(stderr, "wc %s\n", ibv_wc_status_str(wc[i].status)); return 1; }
-				if (wc[i].wr_id == SEND_WRID) scnt++;
-				else {
-					rcnt++;
-					if (--routs <= 1) {
-						for (; routs < RX_DEPTH; routs++) if (ibv_post_recv(qp, &rwr, &badr)) die("post_recv");
-					}
-				}
-				pending &= ~(int) wc[i].wr_id;
-				if (!pending && server_ip) {
-					double t = now_us();
-					rtt[scnt - 1] = t - t0;
-					if (scnt == warmup) start = t;
-					if (scnt > warmup && (scnt - warmup) % iters == 0) {
-						int r = (scnt - warmup) / iters - 1;
-						rate[r] = 2.0 * iters / ((t - start) / 1e6);
-						start = t;
-						double *v = rtt + warmup + r * iters;
-						qsort(v, iters, sizeof *v, cmp);
-						p50[r] = v[iters / 2];
-						p99[r] = v[(int) (iters * 0.99)];
-					}
-				}
-				if (scnt < total && !pending) {
-					t0 = now_us();
-					if (ibv_post_send(qp, &swr, &bads)) die("post_send");
-					pending = RECV_WRID | SEND_WRID;
+		int ne = ibv_poll_cq(cq, 2, wc);
+		if (ne < 0) die("poll_cq");
+		for (int i = 0; i < ne; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) { fprintf(stderr, "wc %s\n", ibv_wc_status_str(wc[i].status)); return 1; }
+			if (wc[i].wr_id == SEND_WRID) scnt++;
+			else {
+				rcnt++;
+				if (--routs <= 1) {
+					for (; routs < RX_DEPTH; routs++) if (ibv_post_recv(qp, &rwr, &badr)) die("post_recv");
 				}
 			}
+			pending &= ~(int) wc[i].wr_id;
+			if (!pending && server_ip) {
+				double t = now_us();
+				rtt[scnt - 1] = t - t0;
+				if (scnt == warmup) start = t;
+				if (scnt > warmup && (scnt - warmup) % iters == 0) {
+					int r = (scnt - warmup) / iters - 1;
+					rate[r] = 2.0 * iters / ((t - start) / 1e6);
+					start = t;
+					double *v = rtt + warmup + r * iters;
+					qsort(v, iters, sizeof *v, cmp);
+					p50[r] = v[iters / 2];
+					p99[r] = v[(int) (iters * 0.99)];
+				}
+			}
+			if (scnt < total && !pending) {
+				t0 = now_us();
+				if (ibv_post_send(qp, &swr, &bads)) die("post_send");
+				pending = RECV_WRID | SEND_WRID;
+			}
 		}
-		if (ne < 0) die("poll_cq");
 	}
 	ibv_ack_cq_events(cq, events);
 	struct rusage ru;
