@@ -2,10 +2,10 @@
  * The C side of the cross-device ping-pong benchmark (scripts/bench, docs/benchmarks.md): rdma-core's
  * ibv_rc_pingpong -e (libibverbs/examples/rc_pingpong.c) - the same TCP exchange of 52-byte records, the same QP
  * attributes, receives (wr_id 1) and sends (wr_id 2) of SIZE bytes into one buffer, the client sending first, the
- * next send once the previous send and a receive completed, one completion event per wake-up - plus a clock around
- * every round trip on the client. Its Java twin is dev.rdma.benchmarks.XdevPingPong; either side interoperates with
- * the other and with ibv_rc_pingpong (against the Java twin, give this side twice its WARMUP, in whole repetitions:
- * the Java twin warms up twice).
+ * next send once the previous send and a receive completed, one completion event per wake-up and one poll per
+ * event - plus a clock around every round trip on the client. Its Java twin is dev.rdma.benchmarks.XdevPingPong;
+ * either side interoperates with the other and with ibv_rc_pingpong (against the Java twin, give this side twice
+ * its WARMUP, in whole repetitions: the Java twin warms up twice).
  *
  *   xdev_pingpong DEVICE GID_INDEX TCP_PORT ITERS WARMUP REPS SIZE [SERVER_IPV4]
  *
