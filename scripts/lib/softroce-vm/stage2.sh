@@ -26,6 +26,36 @@ echo "stage2_start $(now)" >>"$CTL/timings"
 
 hostname rxe-vm 2>/dev/null
 
+# --- the clock -------------------------------------------------------------------------
+# Under TCG the guest's TSC ticks at the host's rate, but the kernel calibrates its frequency at boot (against the
+# HPET: PIT calibration fails under TCG), and a host that is busy during those milliseconds can make it wrong by a
+# factor (seen once: the guest clock ran about 4x fast, so every timeout in the guest fired early). The refinement a
+# second later corrects only within 1 %, and tsc=reliable keeps the clocksource watchdog from noticing. So compare the
+# guest's clock with the host's over 2 s (a file created on the ctl share gets the host's time as its mtime) and fall
+# back to the HPET clocksource (slower to read, right) when they disagree by more than 10 %.
+clock_ratio() {
+    local a=$CTL/clock.a b=$CTL/clock.b g0 g1
+    rm -f "$a" "$b"
+    read -r g0 _ </proc/uptime
+    : >"$a"
+    sleep 2
+    read -r g1 _ </proc/uptime
+    : >"$b"
+    awk -v g0="$g0" -v g1="$g1" -v h0="$(stat -c %.9Y "$a")" -v h1="$(stat -c %.9Y "$b")" \
+        'BEGIN { if (h1 - h0 <= 0) print "nan"; else printf "%.3f\n", (g1 - g0) / (h1 - h0) }'
+}
+clock_ok() { awk -v r="$1" 'BEGIN { exit !(r != "nan" && r >= 0.9 && r <= 1.1) }'; }
+ratio=$(clock_ratio)
+cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
+if ! clock_ok "$ratio"; then
+    log "WARNING: the guest clock ran ${ratio}x the host's over 2 s (clocksource $(cat "$cs"): TSC calibrated wrongly at boot); switching to hpet" |
+        tee -a "$CTL/warnings"
+    echo hpet >"$cs" 2>/dev/null || setup_fail "guest clock at ${ratio}x the host's, and the hpet clocksource cannot be selected"
+    ratio=$(clock_ratio)
+    clock_ok "$ratio" || setup_fail "guest clock still at ${ratio}x the host's with clocksource $(cat "$cs")"
+fi
+echo "clock_ratio $ratio $(cat "$cs") $(now)" >>"$CTL/timings"
+
 # --- RDMA: rxe0 on the chosen netdev --------------------------------------------------
 modprobe rdma_rxe || setup_fail "modprobe rdma_rxe failed"
 case "$NETDEV" in
