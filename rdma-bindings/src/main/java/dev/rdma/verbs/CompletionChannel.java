@@ -457,17 +457,13 @@ public final class CompletionChannel extends NativeObject {
 					waker.attach(read);
 				}
 				long deadline = System.nanoTime() + timeoutNanos;
-				boolean first = true;
 				while (true) {
 					read.begin(deadline);
 					// Checked after begin(): a thread that sets one of these then sees
-					// the read under way, and signals it. The clock is not read before
-					// the first read (timeoutNanos > 0: the deadline was just set; if it
-					// passes meanwhile, the watchdog ends the read): one clock read per
-					// event, not two.
-					boolean stop = closing || paused || read.interrupted() || (waker != null && waker.pending())
-							|| (!first && System.nanoTime() - deadline >= 0);
-					first = false;
+					// the read under way, and signals it. The deadline is not: the
+					// watchdog ends a read past it, and the clock is read after a read
+					// that ended without an event (one clock read per event).
+					boolean stop = closing || paused || read.interrupted() || (waker != null && waker.pending());
 					CompletionQueue q = null;
 					int errno = 0;
 					try {
@@ -505,7 +501,6 @@ public final class CompletionChannel extends NativeObject {
 							// a CQ of this channel is being acked and destroyed: wait for
 							// it
 						}
-						continue;
 					}
 					if (System.nanoTime() - deadline >= 0) {
 						return null;
