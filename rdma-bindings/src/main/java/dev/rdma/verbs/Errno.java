@@ -5,11 +5,13 @@ import dev.rdma.verbs.ffm.Libc;
 import java.util.Map;
 
 /**
- * Names and texts of the error numbers verbs report (Linux x86_64 values). Public API:
- * the constants are what {@link VerbsException#errno()} returns, for callers that react
- * to one refusal (e.g. {@link #EOPNOTSUPP}: the provider lacks the feature;
- * {@link #EAGAIN}: retry later), and {@link #describe(int)} is how the binding's error
- * messages name an errno.
+ * Names and texts of the error numbers verbs, librdmacm's connection events and the C
+ * library's calls report (Linux x86_64 values, proven against the C headers by
+ * {@code LayoutConformanceTest}); a number without a constant here is named
+ * {@code errno N}. Public API: the constants are what {@link VerbsException#errno()}
+ * returns, for callers that react to one refusal (e.g. {@link #EOPNOTSUPP}: the provider
+ * lacks the feature; {@link #EAGAIN}: retry later), and {@link #describe(int)} is how the
+ * binding's error messages name an errno.
  */
 public final class Errno {
 
@@ -17,9 +19,19 @@ public final class Errno {
 
 	public static final int ENOENT = 2;
 
+	public static final int ESRCH = 3;
+
 	public static final int EINTR = 4;
 
 	public static final int EIO = 5;
+
+	public static final int ENXIO = 6;
+
+	public static final int E2BIG = 7;
+
+	public static final int EBADF = 9;
+
+	public static final int ECHILD = 10;
 
 	public static final int EAGAIN = 11;
 
@@ -37,22 +49,94 @@ public final class Errno {
 
 	public static final int EINVAL = 22;
 
+	public static final int ENFILE = 23;
+
+	public static final int EMFILE = 24;
+
+	public static final int ENOTTY = 25;
+
 	public static final int ENOSPC = 28;
+
+	public static final int EPIPE = 32;
+
+	public static final int ERANGE = 34;
 
 	public static final int ENOSYS = 38;
 
+	public static final int ENODATA = 61;
+
+	public static final int ETIME = 62;
+
+	public static final int ENOLINK = 67;
+
+	public static final int EPROTO = 71;
+
 	public static final int EOVERFLOW = 75;
+
+	public static final int ENOTSOCK = 88;
+
+	public static final int EMSGSIZE = 90;
+
+	public static final int EPROTONOSUPPORT = 93;
 
 	public static final int EOPNOTSUPP = 95;
 
+	public static final int EAFNOSUPPORT = 97;
+
+	public static final int EADDRINUSE = 98;
+
+	public static final int EADDRNOTAVAIL = 99;
+
+	public static final int ENETDOWN = 100;
+
+	public static final int ENETUNREACH = 101;
+
+	public static final int ECONNABORTED = 103;
+
+	public static final int ECONNRESET = 104;
+
+	public static final int ENOBUFS = 105;
+
+	public static final int EISCONN = 106;
+
+	public static final int ENOTCONN = 107;
+
 	public static final int ETIMEDOUT = 110;
 
+	public static final int ECONNREFUSED = 111;
+
+	public static final int EHOSTDOWN = 112;
+
+	public static final int EHOSTUNREACH = 113;
+
+	public static final int EALREADY = 114;
+
+	public static final int EINPROGRESS = 115;
+
+	public static final int EREMOTEIO = 121;
+
+	public static final int ECANCELED = 125;
+
 	private static final Map<Integer, String> NAMES = Map.ofEntries(Map.entry(EPERM, "EPERM"),
-			Map.entry(ENOENT, "ENOENT"), Map.entry(EINTR, "EINTR"), Map.entry(EIO, "EIO"), Map.entry(EAGAIN, "EAGAIN"),
-			Map.entry(ENOMEM, "ENOMEM"), Map.entry(EACCES, "EACCES"), Map.entry(EFAULT, "EFAULT"),
-			Map.entry(EBUSY, "EBUSY"), Map.entry(EEXIST, "EEXIST"), Map.entry(ENODEV, "ENODEV"),
-			Map.entry(EINVAL, "EINVAL"), Map.entry(ENOSPC, "ENOSPC"), Map.entry(ENOSYS, "ENOSYS"),
-			Map.entry(EOVERFLOW, "EOVERFLOW"), Map.entry(EOPNOTSUPP, "EOPNOTSUPP"), Map.entry(ETIMEDOUT, "ETIMEDOUT"));
+			Map.entry(ENOENT, "ENOENT"), Map.entry(ESRCH, "ESRCH"), Map.entry(EINTR, "EINTR"), Map.entry(EIO, "EIO"),
+			Map.entry(ENXIO, "ENXIO"), Map.entry(E2BIG, "E2BIG"), Map.entry(EBADF, "EBADF"),
+			Map.entry(ECHILD, "ECHILD"), Map.entry(EAGAIN, "EAGAIN"), Map.entry(ENOMEM, "ENOMEM"),
+			Map.entry(EACCES, "EACCES"), Map.entry(EFAULT, "EFAULT"), Map.entry(EBUSY, "EBUSY"),
+			Map.entry(EEXIST, "EEXIST"), Map.entry(ENODEV, "ENODEV"), Map.entry(EINVAL, "EINVAL"),
+			Map.entry(ENFILE, "ENFILE"), Map.entry(EMFILE, "EMFILE"), Map.entry(ENOTTY, "ENOTTY"),
+			Map.entry(ENOSPC, "ENOSPC"), Map.entry(EPIPE, "EPIPE"), Map.entry(ERANGE, "ERANGE"),
+			Map.entry(ENOSYS, "ENOSYS"), Map.entry(ENODATA, "ENODATA"), Map.entry(ETIME, "ETIME"),
+			Map.entry(ENOLINK, "ENOLINK"), Map.entry(EPROTO, "EPROTO"), Map.entry(EOVERFLOW, "EOVERFLOW"),
+			Map.entry(ENOTSOCK, "ENOTSOCK"), Map.entry(EMSGSIZE, "EMSGSIZE"),
+			Map.entry(EPROTONOSUPPORT, "EPROTONOSUPPORT"), Map.entry(EOPNOTSUPP, "EOPNOTSUPP"),
+			Map.entry(EAFNOSUPPORT, "EAFNOSUPPORT"), Map.entry(EADDRINUSE, "EADDRINUSE"),
+			Map.entry(EADDRNOTAVAIL, "EADDRNOTAVAIL"), Map.entry(ENETDOWN, "ENETDOWN"),
+			Map.entry(ENETUNREACH, "ENETUNREACH"), Map.entry(ECONNABORTED, "ECONNABORTED"),
+			Map.entry(ECONNRESET, "ECONNRESET"), Map.entry(ENOBUFS, "ENOBUFS"), Map.entry(EISCONN, "EISCONN"),
+			Map.entry(ENOTCONN, "ENOTCONN"), Map.entry(ETIMEDOUT, "ETIMEDOUT"), Map.entry(ECONNREFUSED, "ECONNREFUSED"),
+			Map.entry(EHOSTDOWN, "EHOSTDOWN"), Map.entry(EHOSTUNREACH, "EHOSTUNREACH"), Map.entry(EALREADY, "EALREADY"),
+			Map.entry(EINPROGRESS, "EINPROGRESS"), Map.entry(EREMOTEIO, "EREMOTEIO"),
+			Map.entry(ECANCELED, "ECANCELED"));
 
 	private Errno() {
 	}
@@ -81,9 +165,12 @@ public final class Errno {
 		return Libc.strerror(errno);
 	}
 
-	/** {@code EINVAL (22): Invalid argument}. */
+	/**
+	 * {@code EINVAL (22): Invalid argument}; {@code errno 200: Unknown error 200} for a
+	 * number without a name here.
+	 */
 	public static String describe(int errno) {
-		if (errno <= 0) {
+		if (errno <= 0 || !NAMES.containsKey(errno)) {
 			return name(errno) + ": " + text(errno);
 		}
 		return name(errno) + " (" + errno + "): " + text(errno);
