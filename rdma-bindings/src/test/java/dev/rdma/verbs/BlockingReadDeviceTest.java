@@ -1,5 +1,10 @@
 package dev.rdma.verbs;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -15,6 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -23,7 +30,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * blocking, and the thread asleep in {@code ibv_get_cq_event}'s read is ended by its
  * timeout, a waker, the channel's close and a CQ's close (which acks an event the reader
  * got meanwhile), each within a bound; a second thread getting events meanwhile is
- * refused. Events themselves: {@code BindingsDeviceTest}, in both modes.
+ * refused; a read that fails names the verb and its errno at once. Events themselves:
+ * {@code BindingsDeviceTest}, in both modes.
  */
 @Tag(DeviceTestSupport.TAG)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -120,6 +128,47 @@ class BlockingReadDeviceTest {
 			assertThat(channel.await(Duration.ofMillis(10), null)).isEqualTo(CompletionChannel.WaitResult.TIMEOUT);
 			waker.wake();
 			assertThat(f.get(BOUND.toSeconds(), TimeUnit.SECONDS)).isNull();
+		}
+	}
+
+	/**
+	 * The first read of a wait goes without errno capture; a failed one is repeated with
+	 * it, so an error is still named at once (not retried until the timeout). The
+	 * channel's fd is replaced with a pipe's write end, on which read(2) fails with
+	 * EBADF.
+	 */
+	@Test
+	void aReadThatFailsNamesTheVerbAndTheErrnoAtOnce() throws Throwable {
+		Linker linker = Linker.nativeLinker();
+		MethodHandle pipe = linker.downcallHandle(linker.defaultLookup().findOrThrow("pipe"),
+				FunctionDescriptor.of(JAVA_INT, ADDRESS));
+		MethodHandle dup2 = linker.downcallHandle(linker.defaultLookup().findOrThrow("dup2"),
+				FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+		MethodHandle close = linker.downcallHandle(linker.defaultLookup().findOrThrow("close"),
+				FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+		try (Arena arena = Arena.ofConfined();
+				CompletionChannel channel = ctx().createCompletionChannel(CompletionChannel.WaitMode.BLOCKING_READ)) {
+			MemorySegment fds = arena.allocate(JAVA_INT, 2);
+			assertThat((int) pipe.invokeExact(fds)).isZero();
+			int readEnd = fds.getAtIndex(JAVA_INT, 0);
+			int writeEnd = fds.getAtIndex(JAVA_INT, 1);
+			try {
+				assertThat((int) dup2.invokeExact(writeEnd, channel.fd())).isEqualTo(channel.fd());
+				for (int round = 0; round < 3; round++) {
+					long start = System.nanoTime();
+					assertThatThrownBy(() -> channel.getEvent(Duration.ofSeconds(60), null)).as("round %d", round)
+						.isInstanceOf(VerbsException.class)
+						.hasMessageContaining("ibv_get_cq_event")
+						.hasMessageContaining("EBADF (9): Bad file descriptor");
+					assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(BOUND);
+				}
+			}
+			finally {
+				int r = (int) close.invokeExact(readEnd);
+				int w = (int) close.invokeExact(writeEnd);
+				assertThat(r).isZero();
+				assertThat(w).isZero();
+			}
 		}
 	}
 
