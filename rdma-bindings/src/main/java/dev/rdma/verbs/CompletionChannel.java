@@ -459,9 +459,10 @@ public final class CompletionChannel extends NativeObject {
 					waker.attach(read);
 				}
 				long deadline = System.nanoTime() + timeoutNanos;
-				// The first read goes without errno capture (its cost is measurable per
-				// event: docs/benchmarks.md, run 9); a read that failed is repeated
-				// with errno captured, which names an error (it fails again) or reads.
+				// The first read goes without errno capture (the capture cost 1.3-2.4 us
+				// per event in the emulated guest's probe: docs/benchmarks.md, runs 8 and
+				// 9); a read that failed is repeated with errno captured, which names an
+				// error (it fails again) or reads.
 				boolean capture = false;
 				while (true) {
 					read.begin(deadline);
