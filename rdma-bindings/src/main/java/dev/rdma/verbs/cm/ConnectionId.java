@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.jspecify.annotations.Nullable;
 
+import dev.rdma.verbs.Errno;
 import dev.rdma.verbs.Gid;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.VerbsException;
@@ -88,6 +89,9 @@ public final class ConnectionId extends CmObject {
 	/** Private data of {@code rdma_reject} (IB CM REJ): 148 bytes. */
 	public static final int MAX_REJECT_PRIVATE_DATA = 148;
 
+	/** One address resolution attempt of {@link #connect}. */
+	static final Duration RESOLVE_ATTEMPT = Duration.ofSeconds(2);
+
 	private static final Set<CmEventType> IGNORED_WHILE_WAITING = EnumSet.of(CmEventType.ADDR_CHANGE,
 			CmEventType.TIMEWAIT_EXIT);
 
@@ -108,6 +112,9 @@ public final class ConnectionId extends CmObject {
 	private volatile boolean connected;
 
 	private volatile boolean disconnected;
+
+	/** See {@link #resolveAttemptsTimedOut()}; written by the connecting thread. */
+	private volatile int resolveAttemptsTimedOut;
 
 	ConnectionId(EventChannel channel, MemorySegment id, @Nullable ConnectionId listener) {
 		super(id);
@@ -496,8 +503,7 @@ public final class ConnectionId extends CmObject {
 		checkPrivateData("rdma_connect", privateData, MAX_CONNECT_PRIVATE_DATA);
 		long deadline = System.nanoTime() + timeout.toNanos();
 		String what = "to " + destination;
-		resolveAddress(source, destination, remaining(deadline));
-		await("rdma_resolve_addr", what, deadline, timeout, CmEventType.ADDR_RESOLVED);
+		resolveAddressWithin(source, destination, deadline, timeout, what);
 		resolveRoute(remaining(deadline));
 		await("rdma_resolve_route", what, deadline, timeout, CmEventType.ROUTE_RESOLVED);
 		moveQueuePair(qp, QueuePair.State.INIT);
@@ -513,6 +519,38 @@ public final class ConnectionId extends CmObject {
 			establish();
 		}
 		return response;
+	}
+
+	/**
+	 * {@code rdma_resolve_addr} and its ADDR_RESOLVED before {@code deadline}, in
+	 * attempts of at most {@link #RESOLVE_ATTEMPT} (the timeout rdma-core's examples
+	 * pass), the next one after an ADDR_ERROR with ETIMEDOUT. The kernel resolves the
+	 * neighbour's hardware address when a neighbour update arrives, and looks again when
+	 * the attempt's timer fires. An update that arrives before the request is queued (an
+	 * ARP reply over a veth pair does, on a first contact) is missed: with the whole
+	 * connect timeout as the attempt's, the address then resolved only when that ran out,
+	 * so the connect failed; now it resolves after one attempt's time. A neighbour still
+	 * unresolved then ends the attempt in ETIMEDOUT, and the next attempt asks again
+	 * while time remains. Every other ADDR_ERROR ends the connect at once.
+	 */
+	private void resolveAddressWithin(@Nullable InetSocketAddress source, InetSocketAddress destination, long deadline,
+			Duration timeout, String what) {
+		while (true) {
+			Duration left = remaining(deadline);
+			resolveAddress(source, destination, left.compareTo(RESOLVE_ATTEMPT) < 0 ? left : RESOLVE_ATTEMPT);
+			try {
+				await("rdma_resolve_addr", what, deadline, timeout, CmEventType.ADDR_RESOLVED);
+				return;
+			}
+			catch (ConnectionException e) {
+				CmEvent event = e.event();
+				if (event == null || event.type() != CmEventType.ADDR_ERROR || event.status() != -Errno.ETIMEDOUT
+						|| System.nanoTime() - deadline >= 0) {
+					throw e;
+				}
+				resolveAttemptsTimedOut++;
+			}
+		}
 	}
 
 	/**
@@ -715,6 +753,14 @@ public final class ConnectionId extends CmObject {
 			throw new IllegalArgumentException(name + " must be 1 ms .. " + Integer.MAX_VALUE + " ms, got " + d);
 		}
 		return (int) ms;
+	}
+
+	/**
+	 * Address resolution attempts of {@link #connect} that ended in ADDR_ERROR with
+	 * ETIMEDOUT and were repeated (for tests and diagnostics).
+	 */
+	int resolveAttemptsTimedOut() {
+		return resolveAttemptsTimedOut;
 	}
 
 	private static Duration remaining(long deadline) {
