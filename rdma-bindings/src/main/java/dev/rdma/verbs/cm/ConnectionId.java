@@ -89,8 +89,13 @@ public final class ConnectionId extends CmObject {
 	/** Private data of {@code rdma_reject} (IB CM REJ): 148 bytes. */
 	public static final int MAX_REJECT_PRIVATE_DATA = 148;
 
-	/** One address resolution attempt of {@link #connect}. */
-	static final Duration RESOLVE_ATTEMPT = Duration.ofSeconds(2);
+	/**
+	 * The longest address resolution attempt of {@link #connect} (the timeout rdma-core's
+	 * examples pass to {@code rdma_resolve_addr}): a resolution whose neighbour update
+	 * the kernel missed ends when its timer fires, so callers of {@link #resolveAddress}
+	 * should not give it more either (see {@code connect}).
+	 */
+	public static final Duration RESOLVE_ATTEMPT = Duration.ofSeconds(2);
 
 	private static final Set<CmEventType> IGNORED_WHILE_WAITING = EnumSet.of(CmEventType.ADDR_CHANGE,
 			CmEventType.TIMEWAIT_EXIT);

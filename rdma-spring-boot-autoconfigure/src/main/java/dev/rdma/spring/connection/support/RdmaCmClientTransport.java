@@ -54,7 +54,14 @@ final class RdmaCmClientTransport implements ClientTransport {
 		public PeerConnection connect(long deadline) {
 			ConnectionId id = channel.createId();
 			this.id = id;
-			id.resolveAddress(settings.source(), settings.address(), remaining(deadline));
+			// at most one resolution attempt's time (as ConnectionId.connect): a first
+			// contact whose neighbour update the kernel missed resolves when its timer
+			// fires, not at the end of the connect timeout; an attempt that ends in
+			// ADDR_ERROR is this connection attempt's failure, and the retry policy's
+			// next attempt resolves again
+			Duration left = remaining(deadline);
+			id.resolveAddress(settings.source(), settings.address(),
+					left.compareTo(ConnectionId.RESOLVE_ATTEMPT) < 0 ? left : ConnectionId.RESOLVE_ATTEMPT);
 			expect(id, "rdma_resolve_addr " + settings.address(), deadline, CmEventType.ADDR_RESOLVED);
 			id.resolveRoute(remaining(deadline));
 			expect(id, "rdma_resolve_route " + settings.address(), deadline, CmEventType.ROUTE_RESOLVED);

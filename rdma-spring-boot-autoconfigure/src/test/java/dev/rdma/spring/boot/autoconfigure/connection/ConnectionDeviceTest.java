@@ -115,6 +115,45 @@ class ConnectionDeviceTest {
 	}
 
 	/**
+	 * A first contact with the server present connects at its first attempt: the
+	 * neighbour cache is flushed, so the kernel's address resolution misses the ARP
+	 * reply's update (over the veth pair it comes before the request is queued) and
+	 * resolves when the attempt's timer fires. With the connect timeout (5 s) as that
+	 * timer, the first attempt failed with TIMEOUT every time; with
+	 * {@code ConnectionId.RESOLVE_ATTEMPT} (2 s) it connects.
+	 */
+	@Test
+	void aFirstContactConnectsAtTheFirstAttempt() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = randomPort();
+		long baseline = NativeObjects.open();
+		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
+			flushNeighbours();
+			long t0 = System.nanoTime();
+			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
+				RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+				await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+				long ms = (System.nanoTime() - t0) / 1_000_000;
+				System.out.printf("# first contact through the starter: connected %d ms after the client started%n",
+						ms);
+				assertThat(link.statistics().connectionErrors()).as("failed attempts").isEmpty();
+				assertThat(link.statistics().reconnects()).isZero();
+				assertThat(link.deviceName()).isEqualTo(two.a().device());
+				RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+				await("the server accepted", () -> serverLink.peers().size() == 1);
+				assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
+			}
+		}
+		assertNativeObjectsClosed(baseline, "both applications closed");
+	}
+
+	private static void flushNeighbours() throws Exception {
+		Process p = new ProcessBuilder("ip", "neigh", "flush", "all").redirectErrorStream(true).start();
+		assertThat(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).as("ip neigh flush all within 30 s").isTrue();
+		assertThat(p.exitValue()).as("ip neigh flush all: " + new String(p.getInputStream().readAllBytes())).isZero();
+	}
+
+	/**
 	 * The connection registry's {@code stop()} then {@code start()} on the client (what
 	 * the sample's client does to disconnect and reconnect, and what
 	 * {@link ConnectionState#CLOSED} documents): the connection closes (the server sees
