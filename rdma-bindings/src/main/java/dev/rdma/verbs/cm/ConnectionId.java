@@ -540,6 +540,7 @@ public final class ConnectionId extends CmObject {
 	 */
 	private void resolveAddressWithin(@Nullable InetSocketAddress source, InetSocketAddress destination, long deadline,
 			Duration timeout, String what) {
+		CmEvent timedOut = null;
 		while (true) {
 			Duration left = remaining(deadline);
 			resolveAddress(source, destination, left.compareTo(RESOLVE_ATTEMPT) < 0 ? left : RESOLVE_ATTEMPT);
@@ -549,10 +550,21 @@ public final class ConnectionId extends CmObject {
 			}
 			catch (ConnectionException e) {
 				CmEvent event = e.event();
+				boolean late = System.nanoTime() - deadline >= 0;
+				if (event == null && late && timedOut != null) {
+					// the last attempt's own ETIMEDOUT comes with the deadline: name the
+					// earlier ones' (nobody answered for the address)
+					throw new ConnectionException("rdma_resolve_addr",
+							what + ": no ADDR_RESOLVED within " + timeout + "; " + resolveAttemptsTimedOut
+									+ " attempt(s) of " + RESOLVE_ATTEMPT + " before ended in " + timedOut.text() + ", "
+									+ timedOut.statusText(),
+							timedOut);
+				}
 				if (event == null || event.type() != CmEventType.ADDR_ERROR || event.status() != -Errno.ETIMEDOUT
-						|| System.nanoTime() - deadline >= 0) {
+						|| late) {
 					throw e;
 				}
+				timedOut = event;
 				resolveAttemptsTimedOut++;
 			}
 		}

@@ -166,6 +166,34 @@ class ConnectionManagerDeviceTest {
 		System.out.printf("# %d of 3 first contacts repeated their address resolution%n", repeated);
 	}
 
+	/**
+	 * An address on the client's subnet that nobody answers ARP for: each resolution
+	 * attempt of {@code connect} ends in ADDR_ERROR with ETIMEDOUT after
+	 * {@link ConnectionId#RESOLVE_ATTEMPT}, and is asked again while the connect's
+	 * timeout lasts; then the last ADDR_ERROR ends the connect, within its bound.
+	 */
+	@Test
+	void anAddressNobodyAnswersIsAskedAgainUntilTheTimeoutEnds() throws Exception {
+		String ip = clientEnd.ipv4();
+		InetSocketAddress nobody = new InetSocketAddress(
+				InetAddress.getByName(ip.substring(0, ip.lastIndexOf('.') + 1) + "199"), port);
+		try (EventChannel ch = EventChannel.create(); CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId id = ch.createId();
+			Duration timeout = Duration.ofSeconds(7);
+			long t0 = System.nanoTime();
+			Throwable t = catchThrowable(() -> id.connect(nobody, client(), k.qp, new byte[0], timeout));
+			Duration took = Duration.ofNanos(System.nanoTime() - t0);
+			System.out.printf("# %s: %s after %d ms and %d repeated resolution attempt(s)%n", nobody,
+					t == null ? "connected?" : t.getMessage(), took.toMillis(), id.resolveAttemptsTimedOut());
+			assertThat(t).isInstanceOf(ConnectionException.class).hasMessageContaining("rdma_resolve_addr");
+			ConnectionException e = (ConnectionException) t;
+			assertThat(e.eventType()).isEqualTo(CmEventType.ADDR_ERROR);
+			assertThat(e.event().status()).isEqualTo(-dev.rdma.verbs.Errno.ETIMEDOUT);
+			assertThat(id.resolveAttemptsTimedOut()).isGreaterThanOrEqualTo(2);
+			assertThat(took).isBetween(timeout.minusSeconds(1), timeout.plusSeconds(5));
+		}
+	}
+
 	@Test
 	void connectsExchangesEveryOpcodeThroughTheApplicationsCqsAndDisconnectsFromTheClient() throws Exception {
 		long serverRcvd = serverEnd.counter("rcvd_pkts");
