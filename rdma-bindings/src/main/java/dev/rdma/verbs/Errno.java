@@ -2,6 +2,9 @@ package dev.rdma.verbs;
 
 import dev.rdma.verbs.ffm.Libc;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -117,28 +120,25 @@ public final class Errno {
 
 	public static final int ECANCELED = 125;
 
-	private static final Map<Integer, String> NAMES = Map.ofEntries(Map.entry(EPERM, "EPERM"),
-			Map.entry(ENOENT, "ENOENT"), Map.entry(ESRCH, "ESRCH"), Map.entry(EINTR, "EINTR"), Map.entry(EIO, "EIO"),
-			Map.entry(ENXIO, "ENXIO"), Map.entry(E2BIG, "E2BIG"), Map.entry(EBADF, "EBADF"),
-			Map.entry(ECHILD, "ECHILD"), Map.entry(EAGAIN, "EAGAIN"), Map.entry(ENOMEM, "ENOMEM"),
-			Map.entry(EACCES, "EACCES"), Map.entry(EFAULT, "EFAULT"), Map.entry(EBUSY, "EBUSY"),
-			Map.entry(EEXIST, "EEXIST"), Map.entry(ENODEV, "ENODEV"), Map.entry(EINVAL, "EINVAL"),
-			Map.entry(ENFILE, "ENFILE"), Map.entry(EMFILE, "EMFILE"), Map.entry(ENOTTY, "ENOTTY"),
-			Map.entry(ENOSPC, "ENOSPC"), Map.entry(EPIPE, "EPIPE"), Map.entry(ERANGE, "ERANGE"),
-			Map.entry(ENOSYS, "ENOSYS"), Map.entry(ENODATA, "ENODATA"), Map.entry(ETIME, "ETIME"),
-			Map.entry(ENOLINK, "ENOLINK"), Map.entry(EPROTO, "EPROTO"), Map.entry(EOVERFLOW, "EOVERFLOW"),
-			Map.entry(ENOTSOCK, "ENOTSOCK"), Map.entry(EMSGSIZE, "EMSGSIZE"),
-			Map.entry(EPROTONOSUPPORT, "EPROTONOSUPPORT"), Map.entry(EOPNOTSUPP, "EOPNOTSUPP"),
-			Map.entry(EAFNOSUPPORT, "EAFNOSUPPORT"), Map.entry(EADDRINUSE, "EADDRINUSE"),
-			Map.entry(EADDRNOTAVAIL, "EADDRNOTAVAIL"), Map.entry(ENETDOWN, "ENETDOWN"),
-			Map.entry(ENETUNREACH, "ENETUNREACH"), Map.entry(ECONNABORTED, "ECONNABORTED"),
-			Map.entry(ECONNRESET, "ECONNRESET"), Map.entry(ENOBUFS, "ENOBUFS"), Map.entry(EISCONN, "EISCONN"),
-			Map.entry(ENOTCONN, "ENOTCONN"), Map.entry(ETIMEDOUT, "ETIMEDOUT"), Map.entry(ECONNREFUSED, "ECONNREFUSED"),
-			Map.entry(EHOSTDOWN, "EHOSTDOWN"), Map.entry(EHOSTUNREACH, "EHOSTUNREACH"), Map.entry(EALREADY, "EALREADY"),
-			Map.entry(EINPROGRESS, "EINPROGRESS"), Map.entry(EREMOTEIO, "EREMOTEIO"),
-			Map.entry(ECANCELED, "ECANCELED"));
+	/** The constants above by value: every public int field is one. */
+	private static final Map<Integer, String> NAMES = names();
 
 	private Errno() {
+	}
+
+	private static Map<Integer, String> names() {
+		Map<Integer, String> names = new HashMap<>();
+		for (Field f : Errno.class.getFields()) {
+			if (f.getType() == int.class && Modifier.isStatic(f.getModifiers())) {
+				try {
+					names.put(f.getInt(null), f.getName());
+				}
+				catch (IllegalAccessException e) {
+					throw new ExceptionInInitializerError(e);
+				}
+			}
+		}
+		return Map.copyOf(names);
 	}
 
 	/** {@code EINVAL}, or {@code errno 123} for a number without a name here. */

@@ -4,6 +4,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import dev.rdma.verbs.ffm.Libc;
@@ -153,12 +156,11 @@ class BlockingReadTest {
 		// another thread reads in between, the signal must go to that one (a kept
 		// pthread_t of the other thread would leave this read blocked, and the test
 		// would time out at its get)
-		java.util.concurrent.ExecutorService[] threads = { java.util.concurrent.Executors.newSingleThreadExecutor(),
-				java.util.concurrent.Executors.newSingleThreadExecutor() };
+		ExecutorService[] threads = { Executors.newSingleThreadExecutor(), Executors.newSingleThreadExecutor() };
 		try {
 			for (int i = 0; i < 20; i++) {
 				CountDownLatch begun = new CountDownLatch(1);
-				java.util.concurrent.Future<Long> f = threads[i % 3 == 0 ? 0 : 1]
+				Future<Long> f = threads[i % 3 == 0 ? 0 : 1]
 					.submit(() -> readOnce(TimeUnit.SECONDS.toNanos(60), begun, new CountDownLatch(0)));
 				assertThat(begun.await(10, TimeUnit.SECONDS)).isTrue();
 				Thread.sleep(i % 3);
@@ -167,7 +169,7 @@ class BlockingReadTest {
 			}
 		}
 		finally {
-			for (java.util.concurrent.ExecutorService t : threads) {
+			for (ExecutorService t : threads) {
 				t.shutdownNow();
 			}
 		}

@@ -97,6 +97,14 @@ public final class ConnectionId extends CmObject {
 	 */
 	public static final Duration RESOLVE_ATTEMPT = Duration.ofSeconds(2);
 
+	/**
+	 * The timeout for the next {@link #resolveAddress} attempt when {@code remaining} is
+	 * left: {@link #RESOLVE_ATTEMPT}, or less when less remains.
+	 */
+	public static Duration resolveAttempt(Duration remaining) {
+		return remaining.compareTo(RESOLVE_ATTEMPT) < 0 ? remaining : RESOLVE_ATTEMPT;
+	}
+
 	private static final Set<CmEventType> IGNORED_WHILE_WAITING = EnumSet.of(CmEventType.ADDR_CHANGE,
 			CmEventType.TIMEWAIT_EXIT);
 
@@ -542,8 +550,7 @@ public final class ConnectionId extends CmObject {
 			Duration timeout, String what) {
 		CmEvent timedOut = null;
 		while (true) {
-			Duration left = remaining(deadline);
-			resolveAddress(source, destination, left.compareTo(RESOLVE_ATTEMPT) < 0 ? left : RESOLVE_ATTEMPT);
+			resolveAddress(source, destination, resolveAttempt(remaining(deadline)));
 			try {
 				await("rdma_resolve_addr", what, deadline, timeout, CmEventType.ADDR_RESOLVED);
 				return;

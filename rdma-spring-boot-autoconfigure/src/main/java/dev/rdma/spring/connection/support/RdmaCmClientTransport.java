@@ -59,9 +59,7 @@ final class RdmaCmClientTransport implements ClientTransport {
 			// fires, not at the end of the connect timeout; an attempt that ends in
 			// ADDR_ERROR is this connection attempt's failure, and the retry policy's
 			// next attempt resolves again
-			Duration left = remaining(deadline);
-			id.resolveAddress(settings.source(), settings.address(),
-					left.compareTo(ConnectionId.RESOLVE_ATTEMPT) < 0 ? left : ConnectionId.RESOLVE_ATTEMPT);
+			id.resolveAddress(settings.source(), settings.address(), ConnectionId.resolveAttempt(remaining(deadline)));
 			expect(id, "rdma_resolve_addr " + settings.address(), deadline, CmEventType.ADDR_RESOLVED);
 			id.resolveRoute(remaining(deadline));
 			expect(id, "rdma_resolve_route " + settings.address(), deadline, CmEventType.ROUTE_RESOLVED);

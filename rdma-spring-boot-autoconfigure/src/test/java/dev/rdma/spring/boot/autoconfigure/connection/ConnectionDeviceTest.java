@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import dev.rdma.spring.boot.autoconfigure.reliability.DeviceAdmin;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
@@ -115,9 +116,9 @@ class ConnectionDeviceTest {
 	}
 
 	/**
-	 * A first contact with the server present connects at its first attempt: the
-	 * neighbour cache is flushed, so the kernel's address resolution misses the ARP
-	 * reply's update (over the veth pair it comes before the request is queued) and
+	 * A first contact with the server present connects at its first attempt: the server
+	 * address's neighbour entry is flushed, so the kernel's address resolution misses the
+	 * ARP reply's update (over the veth pair it comes before the request is queued) and
 	 * resolves when the attempt's timer fires. With the connect timeout (5 s) as that
 	 * timer, the first attempt failed with TIMEOUT every time; with
 	 * {@code ConnectionId.RESOLVE_ATTEMPT} (2 s) it connects.
@@ -128,7 +129,7 @@ class ConnectionDeviceTest {
 		int port = randomPort();
 		long baseline = NativeObjects.open();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
-			flushNeighbours();
+			DeviceAdmin.run(30, "ip", "neigh", "flush", "to", two.b().ipv4());
 			long t0 = System.nanoTime();
 			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
 				RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
@@ -145,12 +146,6 @@ class ConnectionDeviceTest {
 			}
 		}
 		assertNativeObjectsClosed(baseline, "both applications closed");
-	}
-
-	private static void flushNeighbours() throws Exception {
-		Process p = new ProcessBuilder("ip", "neigh", "flush", "all").redirectErrorStream(true).start();
-		assertThat(p.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).as("ip neigh flush all within 30 s").isTrue();
-		assertThat(p.exitValue()).as("ip neigh flush all: " + new String(p.getInputStream().readAllBytes())).isZero();
 	}
 
 	/**

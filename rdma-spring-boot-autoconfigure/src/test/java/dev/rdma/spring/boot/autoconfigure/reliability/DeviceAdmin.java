@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
  * explicitly; anywhere else the test fails (device tests never skip) with a message
  * saying why.
  */
-final class DeviceAdmin {
+public final class DeviceAdmin {
 
 	private DeviceAdmin() {
 	}
@@ -42,7 +42,7 @@ final class DeviceAdmin {
 	}
 
 	/** Runs {@code command}, failing unless it exits 0 within {@code seconds}. */
-	static String run(long seconds, String... command) throws IOException, InterruptedException {
+	public static String run(long seconds, String... command) throws IOException, InterruptedException {
 		Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
 		if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
 			p.destroyForcibly();
