@@ -1,8 +1,5 @@
 package dev.rdma.verbs.cm;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -19,6 +16,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.NativePeer;
 import dev.rdma.verbs.testing.NoNativeLeaks;
 import dev.rdma.verbs.testing.TwoDevices;
 
@@ -52,53 +50,12 @@ class RdmacmInteropDeviceTest {
 		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
 	}
 
-	/** A C peer whose output is collected by a thread of its own. */
-	static final class Peer implements AutoCloseable {
-
-		final Process process;
-
-		final ByteArrayOutputStream out = new ByteArrayOutputStream();
-
-		final Thread reader;
-
-		Peer(String... command) throws IOException {
-			process = new ProcessBuilder(command).redirectErrorStream(true).start();
-			reader = Thread.ofPlatform().daemon().start(() -> {
-				try (InputStream in = process.getInputStream()) {
-					in.transferTo(out);
-				}
-				catch (IOException ignored) {
-					// the process was killed
-				}
-			});
-		}
-
-		String output() {
-			synchronized (out) {
-				return out.toString(StandardCharsets.UTF_8);
-			}
-		}
-
-		int awaitExit(Duration timeout) throws InterruptedException {
-			if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-				throw new AssertionError("the C peer did not exit within " + timeout + "; output:\n" + output());
-			}
-			reader.join(5000);
-			return process.exitValue();
-		}
-
-		@Override
-		public void close() {
-			process.destroyForcibly();
-		}
-
-	}
-
 	@Test
 	void theBindingAsClientOfRdmaServer() throws Exception {
 		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
 		TwoDevices.Traffic[] marks = marks();
-		try (Peer c = new Peer("rdma_server", "-p", Integer.toString(port)); EventChannel ch = EventChannel.create()) {
+		try (NativePeer c = NativePeer.start("rdma_server", "-p", Integer.toString(port));
+				EventChannel ch = EventChannel.create()) {
 			// rdma_server listens a moment after it starts: retry (new id, new QP) while
 			// nothing listens (REJECTED, invalid service id)
 			for (int attempt = 0;; attempt++) {
@@ -150,7 +107,7 @@ class RdmacmInteropDeviceTest {
 			ConnectionId listener = ch.createId();
 			listener.bind(new InetSocketAddress(port));
 			listener.listen(1);
-			try (Peer c = new Peer("rdma_client", "-s", serverEnd.ipv4(), "-p", Integer.toString(port))) {
+			try (NativePeer c = NativePeer.start("rdma_client", "-s", serverEnd.ipv4(), "-p", Integer.toString(port))) {
 				ConnectionId id = listener.awaitRequest(STEP);
 				assertThat(id.deviceName()).isEqualTo(serverEnd.device());
 				id.moveQueuePair(s.qp, dev.rdma.verbs.QueuePair.State.INIT);

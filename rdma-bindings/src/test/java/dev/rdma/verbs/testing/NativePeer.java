@@ -7,7 +7,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -16,8 +19,20 @@ import java.util.stream.Stream;
  * ...) run by a device test: stdout and stderr captured together, every wait bounded.
  * {@link #close()} kills it (idempotent), so a test that fails halfway leaves no process
  * behind when it uses try-with-resources.
+ * <p>
+ * The program runs under {@code stdbuf -oL} where coreutils' {@code stdbuf} exists, so
+ * its stdout reaches the test line by line (a pipe would hold it until exit, and a peer
+ * killed for hanging would show nothing). A peer that does not exit within its bound is
+ * described before it is killed: the kernel's view of every peer still running (state,
+ * wait channel, kernel stack), their output so far, the rdma_cm ids and the neighbour
+ * table.
  */
 public final class NativePeer implements AutoCloseable {
+
+	private static final Path STDBUF = Path.of("/usr/bin/stdbuf");
+
+	/** The peers started and not yet closed, described together when one hangs. */
+	private static final Set<NativePeer> LIVE = ConcurrentHashMap.newKeySet();
 
 	private final List<String> command;
 
@@ -31,13 +46,19 @@ public final class NativePeer implements AutoCloseable {
 		this.command = command;
 		this.process = process;
 		this.reader = Thread.ofPlatform().daemon().name("native-peer-" + process.pid()).start(this::drain);
+		LIVE.add(this);
 	}
 
 	/** Starts {@code command} (stdin empty, stdout and stderr merged). */
 	public static NativePeer start(String... command) {
 		List<String> list = List.of(command);
+		List<String> run = new ArrayList<>();
+		if (Files.isExecutable(STDBUF)) {
+			run.addAll(List.of(STDBUF.toString(), "-oL"));
+		}
+		run.addAll(list);
 		try {
-			Process process = new ProcessBuilder(list).redirectErrorStream(true)
+			Process process = new ProcessBuilder(run).redirectErrorStream(true)
 				.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
 				.start();
 			return new NativePeer(list, process);
@@ -85,9 +106,10 @@ public final class NativePeer implements AutoCloseable {
 	public int awaitExit(Duration timeout) {
 		try {
 			if (!process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+				String diagnosis = diagnose();
 				close();
-				throw new AssertionError(
-						describe() + " did not exit within " + timeout + "; killed. Output:\n" + output());
+				throw new AssertionError(describe() + " did not exit within " + timeout + "; killed. Output:\n"
+						+ output() + "\n" + diagnosis);
 			}
 			// the output is complete once the reader saw end of file
 			reader.join(Duration.ofSeconds(10));
@@ -187,6 +209,83 @@ public final class NativePeer implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * What the kernel says about every peer still running, and the rdma_cm ids and
+	 * neighbours of the moment: read before a hanging peer is killed.
+	 */
+	private String diagnose() {
+		StringBuilder text = new StringBuilder("-- peers still running:\n");
+		for (NativePeer peer : LIVE) {
+			if (!peer.process.isAlive()) {
+				continue;
+			}
+			text.append(peer.describe()).append('\n');
+			for (String task : tasks(peer.process.pid())) {
+				String proc = "/proc/" + peer.process.pid() + "/task/" + task + "/";
+				text.append("  thread ").append(task).append(": ").append(state(read(proc + "stat"))).append('\n');
+				text.append("    wchan: ").append(read(proc + "wchan").strip()).append('\n');
+				text.append("    kernel stack:\n").append(read(proc + "stack").indent(6));
+			}
+			if (peer != this) {
+				text.append("  output so far:\n").append(peer.output().indent(4));
+			}
+		}
+		text.append("-- rdma resource show cm_id:\n").append(diagnosticCommand("rdma", "resource", "show", "cm_id"));
+		text.append("-- rdma resource show qp:\n").append(diagnosticCommand("rdma", "resource", "show", "qp"));
+		text.append("-- ip neigh show:\n").append(diagnosticCommand("ip", "neigh", "show"));
+		return text.toString();
+	}
+
+	/** {@code pid (comm) state}: the first fields of a {@code stat} line. */
+	private static String state(String stat) {
+		int end = stat.lastIndexOf(')');
+		return end < 0 || end + 2 >= stat.length() ? stat.strip() : stat.substring(0, end + 3);
+	}
+
+	private static List<String> tasks(long pid) {
+		try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+			return tasks.map(task -> task.getFileName().toString()).sorted().toList();
+		}
+		catch (IOException | RuntimeException ex) {
+			return List.of();
+		}
+	}
+
+	private static String read(String file) {
+		try {
+			return Files.readString(Path.of(file));
+		}
+		catch (IOException | RuntimeException ex) {
+			return "[" + file + ": " + ex + "]\n";
+		}
+	}
+
+	/** Runs a short command for {@link #diagnose()}, at most 10 s, never failing. */
+	private static String diagnosticCommand(String... command) {
+		try {
+			Process process = new ProcessBuilder(command).redirectErrorStream(true)
+				.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+				.start();
+			if (!process.waitFor(10, TimeUnit.SECONDS)) {
+				process.destroyForcibly();
+				return "[" + String.join(" ", command) + ": no answer within 10 s]\n";
+			}
+			return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+		}
+		catch (IOException ex) {
+			return "[" + String.join(" ", command) + ": " + ex + "]\n";
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return "[" + String.join(" ", command) + ": interrupted]\n";
+		}
+	}
+
+	/** The program's process id. */
+	public long pid() {
+		return process.pid();
+	}
+
 	/** Whether the program still runs. */
 	public boolean isAlive() {
 		return process.isAlive();
@@ -199,6 +298,7 @@ public final class NativePeer implements AutoCloseable {
 	/** Kills the program (and waits up to 10 s for it to go); idempotent. */
 	@Override
 	public void close() {
+		LIVE.remove(this);
 		if (process.isAlive()) {
 			process.destroyForcibly();
 			try {
