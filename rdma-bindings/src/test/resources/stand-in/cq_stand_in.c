@@ -18,6 +18,10 @@ void *si_dv;
 int si_remaining;
 /* calls made with a wrong pointer or a non-zero ibv_poll_cq_attr.comp_mask */
 int si_bad;
+/* a provider failure: after si_fail_after more start_poll/next_poll calls, the next one returns si_fail_code
+ * (once); -1: never */
+int si_fail_after = -1;
+int si_fail_code;
 
 static void record(const char *slot, const void *p, const void *want)
 {
@@ -33,16 +37,24 @@ static void record(const char *slot, const void *p, const void *want)
 }
 
 const char *si_calls(void) { return calls; }
-void si_clear(void) { calls_len = 0; calls[0] = 0; si_bad = 0; }
+void si_clear(void) { calls_len = 0; calls[0] = 0; si_bad = 0; si_fail_after = -1; }
+
+/* what start_poll and next_poll return: 0 while completions remain, then ENOENT, unless a failure is due */
+static int poll_rc(void)
+{
+	if (si_fail_after >= 0 && si_fail_after-- == 0)
+		return si_fail_code;
+	return si_remaining-- > 0 ? 0 : ENOENT;
+}
 
 int si_start_poll(void *cq, const uint32_t *attr)
 {
 	record("start_poll", cq, si_cq);
 	if (attr == NULL || *attr != 0)
 		si_bad++;
-	return si_remaining-- > 0 ? 0 : ENOENT;
+	return poll_rc();
 }
-int si_next_poll(void *cq) { record("next_poll", cq, si_cq); return si_remaining-- > 0 ? 0 : ENOENT; }
+int si_next_poll(void *cq) { record("next_poll", cq, si_cq); return poll_rc(); }
 void si_end_poll(void *cq) { record("end_poll", cq, si_cq); }
 
 /* IBV_WC_RECV_RDMA_WITH_IMM */

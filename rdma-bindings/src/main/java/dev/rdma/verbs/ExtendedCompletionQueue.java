@@ -405,11 +405,15 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	// ------------------------------------------------------------------ polling
 
 	/**
-	 * Drains up to {@code buffer.capacity()} completions with the iterator, handing each
-	 * to {@code handler} as a lazy view (fields are read through the provider's readers
-	 * only when asked for). Allocation-free. (It overrides the legacy poll whole, not a
-	 * hook inside it: a hook's call site, shared by both kinds, would carry one JIT type
-	 * profile for both.)
+	 * Drains up to {@code buffer.capacity()} completions with {@code ibv_start_poll},
+	 * {@code ibv_next_poll} and {@code ibv_end_poll}, handing each to {@code handler} as
+	 * a lazy view (fields are read through the provider's readers only when asked for,
+	 * and only during the handler's call). Allocation-free. A handler that throws stops
+	 * the drain at its completion (the rest stay queued on the CQ); {@code ibv_end_poll}
+	 * still runs. When a verb of the iterator fails, the completions taken before it have
+	 * already been handed to the handler; the {@link VerbsException} says how many. (It
+	 * overrides the legacy poll whole, not a hook inside it: a hook's call site, shared
+	 * by both kinds, would carry one JIT type profile for both.)
 	 */
 	@Override
 	public int poll(WorkCompletionBuffer buffer, CompletionHandler handler) {
@@ -429,9 +433,27 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	}
 
 	/**
-	 * Drains up to {@code buffer.capacity()} completions and copies every field this CQ
+	 * Drains up to {@code buffer.capacity()} completions with {@code ibv_start_poll},
+	 * {@code ibv_next_poll} and {@code ibv_end_poll}, and copies every field this CQ
 	 * provides into {@code buffer} (the extended fields included), for batch consumers.
-	 * Allocation-free.
+	 * Allocation-free. Exclusive per CQ as
+	 * {@link CompletionQueue#poll(WorkCompletionBuffer)}.
+	 *
+	 * <p>
+	 * <b>A provider failure loses nothing already taken.</b> A completion the iterator
+	 * has passed cannot be returned to the CQ ({@code ibv_poll_cq(3)}). When
+	 * {@code ibv_next_poll} (or, on a CQ that polls one completion per batch, a later
+	 * {@code ibv_start_poll}) fails after {@code k} completions were taken, those
+	 * {@code k} are in {@code buffer} ({@code buffer.size() == k}, readable with
+	 * {@link WorkCompletionBuffer#get(int)} until the next poll into it) and the
+	 * {@link VerbsException} names the verb, its code and {@code k}. Handle them before
+	 * polling into the buffer again.
+	 * @return the number of completions copied, 0 when the CQ is empty
+	 * @throws VerbsException when a verb of the iterator fails; {@code buffer} then holds
+	 * the completions taken before the failure (0 when {@code ibv_start_poll} failed
+	 * first), and {@code ibv_end_poll} has ended the batch
+	 * @throws IllegalStateException when this CQ or the buffer is closed, or the call
+	 * re-enters this CQ's poll
 	 */
 	@Override
 	public int poll(WorkCompletionBuffer buffer) {
@@ -469,7 +491,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		int n = 0;
 		while (true) {
 			if (rc != 0) {
-				throw new VerbsException("ibv_start_poll", rc, describe());
+				throw iteratorFailed("ibv_start_poll", rc, n, copyTo);
 			}
 			batchThread = Thread.currentThread();
 			try {
@@ -481,7 +503,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 							return n;
 						}
 						if (rc != 0) {
-							throw new VerbsException("ibv_next_poll", rc, describe());
+							throw iteratorFailed("ibv_next_poll", rc, n, copyTo);
 						}
 						deliver(n++, handler, copyTo);
 					}
@@ -500,6 +522,18 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 				return n;
 			}
 		}
+	}
+
+	/**
+	 * The error of a failed {@code verb} after {@code taken} completions were taken off
+	 * the CQ: a batch copy makes them the buffer's contents, so that none is lost.
+	 */
+	private VerbsException iteratorFailed(String verb, int rc, int taken, @Nullable WorkCompletionBuffer copyTo) {
+		if (copyTo != null) {
+			copyTo.filledByIterator(taken, wcFlags);
+		}
+		return new VerbsException(verb, rc, describe() + "; " + taken + " completion(s) taken off the CQ before it "
+				+ (copyTo != null ? "are in the buffer (its size())" : "were handed to the handler"));
 	}
 
 	private void deliver(int index, @Nullable CompletionHandler handler, @Nullable WorkCompletionBuffer copyTo) {

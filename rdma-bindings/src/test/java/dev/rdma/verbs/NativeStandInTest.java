@@ -22,6 +22,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
  * The extended-CQ readers that no device here can exercise (timestamps, wallclock, cvlan,
@@ -180,6 +181,75 @@ class NativeStandInTest {
 			assertThat(wc.sl()).isZero();
 			assertThat(wc.dlidPathBits()).isZero();
 		}
+		q.close();
+	}
+
+	/** The iterator's own calls among the recorded ones (the readers left out). */
+	private static List<String> iteratorCalls() {
+		return StandInLibrary.calls().stream().filter(c -> c.endsWith("_poll")).toList();
+	}
+
+	@Test
+	void aBatchCopyThatFailsAfterSomeCompletionsKeepsThemInTheBuffer() {
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
+			StandInLibrary.remaining(5);
+			StandInLibrary.failAfter(3, -2); // start_poll and two next_poll succeed, then
+												// mlx5's -2
+			VerbsException e = catchThrowableOfType(VerbsException.class, () -> q.poll(buffer));
+			assertThat(buffer.size()).as("the completions taken before the failure").isEqualTo(3);
+			assertThat(e).hasMessageContaining("ibv_next_poll failed")
+				.hasMessageContaining("provider code -2")
+				.hasMessageContaining("3 completion(s) taken off the CQ before it are in the buffer");
+			assertThat(iteratorCalls()).containsExactly("start_poll", "next_poll", "next_poll", "next_poll",
+					"end_poll");
+			for (int i = 0; i < 3; i++) {
+				assertThat(buffer.get(i).wrId()).isEqualTo(0xDEAD_BEEF_0000_0042L);
+				assertThat(buffer.get(i).immData()).isEqualTo(0x0A0B0C0D);
+			}
+			// a failing start_poll leaves no stale size from the poll before
+			StandInLibrary.clear();
+			StandInLibrary.failAfter(0, Errno.EIO);
+			assertThatThrownBy(() -> q.poll(buffer)).isInstanceOf(VerbsException.class)
+				.hasMessageContaining("ibv_start_poll failed")
+				.hasMessageContaining("0 completion(s)");
+			assertThat(iteratorCalls()).containsExactly("start_poll");
+			assertThat(buffer.size()).isZero();
+		}
+		q.close();
+	}
+
+	@Test
+	void aBatchCopyOfOneCompletionPerBatchThatFailsLaterKeepsTheTakenOnesInTheBuffer() {
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), false, DESTROY);
+		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
+			StandInLibrary.remaining(5);
+			StandInLibrary.failAfter(2, Errno.EIO); // two batches of one, then the third
+													// start_poll fails
+			VerbsException e = catchThrowableOfType(VerbsException.class, () -> q.poll(buffer));
+			assertThat(buffer.size()).as("the completions taken before the failure").isEqualTo(2);
+			assertThat(e).hasMessageContaining("ibv_start_poll failed")
+				.hasMessageContaining("EIO")
+				.hasMessageContaining("2 completion(s)");
+			assertThat(iteratorCalls()).containsExactly("start_poll", "end_poll", "start_poll", "end_poll",
+					"start_poll");
+			assertThat(buffer.get(1).wrId()).isEqualTo(0xDEAD_BEEF_0000_0042L);
+		}
+		q.close();
+	}
+
+	@Test
+	void aHandlerPollThatFailsSaysHowManyCompletionsWereHandedOut() {
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		StandInLibrary.remaining(5);
+		StandInLibrary.failAfter(2, Errno.EIO);
+		List<Long> handled = new ArrayList<>();
+		assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(8), wc -> handled.add(wc.wrId())))
+			.isInstanceOf(VerbsException.class)
+			.hasMessageContaining("ibv_next_poll failed")
+			.hasMessageContaining("2 completion(s) taken off the CQ before it were handed to the handler");
+		assertThat(handled).hasSize(2);
+		assertThat(iteratorCalls()).endsWith("end_poll");
 		q.close();
 	}
 

@@ -92,6 +92,16 @@ public final class StandInLibrary {
 	}
 
 	/**
+	 * A provider failure: after {@code after} more {@code start_poll}/{@code next_poll}
+	 * calls (each as {@link #remaining(int)} says), the next one returns {@code code}
+	 * instead, once. {@link #clear()} cancels it.
+	 */
+	public static void failAfter(int after, int code) {
+		global("si_fail_code", 4).set(JAVA_INT, 0, code);
+		global("si_fail_after", 4).set(JAVA_INT, 0, after);
+	}
+
+	/**
 	 * Calls made with a wrong CQ pointer or a non-zero {@code ibv_poll_cq_attr.comp_mask}
 	 * since the last clear.
 	 */
@@ -110,7 +120,9 @@ public final class StandInLibrary {
 		}
 	}
 
-	/** Forgets the recorded calls and bad calls. */
+	/**
+	 * Forgets the recorded calls and bad calls, and cancels a {@link #failAfter} failure.
+	 */
 	public static void clear() {
 		try {
 			CLEAR.invokeExact();
