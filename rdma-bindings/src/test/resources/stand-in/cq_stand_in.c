@@ -101,5 +101,37 @@ int si_wc_read_sgid(void *dv, uint8_t *gid)
 }
 bool si_wc_is_unsolicited(void *dv) { record("wc_is_unsolicited", dv, si_dv); return true; }
 
+/* struct ibv_wc as verbs.h lays it out (48 bytes) */
+struct si_wc {
+	uint64_t wr_id;
+	uint32_t status, opcode, vendor_err, byte_len, imm_data, qp_num, src_qp;
+	unsigned int wc_flags;
+	uint16_t pkey_index, slid;
+	uint8_t sl, dlid_path_bits;
+};
+_Static_assert(sizeof(struct si_wc) == 48, "struct ibv_wc is 48 bytes");
+
+/* ibv_context_ops.poll_cq's signature: up to n of the remaining completions, the values of the readers above */
+int si_poll_cq(void *cq, int n, struct si_wc *wc)
+{
+	record("poll_cq", cq, si_cq);
+	int i = 0;
+	for (; i < n && si_remaining > 0; i++, si_remaining--) {
+		memset(&wc[i], 0, sizeof(wc[i]));
+		wc[i].wr_id = 0xDEADBEEF00000042ull;
+		wc[i].opcode = 129;
+		wc[i].vendor_err = 0x87654321u;
+		wc[i].byte_len = 0xFFFFFFF0u;
+		wc[i].imm_data = __builtin_bswap32(0x0A0B0C0Du);
+		wc[i].qp_num = 0x00ABCDEFu;
+		wc[i].src_qp = 0x00123456u;
+		wc[i].wc_flags = 2 | 1;
+		wc[i].slid = 0x2345;
+		wc[i].sl = 0xF0;
+		wc[i].dlid_path_bits = 0x81;
+	}
+	return i;
+}
+
 /* ibv_destroy_cq's signature: what the binding's CQ object over this memory calls when closed */
 int si_destroy_cq(void *cq) { record("destroy_cq", cq, si_cq); return 0; }

@@ -13,9 +13,16 @@ public record WorkCompletionSnapshot(long wrId, int statusCode, int opcodeCode, 
 		int qpNum, int srcQp, int wcFlags, int pkeyIndex, int slid, int sl, int dlidPathBits, long completionTimestamp,
 		long completionWallclockNanos, int cvlan, int flowTag, @Nullable TmInfo tmInfo, long availableWcExFlags) {
 
-	/** {@code invalidated_rkey}: shares {@code imm_data}'s field. */
+	/**
+	 * {@code invalidated_rkey} ({@code ibv_wc_read_invalidated_rkey} on extended CQs),
+	 * host order, as {@link WorkCompletion#invalidatedRkey()} reads it: valid when
+	 * {@link WcFlag#WITH_INV} is set. It shares {@code imm_data}'s slot, which the
+	 * provider fills in host order for a WITH_INV completion, while {@link #immData()}
+	 * holds that slot converted from network order: this is {@link #immData()} with its
+	 * bytes reversed back.
+	 */
 	public int invalidatedRkey() {
-		return immData;
+		return Integer.reverseBytes(immData);
 	}
 
 	/** {@code status == IBV_WC_SUCCESS}. */

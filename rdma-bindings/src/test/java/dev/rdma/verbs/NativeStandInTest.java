@@ -254,6 +254,37 @@ class NativeStandInTest {
 	}
 
 	@Test
+	void aSnapshotKeepsTheInvalidatedRkeyAsTheViewReadsIt() {
+		// read_imm_data's slot holds a WITH_INV completion's rkey in host order: the
+		// stand-in returns 0x0D0C0B0A
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		StandInLibrary.remaining(1);
+		List<Integer> rkeys = new ArrayList<>();
+		q.poll(new WorkCompletionBuffer(1), wc -> {
+			rkeys.add(wc.invalidatedRkey());
+			rkeys.add(wc.copy().invalidatedRkey());
+		});
+		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(1)) {
+			StandInLibrary.remaining(1);
+			assertThat(q.poll(buffer)).isEqualTo(1);
+			rkeys.add(buffer.get(0).invalidatedRkey());
+			rkeys.add(buffer.get(0).copy().invalidatedRkey());
+		}
+		q.close();
+		CompletionQueue legacy = StandIns.legacy(cq, StandInLibrary.fn("si_poll_cq"), DESTROY);
+		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(1)) {
+			StandInLibrary.remaining(1);
+			assertThat(legacy.poll(buffer)).isEqualTo(1);
+			rkeys.add(buffer.get(0).invalidatedRkey());
+			rkeys.add(buffer.get(0).copy().invalidatedRkey());
+			assertThat(buffer.get(0).copy().immData()).isEqualTo(0x0A0B0C0D);
+		}
+		legacy.close();
+		assertThat(rkeys).as("extended view, its copy, batch copy, its copy, legacy view, its copy")
+			.containsExactly(0x0D0C0B0A, 0x0D0C0B0A, 0x0D0C0B0A, 0x0D0C0B0A, 0x0D0C0B0A, 0x0D0C0B0A);
+	}
+
+	@Test
 	void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
 		ExtendedCompletionQueue q = StandIns.extended(cq,
 				CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true, DESTROY);

@@ -24,6 +24,15 @@ public final class StandIns {
 		return new ExtendedCompletionQueue(null, fakeCq, attributes, batchIterator, calls(destroyFn));
 	}
 
+	/**
+	 * A legacy CQ over {@code fakeCq}, polled through {@code pollFn} (the signature of
+	 * {@code ibv_context_ops.poll_cq}) and destroyed through {@code destroyFn}.
+	 */
+	public static CompletionQueue legacy(MemorySegment fakeCq, MemorySegment pollFn, MemorySegment destroyFn) {
+		return new CompletionQueue(null, "no device", fakeCq, null, 0,
+				new CqProviderCalls(pollFn, MemorySegment.NULL, destroyFn));
+	}
+
 	/** The calls table of a stand-in: no poll_cq or req_notify_cq, only a destroy. */
 	@SuppressWarnings("exports") // for the tests of dev.rdma.verbs.efa, in this module
 	public static CqProviderCalls calls(MemorySegment destroyFn) {
