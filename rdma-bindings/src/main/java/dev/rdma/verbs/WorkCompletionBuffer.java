@@ -167,7 +167,8 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 	 * Copies the extended CQ's current completion (the iterator stands on it) into entry
 	 * {@code i}: every {@code ibv_wc} field, read through {@code r} (or 0 when there is
 	 * no reader, or the field is not valid on error), then the extended fields this
-	 * buffer keeps beside the array. Called by the poll that has the buffer claimed.
+	 * buffer keeps beside the array (0 on error). Called by the poll that has the buffer
+	 * claimed.
 	 */
 	void copyCurrent(int i, CqExReaders r) {
 		MemorySegment wc = wcsView;
@@ -200,6 +201,13 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 			wc.set(JAVA_BYTE, base + Layouts.WC_DLID_PATH_BITS, r.dlidPathBits());
 		}
 		if (!ok) {
+			// not valid on error (ibv_poll_cq(3)): zero, not the previous completion's
+			x.set(JAVA_LONG, eb + EXT_COMPLETION_TS, 0L);
+			x.set(JAVA_LONG, eb + EXT_WALLCLOCK, 0L);
+			x.set(JAVA_SHORT, eb + EXT_CVLAN, (short) 0);
+			x.set(JAVA_INT, eb + EXT_FLOW_TAG, 0);
+			x.set(JAVA_LONG, eb + EXT_TM_TAG, 0L);
+			x.set(JAVA_INT, eb + EXT_TM_PRIV, 0);
 			return;
 		}
 		if (r.readCompletionTs.address() != 0) {

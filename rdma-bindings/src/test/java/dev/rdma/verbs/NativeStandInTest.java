@@ -180,6 +180,12 @@ class NativeStandInTest {
 			assertThat(wc.slid()).isZero();
 			assertThat(wc.sl()).isZero();
 			assertThat(wc.dlidPathBits()).isZero();
+			// nor the extended fields, which the successful completion before had set
+			assertThat(wc.completionTimestamp()).isZero();
+			assertThat(wc.completionWallclockNanos()).isZero();
+			assertThat(wc.cvlan()).isZero();
+			assertThat(wc.flowTag()).isZero();
+			assertThat(wc.tmInfo()).isEqualTo(new TmInfo(0, 0));
 		}
 		q.close();
 	}
