@@ -84,10 +84,19 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	private final ExtendedCompletionView current;
 
 	/**
-	 * The thread between a successful start_poll and its end_poll (it holds the exclusive
-	 * slot then), or null.
+	 * The thread between a successful {@link #startPoll()} and its {@link #endPoll()} (it
+	 * holds the exclusive slot then), or null.
 	 */
 	private @Nullable Thread batchThread;
+
+	/**
+	 * The thread on which the iterator stands on a completion whose fields may be read
+	 * (ibv_create_cq_ex(3): only after start_poll or next_poll succeeded, until the next
+	 * next_poll or end_poll), or null. Checked before every read of the view, so that no
+	 * reader is called, and no stale field shown, once the batch has no current
+	 * completion.
+	 */
+	private @Nullable Thread currentOn;
 
 	/**
 	 * True while that batch was opened by {@link #startPoll()} (the raw iterator), not by
@@ -273,11 +282,26 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	}
 
 	/**
-	 * True while this thread has an iterator batch of this CQ open (the lazy view is
-	 * readable then).
+	 * True while the iterator of this CQ stands on a completion for this thread, whose
+	 * fields may be read: inside a poll's handler, or after a {@link #startPoll()} or
+	 * {@link #nextPoll()} that returned true, until the next {@link #nextPoll()} or
+	 * {@link #endPoll()}.
 	 */
-	protected final boolean inBatchOnCurrentThread() {
-		return batchThread == Thread.currentThread();
+	protected final boolean hasCurrentCompletion() {
+		return currentOn == Thread.currentThread();
+	}
+
+	/**
+	 * Why no completion is readable on this thread ({@link #hasCurrentCompletion()} is
+	 * false), naming {@code what} was read.
+	 */
+	protected final IllegalStateException noCurrentCompletion(String what) {
+		if (batchThread == Thread.currentThread()) {
+			return new IllegalStateException(what + " after nextPoll() returned false or failed: the batch of "
+					+ describe() + " has no current completion (call endPoll())");
+		}
+		return new IllegalStateException(what + " outside a poll callback, outside a startPoll()..endPoll() batch, "
+				+ "or on another thread than the polling one, on " + describe());
 	}
 
 	// ------------------------------------------------------------------ the raw iterator
@@ -304,7 +328,9 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 			throw e;
 		}
 		if (rc == 0) {
-			batchThread = Thread.currentThread();
+			Thread me = Thread.currentThread();
+			batchThread = me;
+			currentOn = me;
 			rawBatch = true;
 			return true;
 		}
@@ -319,19 +345,32 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	 * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when
 	 * there is none in this batch; call {@link #endPoll()}, a later {@link #startPoll()}
 	 * finds what arrived since. Where the provider corrupts the CQ on that ENOENT
-	 * (Soft-RoCE before rdma-core 55, see the class comment) a batch holds one
+	 * (Soft-RoCE before rdma-core 59, see the class comment) a batch holds one
 	 * completion: this returns false without calling the provider.
+	 *
+	 * <p>
+	 * Once it returned false or threw, the batch has no current completion:
+	 * {@link #current()}, a view obtained before, and another {@code nextPoll()} throw
+	 * {@link IllegalStateException} without calling the provider (ibv_create_cq_ex(3):
+	 * fields may be read only after start_poll or next_poll succeeded); only
+	 * {@link #endPoll()} remains.
 	 * @throws VerbsException on a provider error; {@link #endPoll()} must still be called
 	 * @throws IllegalStateException without a batch started by {@link #startPoll()} on
-	 * this thread
+	 * this thread, or after a nextPoll() of this batch returned false or threw
 	 */
 	public boolean nextPoll() {
 		requireRawBatch("ibv_next_poll");
+		Thread me = Thread.currentThread();
+		if (currentOn != me) {
+			throw noCurrentCompletion("ibv_next_poll");
+		}
+		currentOn = null;
 		if (!batchIterator) {
 			return false;
 		}
 		int rc = next();
 		if (rc == 0) {
+			currentOn = me;
 			return true;
 		}
 		if (rc == ENOENT) {
@@ -349,6 +388,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	public void endPoll() {
 		requireRawBatch("ibv_end_poll");
 		batchThread = null;
+		currentOn = null;
 		rawBatch = false;
 		try {
 			end();
@@ -367,10 +407,17 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
 	/**
 	 * The current completion of the open batch: a lazy view, valid until the next
-	 * {@code next_poll}/{@code end_poll}.
+	 * {@link #nextPoll()}/{@link #endPoll()} on this thread (the same object for every
+	 * completion; {@link WorkCompletion#copy()} keeps one). Reading it afterwards throws
+	 * {@link IllegalStateException} without calling the provider.
+	 * @throws IllegalStateException without a batch started by {@link #startPoll()} on
+	 * this thread, or after a {@link #nextPoll()} that returned false or threw
 	 */
 	public WorkCompletion current() {
 		requireRawBatch("reading a completion");
+		if (currentOn != Thread.currentThread()) {
+			throw noCurrentCompletion("reading a completion");
+		}
 		return current;
 	}
 
@@ -493,7 +540,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 			if (rc != 0) {
 				throw iteratorFailed("ibv_start_poll", rc, n, copyTo);
 			}
-			batchThread = Thread.currentThread();
+			currentOn = Thread.currentThread();
 			try {
 				deliver(n++, handler, copyTo);
 				if (batchIterator) {
@@ -511,7 +558,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 				}
 			}
 			finally {
-				batchThread = null;
+				currentOn = null;
 				end();
 			}
 			if (n >= max) {

@@ -12,10 +12,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The lazy view of an extended CQ's current completion, handed to a handler during
  * {@link ExtendedCompletionQueue#poll(WorkCompletionBuffer, CompletionHandler)} and
  * returned by {@link ExtendedCompletionQueue#current()}: each field is read through the
- * provider's reader when asked for, and only while the CQ's batch is open on the calling
- * thread (otherwise, or for a field not requested at creation,
- * {@link IllegalStateException} before any native call). One per CQ, reused for every
- * completion.
+ * provider's reader when asked for, and only while the CQ's iterator stands on a
+ * completion for the calling thread (not after a {@code nextPoll()} that returned false
+ * or threw, nor after {@code endPoll()}; otherwise, or for a field not requested at
+ * creation, {@link IllegalStateException} before any native call). One per CQ, reused for
+ * every completion.
  */
 final class ExtendedCompletionView implements WorkCompletion {
 
@@ -29,7 +30,7 @@ final class ExtendedCompletionView implements WorkCompletion {
 	}
 
 	private MemorySegment reader(MemorySegment fn, @Nullable WcExFlag flag) {
-		if (!queue.inBatchOnCurrentThread() || fn.address() == 0) {
+		if (!queue.hasCurrentCompletion() || fn.address() == 0) {
 			throw unreadable(flag); // out of line: keeps this method small enough to
 									// inline everywhere
 		}
@@ -37,20 +38,19 @@ final class ExtendedCompletionView implements WorkCompletion {
 	}
 
 	private RuntimeException unreadable(@Nullable WcExFlag flag) {
-		if (!queue.inBatchOnCurrentThread()) {
+		if (!queue.hasCurrentCompletion()) {
 			return outsideBatch();
 		}
 		return flag == null ? new IllegalStateException("the provider has no reader for this field")
 				: CqExReaders.notRequested(flag);
 	}
 
-	private static IllegalStateException outsideBatch() {
-		return new IllegalStateException(
-				"an extended-CQ completion was read outside its poll callback (or on " + "another thread)");
+	private IllegalStateException outsideBatch() {
+		return queue.noCurrentCompletion("an extended-CQ completion was read");
 	}
 
 	private void requireBatch() {
-		if (!queue.inBatchOnCurrentThread()) {
+		if (!queue.hasCurrentCompletion()) {
 			throw outsideBatch();
 		}
 	}

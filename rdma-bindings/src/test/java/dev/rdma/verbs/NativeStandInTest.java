@@ -332,6 +332,57 @@ class NativeStandInTest {
 	}
 
 	@Test
+	void onceNextPollEndedOrFailedNoFieldIsReadFromTheProviderAndNoStaleOneShown() {
+		// batch mode, next_poll into ENOENT
+		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		StandInLibrary.remaining(1);
+		assertThat(q.startPoll()).isTrue();
+		WorkCompletion wc = q.current();
+		assertThat(wc.opcode()).isEqualTo(WcOpcode.RECV_RDMA_WITH_IMM);
+		assertThat(q.nextPoll()).isFalse();
+		assertNothingReadable(q, wc);
+		q.endPoll();
+		// batch mode, next_poll failing
+		StandInLibrary.clear();
+		StandInLibrary.remaining(5);
+		StandInLibrary.failAfter(1, Errno.EIO);
+		assertThat(q.startPoll()).isTrue();
+		assertThatThrownBy(q::nextPoll).isInstanceOf(VerbsException.class).hasMessageContaining("EIO");
+		assertNothingReadable(q, wc);
+		q.endPoll();
+		assertThat(StandInLibrary.calls()).containsExactly("end_poll");
+		q.close();
+		// one completion per batch: nextPoll() is false without a native call
+		ExtendedCompletionQueue one = StandIns.extended(cq, all(), false, DESTROY);
+		StandInLibrary.clear();
+		StandInLibrary.remaining(2);
+		assertThat(one.startPoll()).isTrue();
+		WorkCompletion first = one.current();
+		assertThat(one.nextPoll()).isFalse();
+		assertThat(StandInLibrary.calls()).containsExactly("start_poll");
+		assertNothingReadable(one, first);
+		one.endPoll();
+		assertThat(StandInLibrary.calls()).containsExactly("end_poll");
+		one.close();
+	}
+
+	/**
+	 * Every read of {@code wc}, {@code current()} and another {@code nextPoll()} throw
+	 * IllegalStateException, and none reaches the provider.
+	 */
+	private static void assertNothingReadable(ExtendedCompletionQueue q, WorkCompletion wc) {
+		StandInLibrary.clear();
+		List<Runnable> reads = List.of(q::current, q::nextPoll, wc::wrId, wc::statusCode, wc::opcodeCode, wc::vendorErr,
+				wc::byteLen, wc::immData, wc::qpNum, wc::wcFlags, wc::slid, wc::completionTimestamp, wc::tmInfo,
+				wc::copy);
+		for (Runnable read : reads) {
+			assertThatThrownBy(read::run).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("after nextPoll() returned false or failed");
+		}
+		assertThat(StandInLibrary.calls()).as("no provider call once the batch has no current completion").isEmpty();
+	}
+
+	@Test
 	void aThrowingHandlerStillEndsTheBatch() {
 		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
 		StandInLibrary.remaining(3);

@@ -33,9 +33,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@link dev.rdma.verbs.WorkCompletion}. Valid only while that completion is current, on
  * the polling thread: inside the handler of
  * {@link #poll(dev.rdma.verbs.WorkCompletionBuffer, dev.rdma.verbs.CompletionHandler)},
- * or between {@link #startPoll()} and {@link #endPoll()}; elsewhere they throw
- * {@link IllegalStateException}. {@link #poll(dev.rdma.verbs.WorkCompletionBuffer)} (the
- * batch copy) does not copy them.
+ * or after a {@link #startPoll()} or {@link #nextPoll()} that returned true, until the
+ * next {@link #nextPoll()} or {@link #endPoll()}; elsewhere (also after a
+ * {@link #nextPoll()} that returned false or threw) they throw
+ * {@link IllegalStateException} without calling the provider.
+ * {@link #poll(dev.rdma.verbs.WorkCompletionBuffer)} (the batch copy) does not copy them.
  *
  * <p>
  * {@code efadv_cq_init_attr} is passed in its rdma-core 44 layout (16 bytes,
@@ -125,8 +127,8 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 	 * source AH is unknown, null when the provider reports it known (negative return).
 	 * Needs {@link EfaWcFlag#SGID}. Allocates the result. See the class comment for when
 	 * it may be called.
-	 * @throws IllegalStateException outside a poll callback or batch of this thread, or
-	 * when the CQ was created without {@link EfaWcFlag#SGID}
+	 * @throws IllegalStateException without a current completion on this thread (see the
+	 * class comment), or when the CQ was created without {@link EfaWcFlag#SGID}
 	 */
 	public @Nullable Gid readSgid() {
 		requireCurrent();
@@ -137,8 +139,8 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 	 * {@code efadv_wc_is_unsolicited} of the current completion: whether a receive
 	 * completion is unsolicited. Needs {@link EfaWcFlag#IS_UNSOLICITED}. See the class
 	 * comment for when it may be called.
-	 * @throws IllegalStateException outside a poll callback or batch of this thread, or
-	 * when the CQ was created without {@link EfaWcFlag#IS_UNSOLICITED}
+	 * @throws IllegalStateException without a current completion on this thread (see the
+	 * class comment), or when the CQ was created without {@link EfaWcFlag#IS_UNSOLICITED}
 	 */
 	public boolean isUnsolicited() {
 		requireCurrent();
@@ -146,9 +148,8 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 	}
 
 	private void requireCurrent() {
-		if (!inBatchOnCurrentThread()) {
-			throw new IllegalStateException(
-					"an EFA completion field was read outside a poll callback or batch of this thread on " + this);
+		if (!hasCurrentCompletion()) {
+			throw noCurrentCompletion("an EFA completion field was read");
 		}
 	}
 
