@@ -138,8 +138,18 @@ public class CompletionQueue extends NativeObject {
 		return pollFn;
 	}
 
-	static CompletionQueue create(Context context, int cqe, CompletionChannel channel, int compVector) {
+	static CompletionQueue create(Context context, int cqe, @Nullable CompletionChannel channel, int compVector) {
 		checkChannel(context, channel);
+		// held open until the CQ is registered with it: a close() on another thread is
+		// refused before the create ("closed") or waits for it and then finds the CQ
+		// (EBUSY); it never frees the channel while ibv_create_cq reads channel->fd and
+		// increments channel->refcnt
+		return holdingOpen(channel, null, () -> createHeld(context, cqe, channel, compVector));
+	}
+
+	/** {@link #create} with the channel held open. */
+	private static CompletionQueue createHeld(Context context, int cqe, @Nullable CompletionChannel channel,
+			int compVector) {
 		context.acquire();
 		MemorySegment cq;
 		try (Arena arena = Arena.ofConfined()) {
@@ -170,7 +180,7 @@ public class CompletionQueue extends NativeObject {
 				() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
 	}
 
-	static void checkChannel(Context context, CompletionChannel channel) {
+	static void checkChannel(Context context, @Nullable CompletionChannel channel) {
 		if (channel != null) {
 			channel.ensureOpen();
 			if (channel.context() != context) {

@@ -179,23 +179,56 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 
 	static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes, IteratorMode mode) {
 		boolean batch = batchIterator(context, mode);
-		MemorySegment created = createNative(context, attributes, "ibv_create_cq_ex", "",
-				(arena, capture, ctx, attr) -> {
-					// read while createNative holds the context open
-					MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
-					if (Native.isNull(fn)) {
-						throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
-								"the provider of " + context.deviceName() + " has no create_cq_ex");
-					}
-					return (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, ctx, attr);
-				});
-		return adopt(() -> new ExtendedCompletionQueue(context, created, attributes, batch, providerCalls(context)),
-				() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
+		return createHolding(context, attributes, () -> {
+			MemorySegment created = createNative(context, attributes, "ibv_create_cq_ex", "",
+					(arena, capture, ctx, attr) -> {
+						// read while createNative holds the context open
+						MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
+						if (Native.isNull(fn)) {
+							throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
+									"the provider of " + context.deviceName() + " has no create_cq_ex");
+						}
+						return (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, ctx, attr);
+					});
+			return adopt(() -> new ExtendedCompletionQueue(context, created, attributes, batch, providerCalls(context)),
+					() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
+		});
+	}
+
+	/**
+	 * Runs {@code create} - {@link #createNative} and the construction of the CQ object -
+	 * with the channel and the parent domain of {@code attributes} checked and held open,
+	 * for this class and the provider packages of this module. Checks first, before any
+	 * native call: the channel and the parent domain are open and belong to
+	 * {@code context}. Then holds both open until {@code create} returns, so that a
+	 * {@code close()} of either on another thread never frees it while the create verb
+	 * uses it: that close is refused before (this throws "closed") or waits for the
+	 * create (and then finds the CQ registered with the channel: EBUSY).
+	 * @throws IllegalArgumentException when the channel or the parent domain belongs to
+	 * another context
+	 * @throws IllegalStateException when the channel or the parent domain is closed
+	 */
+	protected static <T extends ExtendedCompletionQueue> T createHolding(Context context, CqInitAttributes attributes,
+			java.util.function.Supplier<T> create) {
+		checkChannel(context, attributes.channel());
+		checkParentDomain(context, attributes.parentDomain());
+		return holdingOpen(attributes.channel(), attributes.parentDomain(), create);
+	}
+
+	private static void checkParentDomain(Context context, @Nullable ProtectionDomain parentDomain) {
+		if (parentDomain != null) {
+			parentDomain.ensureOpen();
+			if (parentDomain.context() != context) {
+				throw new IllegalArgumentException(
+						"parent_domain " + parentDomain + " belongs to another context than " + context.deviceName());
+			}
+		}
 	}
 
 	/**
 	 * Creates a CQ with a provider's verb, for this class and the provider packages of
-	 * this module: checks the channel, holds {@code context} open during the call, fills
+	 * this module, inside {@link #createHolding} (which holds the channel and the parent
+	 * domain open): checks the channel, holds {@code context} open during the call, fills
 	 * {@code struct ibv_cq_init_attr_ex} from {@code attributes}, calls {@code verb}, and
 	 * checks that the provider set the iterator.
 	 * @param detail appended to the error message (the provider's own attributes)
@@ -207,6 +240,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	protected static MemorySegment createNative(Context context, CqInitAttributes attributes, String verb,
 			String detail, CqCreateCall call) {
 		checkChannel(context, attributes.channel());
+		checkParentDomain(context, attributes.parentDomain());
 		MemorySegment cq;
 		context.acquire();
 		try (Arena a = Arena.ofConfined()) {

@@ -1,5 +1,7 @@
 package dev.rdma.verbs;
 
+import org.jspecify.annotations.Nullable;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -156,6 +158,41 @@ public abstract class NativeObject implements AutoCloseable {
 				e.addSuppressed(suppressed);
 			}
 			throw e;
+		}
+	}
+
+	/**
+	 * Runs {@code create} - a create verb that uses {@code first} and {@code second}
+	 * (either may be null), and the construction of the object it creates - while both
+	 * are held open, as {@code QueuePair.create} holds its PD and CQs: a {@code close()}
+	 * of either on another thread either came first (then this throws
+	 * {@link IllegalStateException} "closed" before {@code create} runs) or waits for
+	 * {@code create} to return, and never destroys the object while the verb uses it.
+	 * @throws IllegalStateException when {@code first} or {@code second} is closed or
+	 * closing
+	 */
+	static <T> T holdingOpen(@Nullable NativeObject first, @Nullable NativeObject second,
+			java.util.function.Supplier<T> create) {
+		if (first != null) {
+			first.acquire();
+		}
+		try {
+			if (second != null) {
+				second.acquire();
+			}
+			try {
+				return create.get();
+			}
+			finally {
+				if (second != null) {
+					second.release();
+				}
+			}
+		}
+		finally {
+			if (first != null) {
+				first.release();
+			}
 		}
 	}
 

@@ -299,6 +299,93 @@ class SafetyRegressionDeviceTest {
 		}
 	}
 
+	/**
+	 * A channel's close() racing a CQ create on that channel: the create verb reads
+	 * {@code channel->fd} and increments {@code channel->refcnt}, so the channel must
+	 * never be destroyed under it. Either the close comes first (the create then fails
+	 * with "closed" before any native call) or the close is refused with EBUSY and the CQ
+	 * works. Both threads start from a barrier; one of them first busy-waits 0-38 us,
+	 * sweeping the offset across the window.
+	 */
+	@Test
+	void aChannelCloseRacingACqCreateNeverFreesTheChannelUnderTheCreate() throws Exception {
+		java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+		java.util.Map<String, Integer> outcomes = new java.util.TreeMap<>();
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+		int iterations = 0;
+		try (WorkCompletionBuffer b = new WorkCompletionBuffer(4)) {
+			for (int i = 0; i < 600 && System.nanoTime() - deadline < 0; i++, iterations++) {
+				boolean extended = i % 2 == 1;
+				long closeDelay = (i % 80) < 40 ? (i % 20) * 2_000L : 0;
+				long createDelay = (i % 80) < 40 ? 0 : (i % 20) * 2_000L;
+				CompletionChannel ch = ctx().createCompletionChannel();
+				java.util.concurrent.CyclicBarrier barrier = new java.util.concurrent.CyclicBarrier(2);
+				java.util.concurrent.Future<CompletionQueue> create = pool.submit(() -> {
+					barrier.await(10, TimeUnit.SECONDS);
+					spin(createDelay);
+					return extended ? ctx().createExtendedCompletionQueue(CqInitAttributes.of(4).withChannel(ch))
+							: ctx().createCompletionQueue(4, ch, 0);
+				});
+				java.util.concurrent.Future<Void> close = pool.submit(() -> {
+					barrier.await(10, TimeUnit.SECONDS);
+					spin(closeDelay);
+					ch.close();
+					return null;
+				});
+				Throwable createError = failure(create);
+				Throwable closeError = failure(close);
+				String what = "iteration " + i + (extended ? " (extended CQ)" : " (legacy CQ)") + ": create "
+						+ (createError == null ? "succeeded" : "failed: " + createError) + ", close "
+						+ (closeError == null ? "succeeded" : "failed: " + closeError);
+				if (createError == null) {
+					CompletionQueue cq = create.get();
+					assertThat(closeError).as(what + ": a CQ was created on the channel, so its close must be refused")
+						.isInstanceOf(VerbsException.class);
+					assertThat(((VerbsException) closeError).errno()).as(what).isEqualTo(Errno.EBUSY);
+					assertThat(ch.isClosed()).as(what).isFalse();
+					assertThat(ch.completionQueues()).as(what).contains(cq);
+					cq.requestNotify(false);
+					assertThat(cq.poll(b)).as(what + ": the CQ works").isZero();
+					cq.close();
+					ch.close();
+					outcomes.merge("created, close refused with EBUSY", 1, Integer::sum);
+				}
+				else {
+					assertThat(createError).as(what + ": the create may only be refused before any native call")
+						.isInstanceOf(IllegalStateException.class)
+						.hasMessageContaining("closed");
+					assertThat(closeError).as(what).isNull();
+					assertThat(ch.isClosed()).as(what).isTrue();
+					outcomes.merge("closed first, create refused", 1, Integer::sum);
+				}
+			}
+		}
+		finally {
+			pool.shutdownNow();
+		}
+		System.out.println("channel close racing CQ create, " + iterations + " iterations: " + outcomes);
+		assertThat(iterations).as("iterations within 40 s").isGreaterThanOrEqualTo(100);
+	}
+
+	/** Busy-waits {@code nanos}. */
+	private static void spin(long nanos) {
+		long end = System.nanoTime() + nanos;
+		while (System.nanoTime() - end < 0) {
+			Thread.onSpinWait();
+		}
+	}
+
+	/** What {@code f} threw, or null (waits at most 20 s). */
+	private static Throwable failure(java.util.concurrent.Future<?> f) throws Exception {
+		try {
+			f.get(20, TimeUnit.SECONDS);
+			return null;
+		}
+		catch (java.util.concurrent.ExecutionException e) {
+			return e.getCause();
+		}
+	}
+
 	@Test
 	void aRefusedCqCloseChangesNothingNotEvenTheEventCounts() {
 		try (CompletionChannel ch = ctx().createCompletionChannel();

@@ -78,6 +78,12 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 					+ "EFA completion queues are unavailable", Efa.LOAD_FAILURE);
 		}
 		long efaMask = EfaWcFlag.mask(efaWcFlags);
+		return createHolding(context, attributes, () -> createHeld(context, attributes, efaWcFlags, efaMask));
+	}
+
+	/** {@link #create} inside {@code createHolding}. */
+	private static EfaCompletionQueue createHeld(Context context, CqInitAttributes attributes,
+			Set<EfaWcFlag> efaWcFlags, long efaMask) {
 		MemorySegment cq = createNative(context, attributes, "efadv_create_cq", ", efa wc_flags=" + efaWcFlags,
 				(arena, capture, ctx, attr) -> {
 					MemorySegment efaAttr = arena.allocate(Layouts.EFADV_CQ_INIT_ATTR);
