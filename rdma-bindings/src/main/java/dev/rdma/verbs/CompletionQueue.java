@@ -70,6 +70,20 @@ public class CompletionQueue extends NativeObject {
 
 	private final Object ackLock = new Object();
 
+	/** See {@link #attach(Object)}. */
+	private volatile @Nullable Object attachment;
+
+	private static final VarHandle ATTACHMENT;
+
+	static {
+		try {
+			ATTACHMENT = MethodHandles.lookup().findVarHandle(CompletionQueue.class, "attachment", Object.class);
+		}
+		catch (ReflectiveOperationException e) {
+			throw new ExceptionInInitializerError(e);
+		}
+	}
+
 	/** Set under ackLock once ibv_destroy_cq succeeded. */
 	private boolean destroyedNatively;
 
@@ -190,6 +204,13 @@ public class CompletionQueue extends NativeObject {
 		}
 	}
 
+	/**
+	 * The context that created this CQ (the {@code context} of {@code ibv_create_cq} or
+	 * {@code ibv_create_cq_ex}); it closes this CQ when it is closed. Never null for a CQ
+	 * that a {@link Context} created; null only for a CQ over memory that is not a
+	 * device's (the tests' and benchmarks' rings, built through
+	 * {@code dev.rdma.verbs.seam}).
+	 */
 	public Context context() {
 		return context;
 	}
@@ -199,8 +220,38 @@ public class CompletionQueue extends NativeObject {
 		return channel;
 	}
 
+	/**
+	 * The {@code comp_vector} given at creation ({@code ibv_create_cq}'s argument, or
+	 * {@code ibv_cq_init_attr_ex.comp_vector}): the completion vector, 0 ..
+	 * {@link Context#numCompVectors()} - 1, whose interrupt signals this CQ's events.
+	 */
 	public int compVector() {
 		return compVector;
+	}
+
+	/**
+	 * Attaches {@code attachment} to this CQ, replacing the one before, as
+	 * {@link java.nio.channels.SelectionKey#attach} does: the place for the caller's own
+	 * identity or state of a CQ. The binding passes {@code cq_context} as NULL to
+	 * {@code ibv_create_cq} / {@code ibv_create_cq_ex}; the CQ that
+	 * {@link CompletionChannel#getEvent()} returns is this very object (found by the
+	 * {@code struct ibv_cq *} that {@code ibv_get_cq_event} returns), so its
+	 * {@link #attachment()} is what was attached here. Thread-safe (a volatile field);
+	 * attach before {@link #requestNotify(boolean)} for the event thread to see it.
+	 * Allowed after {@link #close()} too (no native call).
+	 * @param attachment any object, or null to detach
+	 * @return the previous attachment, or null
+	 */
+	public final @Nullable Object attach(@Nullable Object attachment) {
+		return ATTACHMENT.getAndSet(this, attachment);
+	}
+
+	/**
+	 * The object last given to {@link #attach(Object)}, or null. No native call,
+	 * allocation-free.
+	 */
+	public final @Nullable Object attachment() {
+		return attachment;
 	}
 
 	/**

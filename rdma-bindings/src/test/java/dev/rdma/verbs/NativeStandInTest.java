@@ -291,6 +291,19 @@ class NativeStandInTest {
 	}
 
 	@Test
+	void aCqCarriesTheCallersAttachmentWithoutANativeCall() {
+		CompletionQueue legacy = StandIns.legacy(cq, StandInLibrary.fn("si_poll_cq"), DESTROY);
+		assertThat(legacy.attachment()).isNull();
+		Object mine = new Object();
+		assertThat(legacy.attach(mine)).isNull();
+		assertThat(legacy.attachment()).isSameAs(mine);
+		assertThat(legacy.attach("replaced")).as("the previous attachment").isSameAs(mine);
+		legacy.close();
+		assertThat(legacy.attachment()).isEqualTo("replaced");
+		assertThat(StandInLibrary.calls()).containsExactly("destroy_cq");
+	}
+
+	@Test
 	void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
 		ExtendedCompletionQueue q = StandIns.extended(cq,
 				CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true, DESTROY);
