@@ -2,15 +2,23 @@ package dev.rdma.verbs;
 
 import java.util.Set;
 
-/** {@code enum ibv_create_cq_attr_flags} of {@code ibv_cq_init_attr_ex.flags}. */
+/**
+ * {@code enum ibv_create_cq_attr_flags} of {@code ibv_cq_init_attr_ex.flags}
+ * ({@link CqInitAttributes#flags()}); a non-empty set also sets
+ * {@code IBV_CQ_INIT_ATTR_MASK_FLAGS} in {@code comp_mask}.
+ */
 public enum CqCreateFlag {
 
-	/** The CQ is used from a single thread: the provider may skip its locks. */
+	/**
+	 * {@code IBV_CREATE_CQ_ATTR_SINGLE_THREADED} (1): the CQ is used from a single
+	 * thread: the provider may skip its locks (the binding still runs the polls and
+	 * resizes of one CQ one at a time).
+	 */
 	SINGLE_THREADED(1),
 	/**
-	 * The CQ does not go to the error state on overrun; completions are overwritten. The
-	 * application must make sure the CQ never overflows, otherwise completions are lost
-	 * silently.
+	 * {@code IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN} (2): the CQ does not go to the error
+	 * state on overrun; completions are overwritten. The application must make sure the
+	 * CQ never overflows, otherwise completions are lost silently.
 	 */
 	IGNORE_OVERRUN(1 << 1);
 
@@ -20,10 +28,12 @@ public enum CqCreateFlag {
 		this.bit = bit;
 	}
 
+	/** The flag's value in {@code ibv_cq_init_attr_ex.flags}. */
 	public int bit() {
 		return bit;
 	}
 
+	/** The {@code flags} value of {@code flags}: their bits or'ed, 0 for an empty set. */
 	public static int mask(Set<CqCreateFlag> flags) {
 		int m = 0;
 		for (CqCreateFlag f : flags) {

@@ -37,13 +37,16 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * native call.
  *
  * <p>
- * <b>Soft-RoCE before rdma-core 55</b> corrupts its consumer index when {@code next_poll}
- * runs into ENOENT and {@code end_poll} follows (the documented drain sequence), handing
- * out phantom completions afterwards. On rxe with an rdma-core older than 59 (detected
- * from libefa's symbols) this class therefore never calls {@code next_poll}: a batch
- * holds one completion ({@link #usesBatchIterator()} is false, {@link #nextPoll()}
- * returns false without a native call), the one pattern that is correct on every provider
- * and version, for the raw iterator too.
+ * <b>Soft-RoCE before rdma-core 59</b> has two bugs on the documented drain sequence
+ * ({@code next_poll} until ENOENT, then {@code end_poll}): before 55 it corrupts its
+ * consumer index and hands out phantom completions afterwards; before 59 its
+ * {@code next_poll} unlocks the CQ's spinlock on ENOENT, which {@code end_poll} then
+ * unlocks again (see {@link Rdma#softRoceDrainIsSafe()}: 59 is the exact cut-off). On rxe
+ * with an rdma-core older than 59 (detected from libefa's symbols) this class therefore
+ * never calls {@code next_poll}: a batch holds one completion
+ * ({@link #usesBatchIterator()} is false, {@link #nextPoll()} returns false without a
+ * native call), the one pattern that is correct on every provider and version, for the
+ * raw iterator too.
  *
  * <p>
  * <b>Fields.</b> Only the fields whose {@link WcExFlag} was requested at creation can be
@@ -378,9 +381,11 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	/**
 	 * {@code ibv_next_poll}: advances to the next completion. Returns false (ENOENT) when
 	 * there is none in this batch; call {@link #endPoll()}, a later {@link #startPoll()}
-	 * finds what arrived since. Where the provider corrupts the CQ on that ENOENT
-	 * (Soft-RoCE before rdma-core 59, see the class comment) a batch holds one
-	 * completion: this returns false without calling the provider.
+	 * finds what arrived since. Where the provider mishandles that ENOENT (Soft-RoCE
+	 * before rdma-core 59: a corrupted consumer index before 55, and on 55-58 still a
+	 * second unlock of the CQ's spinlock, fixed in v59, so 59 is the exact cut-off; see
+	 * the class comment) a batch holds one completion: this returns false without calling
+	 * the provider ({@link #usesBatchIterator()} is false).
 	 *
 	 * <p>
 	 * Once it returned false or threw, the batch has no current completion:

@@ -62,12 +62,17 @@ public final class Rdma {
 
 	/**
 	 * True when an extended CQ of the installed Soft-RoCE (rxe) provider may be drained
-	 * the documented way, {@code next_poll} until ENOENT and then {@code end_poll}. rxe
-	 * before rdma-core 55 corrupts its consumer index on that ENOENT and hands out
-	 * phantom completions; the binding then polls one completion per
-	 * {@code start_poll ... end_poll} on rxe (see {@link ExtendedCompletionQueue}).
-	 * Detected conservatively from libefa's symbol set: true from rdma-core 59 on
-	 * ({@code efadv_query_cq}), false for 55-58 as well.
+	 * the documented way, {@code ibv_next_poll} until ENOENT and then
+	 * {@code ibv_end_poll}. rxe has two bugs on that path: before rdma-core 55 it
+	 * corrupts its consumer index on that ENOENT and hands out phantom completions; and
+	 * before rdma-core 59 its {@code next_poll} unlocks the CQ's spinlock on ENOENT, so
+	 * that {@code end_poll} unlocks it a second time (fixed in v59, backported to v44.12;
+	 * see the project's ABI note). 59 is therefore the exact cut-off, not a conservative
+	 * one: on 55-58 the double unlock remains. When false the binding polls one
+	 * completion per {@code start_poll ... end_poll} on rxe (see
+	 * {@link ExtendedCompletionQueue}). Detected from libefa's symbol set:
+	 * {@code efadv_query_cq} appeared in rdma-core 59. (v44.12 has the unlock fix
+	 * backported but not the consumer-index fix: false is right for it too.)
 	 */
 	public static boolean softRoceDrainIsSafe() {
 		return Efa.RDMA_CORE_59_OR_NEWER;

@@ -9,8 +9,35 @@ import java.util.Set;
  */
 public enum WcExFlag {
 
-	BYTE_LEN(1L << 0), IMM(1L << 1), QP_NUM(1L << 2), SRC_QP(1L << 3), SLID(1L << 4), SL(1L << 5),
-	DLID_PATH_BITS(1L << 6), COMPLETION_TIMESTAMP(1L << 7), CVLAN(1L << 8), FLOW_TAG(1L << 9), TM_INFO(1L << 10),
+	/** {@code IBV_WC_EX_WITH_BYTE_LEN}: {@code ibv_wc_read_byte_len}. */
+	BYTE_LEN(1L << 0),
+	/**
+	 * {@code IBV_WC_EX_WITH_IMM}: {@code ibv_wc_read_imm_data} and
+	 * {@code ibv_wc_read_invalidated_rkey} (one reader, one slot).
+	 */
+	IMM(1L << 1),
+	/** {@code IBV_WC_EX_WITH_QP_NUM}: {@code ibv_wc_read_qp_num}. */
+	QP_NUM(1L << 2),
+	/** {@code IBV_WC_EX_WITH_SRC_QP}: {@code ibv_wc_read_src_qp}. */
+	SRC_QP(1L << 3),
+	/** {@code IBV_WC_EX_WITH_SLID}: {@code ibv_wc_read_slid}. */
+	SLID(1L << 4),
+	/** {@code IBV_WC_EX_WITH_SL}: {@code ibv_wc_read_sl}. */
+	SL(1L << 5),
+	/** {@code IBV_WC_EX_WITH_DLID_PATH_BITS}: {@code ibv_wc_read_dlid_path_bits}. */
+	DLID_PATH_BITS(1L << 6),
+	/** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP}: {@code ibv_wc_read_completion_ts}. */
+	COMPLETION_TIMESTAMP(1L << 7),
+	/** {@code IBV_WC_EX_WITH_CVLAN}: {@code ibv_wc_read_cvlan}. */
+	CVLAN(1L << 8),
+	/** {@code IBV_WC_EX_WITH_FLOW_TAG}: {@code ibv_wc_read_flow_tag}. */
+	FLOW_TAG(1L << 9),
+	/** {@code IBV_WC_EX_WITH_TM_INFO}: {@code ibv_wc_read_tm_info}. */
+	TM_INFO(1L << 10),
+	/**
+	 * {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK}:
+	 * {@code ibv_wc_read_completion_wallclock_ns}.
+	 */
 	COMPLETION_TIMESTAMP_WALLCLOCK(1L << 11);
 
 	/**
@@ -28,10 +55,14 @@ public enum WcExFlag {
 		this.bit = bit;
 	}
 
+	/** The flag's value in {@code ibv_cq_init_attr_ex.wc_flags}. */
 	public long bit() {
 		return bit;
 	}
 
+	/**
+	 * The {@code wc_flags} value of {@code flags}: their bits or'ed, 0 for an empty set.
+	 */
 	public static long mask(Set<WcExFlag> flags) {
 		long m = 0;
 		for (WcExFlag f : flags) {

@@ -57,29 +57,37 @@ public interface WorkCompletion {
 	int byteLen();
 
 	/**
-	 * {@code imm_data} converted to host order (the verb gives it in network order).
-	 * Valid when {@link WcFlag#WITH_IMM} is set. Extended CQs need {@link WcExFlag#IMM}.
+	 * {@code ibv_wc.imm_data} ({@code ibv_wc_read_imm_data} on extended CQs), converted
+	 * to host order (the verb gives it in network order). Valid when
+	 * {@link WcFlag#WITH_IMM} is set. Extended CQs need {@link WcExFlag#IMM}.
 	 */
 	int immData();
 
 	/**
-	 * {@code invalidated_rkey}, host order; valid when {@link WcFlag#WITH_INV} is set.
-	 * Extended: {@link WcExFlag#IMM}.
+	 * {@code ibv_wc.invalidated_rkey} ({@code ibv_wc_read_invalidated_rkey} on extended
+	 * CQs), host order as the provider stores it in {@code imm_data}'s slot (no
+	 * conversion); valid when {@link WcFlag#WITH_INV} is set. Extended CQs need
+	 * {@link WcExFlag#IMM}.
 	 */
 	int invalidatedRkey();
 
 	/**
-	 * {@code qp_num}: the local QP of the completed work request. Extended CQs need
+	 * {@code ibv_wc.qp_num} ({@code ibv_wc_read_qp_num} on extended CQs): the local QP of
+	 * the completed work request; valid on error too. Extended CQs need
 	 * {@link WcExFlag#QP_NUM}.
 	 */
 	int qpNum();
 
 	/**
-	 * {@code src_qp}: the remote QP (UD only). Extended CQs need {@link WcExFlag#SRC_QP}.
+	 * {@code ibv_wc.src_qp} ({@code ibv_wc_read_src_qp} on extended CQs): the remote QP
+	 * (UD only). Extended CQs need {@link WcExFlag#SRC_QP}.
 	 */
 	int srcQp();
 
-	/** {@code wc_flags}: bits of {@link WcFlag}. */
+	/**
+	 * {@code ibv_wc.wc_flags} ({@code ibv_wc_read_wc_flags} on extended CQs, always
+	 * available): bits of {@link WcFlag}.
+	 */
 	int wcFlags();
 
 	default boolean hasFlag(WcFlag flag) {
@@ -98,10 +106,16 @@ public interface WorkCompletion {
 	 */
 	int slid();
 
-	/** {@code sl}, u8. Extended: {@link WcExFlag#SL}. */
+	/**
+	 * {@code ibv_wc.sl} ({@code ibv_wc_read_sl} on extended CQs), u8. Extended CQs need
+	 * {@link WcExFlag#SL}.
+	 */
 	int sl();
 
-	/** {@code dlid_path_bits}, u8. Extended: {@link WcExFlag#DLID_PATH_BITS}. */
+	/**
+	 * {@code ibv_wc.dlid_path_bits} ({@code ibv_wc_read_dlid_path_bits} on extended CQs),
+	 * u8. Extended CQs need {@link WcExFlag#DLID_PATH_BITS}.
+	 */
 	int dlidPathBits();
 
 	/**

@@ -123,7 +123,12 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 		return (efa.flags() & flag.bit()) != 0;
 	}
 
-	/** The {@code struct efadv_cq *} of this CQ. */
+	/**
+	 * The {@code struct efadv_cq *} of this CQ, as {@code efadv_cq_from_ibv_cq_ex}
+	 * returned it at creation (never 0: creation fails on NULL). Valid until
+	 * {@link #close()}; for diagnostics, the binding reads the EFA fields itself
+	 * ({@link #readSgid()}, {@link #isUnsolicited()}).
+	 */
 	public long efadvCqAddress() {
 		return efa.efadvCqAddress();
 	}
