@@ -16,6 +16,7 @@ import org.springframework.util.unit.DataSize;
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
 import dev.rdma.spring.connection.support.ConnectionSettings;
+import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.cm.CmParameters;
 
 /**
@@ -110,6 +111,9 @@ final class RdmaConnectionProperties {
 							+ ": a queue pair's queues are on its device",
 					"Use two queues of the same device.");
 		}
+		providesConnectionFields(properties, path, "send-queue", sendQueue, List.of(WcExFlag.QP_NUM));
+		providesConnectionFields(properties, path, "receive-queue", receiveQueue,
+				List.of(WcExFlag.QP_NUM, WcExFlag.BYTE_LEN));
 		if (c.getDevice() != null) {
 			String device = RdmaPropertiesValidator.resolveDevice(properties, path, c.getDevice());
 			if (!device.equals(sendDeviceKey)) {
@@ -148,6 +152,32 @@ final class RdmaConnectionProperties {
 		long peers = server ? c.getMaxPeers() : 1;
 		queueLoad.merge(sendQueue, peers * c.getSendDepth(), Long::sum);
 		queueLoad.merge(receiveQueue, peers * c.getReceiveDepth(), Long::sum);
+	}
+
+	/**
+	 * A connection reads {@code qp_num} of every completion (it routes the completion to
+	 * its queue pair) and {@code byte_len} of every receive (the message's length): an
+	 * extended queue whose {@code wc-flags} lack them would fail every completion.
+	 */
+	private static void providesConnectionFields(RdmaProperties properties, String path, String role, String queue,
+			List<WcExFlag> needed) {
+		RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
+		long provided = RdmaResources.providedWcFlags(config);
+		List<WcExFlag> missing = needed.stream().filter(f -> (provided & f.bit()) == 0).toList();
+		if (missing.isEmpty()) {
+			return;
+		}
+		String wcFlags = RdmaPropertiesValidator.QUEUES + queue + ".wc-flags";
+		throw new RdmaConfigurationException(wcFlags,
+				wcFlags + "=" + RdmaPropertiesValidator.yaml(config.getWcFlags()) + " does not provide "
+						+ RdmaPropertiesValidator.yaml(missing) + ", which " + path + " needs on its " + role + " '"
+						+ queue + "' ("
+						+ (missing.contains(WcExFlag.QP_NUM) ? "qp-num routes each completion to its connection"
+								: "byte-len is a received message's length")
+						+ "; without " + (missing.size() == 1 ? "it" : "them")
+						+ " every completion of the queue fails)",
+				"Add " + RdmaPropertiesValidator.yaml(missing) + " to " + wcFlags + ", or remove " + wcFlags
+						+ " (an extended queue then provides the standard fields).");
 	}
 
 	private static void validateExchange(String path, ConnectionProperties c) {

@@ -112,6 +112,23 @@ class RdmaConnectionPropertiesTests {
 				Arguments.of("rdma.connections.orders.source", "with rdma.connections.orders.exchange=out-of-band",
 						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "exchange=out-of-band", c + "source=10.0.0.1")),
+				Arguments.of("rdma.completion-queues.rx.wc-flags",
+						"rdma.completion-queues.rx.wc-flags=[imm] does not provide [qp-num, byte-len], which "
+								+ "rdma.connections.orders needs on its receive-queue 'rx'",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								"rdma.completion-queues.rx.type=extended", "rdma.completion-queues.rx.wc-flags=imm")),
+				Arguments.of("rdma.completion-queues.tx.wc-flags",
+						"rdma.completion-queues.tx.wc-flags=[byte-len] does not provide [qp-num], which "
+								+ "rdma.connections.orders needs on its send-queue 'tx'",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								"rdma.completion-queues.tx.type=extended",
+								"rdma.completion-queues.tx.wc-flags=byte-len")),
+				Arguments.of("rdma.completion-queues.rx.wc-flags",
+						"rdma.completion-queues.rx.wc-flags=[qp-num, imm] does not provide [byte-len], which "
+								+ "rdma.connections.orders needs on its receive-queue 'rx'",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								"rdma.completion-queues.rx.type=extended",
+								"rdma.completion-queues.rx.wc-flags=qp-num,imm")),
 				Arguments.of("rdma.connections.tx", "clashes with rdma.completion-queues.tx",
 						with("rdma.connections.tx.connect=10.0.0.2:7471", "rdma.connections.tx.send-queue=tx",
 								"rdma.connections.tx.receive-queue=rx")));
