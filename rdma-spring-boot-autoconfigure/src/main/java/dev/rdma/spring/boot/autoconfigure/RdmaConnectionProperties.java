@@ -32,6 +32,12 @@ final class RdmaConnectionProperties {
 	/** The largest depth of a queue pair accepted here (rxe's max_qp_wr is 1048576). */
 	static final int MAX_DEPTH = 1 << 20;
 
+	/**
+	 * The most bytes of send (or receive) buffers of one connection, message-size times
+	 * their number: the largest memory a {@link java.nio.ByteBuffer} view can cover.
+	 */
+	static final long MAX_BUFFER_BYTES = Integer.MAX_VALUE - 8;
+
 	/** The largest remote-access-size accepted here (as message-size: 1 GiB). */
 	static final long MAX_REMOTE_ACCESS_SIZE = 1L << 30;
 
@@ -129,6 +135,9 @@ final class RdmaConnectionProperties {
 					"at most receive-depth (" + c.getReceiveDepth() + ")");
 		}
 		range(path + ".message-size", c.getMessageSize(), 1, 1 << 30, "4096");
+		bufferBytes(path, "send-depth", c.getSendDepth(), c.getMessageSize());
+		bufferBytes(path, (c.getReceiveBuffers() != null) ? "receive-buffers" : "receive-depth",
+				(c.getReceiveBuffers() != null) ? c.getReceiveBuffers() : c.getReceiveDepth(), c.getMessageSize());
 		if (c.getSendTimeout() == null || c.getSendTimeout().isNegative()) {
 			throw new RdmaConfigurationException(path + ".send-timeout",
 					path + ".send-timeout=" + c.getSendTimeout() + " must not be negative",
@@ -309,6 +318,22 @@ final class RdmaConnectionProperties {
 		if (value < min || value > max) {
 			throw new RdmaConfigurationException(path, path + "=" + value + " must be between " + min + " and " + max,
 					"Set " + path + " to e.g. " + example + ".");
+		}
+	}
+
+	/**
+	 * message-size times the number of buffers of one kind must not exceed
+	 * {@link #MAX_BUFFER_BYTES}.
+	 */
+	private static void bufferBytes(String path, String count, int buffers, int messageSize) {
+		long bytes = (long) buffers * messageSize;
+		if (bytes > MAX_BUFFER_BYTES) {
+			throw new RdmaConfigurationException(path + ".message-size",
+					path + ".message-size=" + messageSize + " times " + path + "." + count + "=" + buffers + " is "
+							+ bytes + " bytes of registered buffers, more than the " + MAX_BUFFER_BYTES
+							+ " a connection can have of each kind",
+					"Lower " + path + ".message-size or " + path + "." + count + " so that their product is at most "
+							+ MAX_BUFFER_BYTES + ".");
 		}
 	}
 

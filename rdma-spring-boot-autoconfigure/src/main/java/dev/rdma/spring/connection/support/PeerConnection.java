@@ -148,6 +148,8 @@ public final class PeerConnection implements RdmaConnection {
 		QueuePair createdQp = null;
 		MemoryRegion createdSend = null;
 		MemoryRegion createdReceive = null;
+		MemoryRegion createdAccess = null;
+		// everything that can fail happens inside: a failed attempt leaves nothing behind
 		try {
 			createdQp = pd.createQueuePair(
 					new QueuePair.Attributes(sendCq, receiveCq, settings.sendDepth(), settings.receiveDepth(), false));
@@ -155,40 +157,50 @@ public final class PeerConnection implements RdmaConnection {
 					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
 			createdReceive = pd.registerMemory((long) size * settings.receiveBuffers(),
 					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
-			this.accessRegion = settings.remoteAccessSize() == 0 ? null
-					: pd.registerMemory(settings.remoteAccessSize(), EnumSet.of(MemoryRegion.Access.LOCAL_WRITE,
-							MemoryRegion.Access.REMOTE_WRITE, MemoryRegion.Access.REMOTE_READ));
+			if (settings.remoteAccessSize() != 0) {
+				createdAccess = pd.registerMemory(settings.remoteAccessSize(),
+						EnumSet.of(MemoryRegion.Access.LOCAL_WRITE, MemoryRegion.Access.REMOTE_WRITE,
+								MemoryRegion.Access.REMOTE_READ));
+			}
+			this.qpNum = createdQp.qpNum();
+			this.sendBuffers = createdSend.buffer();
+			this.sendView = sendBuffers.asByteBuffer();
+			this.pool = new SendBufferPool(settings.sendDepth());
+			this.sendLengths = new int[settings.sendDepth()];
+			this.reads = new ReadCompletions(settings.sendDepth());
+			this.readTimeoutNanos = settings.sendTimeout().isZero() ? settings.connectTimeout().toNanos()
+					: sendTimeoutNanos;
+			this.messages = new ReceivedMessage[settings.receiveBuffers()];
+			MemorySegment receiveBuffers = createdReceive.buffer();
+			for (int i = 0; i < messages.length; i++) {
+				messages[i] = new ReceivedMessage(this, i, receiveBuffers.asSlice((long) i * size, size));
+			}
 		}
-		catch (RuntimeException ex) {
-			if (createdReceive != null) {
-				createdReceive.close();
-			}
-			if (createdSend != null) {
-				createdSend.close();
-			}
-			if (createdQp != null) {
-				createdQp.close();
-			}
+		catch (RuntimeException | Error ex) {
+			closeQuietly(createdAccess, ex);
+			closeQuietly(createdReceive, ex);
+			closeQuietly(createdSend, ex);
+			closeQuietly(createdQp, ex);
 			throw ex;
 		}
+		this.accessRegion = createdAccess;
 		this.receiveRegion = createdReceive;
 		this.qp = createdQp;
-		this.qpNum = createdQp.qpNum();
 		this.sendRegion = createdSend;
-		this.sendBuffers = sendRegion.buffer();
-		this.sendView = sendBuffers.asByteBuffer();
-		this.pool = new SendBufferPool(settings.sendDepth());
-		this.sendLengths = new int[settings.sendDepth()];
-		this.reads = new ReadCompletions(settings.sendDepth());
-		this.readTimeoutNanos = settings.sendTimeout().isZero() ? settings.connectTimeout().toNanos()
-				: sendTimeoutNanos;
-		this.messages = new ReceivedMessage[settings.receiveBuffers()];
-		MemorySegment receiveBuffers = receiveRegion.buffer();
-		for (int i = 0; i < messages.length; i++) {
-			messages[i] = new ReceivedMessage(this, i, receiveBuffers.asSlice((long) i * size, size));
-		}
 		// in the routers before the QP can complete anything
 		routers.forEach(r -> r.add(this));
+	}
+
+	private static void closeQuietly(@Nullable AutoCloseable resource, Throwable failure) {
+		if (resource == null) {
+			return;
+		}
+		try {
+			resource.close();
+		}
+		catch (Exception ex) {
+			failure.addSuppressed(ex);
+		}
 	}
 
 	QueuePair queuePair() {

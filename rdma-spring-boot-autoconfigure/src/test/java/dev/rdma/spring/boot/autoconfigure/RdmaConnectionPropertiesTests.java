@@ -129,6 +129,16 @@ class RdmaConnectionPropertiesTests {
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								"rdma.completion-queues.rx.type=extended",
 								"rdma.completion-queues.rx.wc-flags=qp-num,imm")),
+				Arguments.of("rdma.connections.orders.message-size",
+						"rdma.connections.orders.message-size=1073741824 times rdma.connections.orders.send-depth=2 is "
+								+ "2147483648 bytes of registered buffers, more than the 2147483639",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "message-size=1073741824", c + "send-depth=2", c + "receive-depth=1")),
+				Arguments.of("rdma.connections.orders.message-size",
+						"rdma.connections.orders.message-size=536870912 times rdma.connections.orders.receive-depth=4 is "
+								+ "2147483648 bytes",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "message-size=536870912", c + "send-depth=1", c + "receive-depth=4")),
 				Arguments.of("rdma.connections.tx", "clashes with rdma.completion-queues.tx",
 						with("rdma.connections.tx.connect=10.0.0.2:7471", "rdma.connections.tx.send-queue=tx",
 								"rdma.connections.tx.receive-queue=rx")));
