@@ -19,6 +19,7 @@ import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.context.SmartLifecycle;
 
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * Holds one {@link CompletionQueueListenerContainer} per queue with a listener, each made
@@ -117,7 +118,7 @@ public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableB
 
 	private void stop(List<CompletionQueueListenerContainer> list) {
 		list.forEach(CompletionQueueListenerContainer::signalStop);
-		long deadline = System.nanoTime() + shutdownTimeout.toNanos();
+		long deadline = Deadlines.after(shutdownTimeout);
 		for (CompletionQueueListenerContainer container : list) {
 			if (!container.awaitStop(deadline)) {
 				logger.warn("Poller of queue '" + container.queue() + "' did not stop within the shutdown timeout ("

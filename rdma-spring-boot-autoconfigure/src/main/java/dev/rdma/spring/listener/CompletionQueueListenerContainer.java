@@ -330,7 +330,7 @@ public class CompletionQueueListenerContainer {
 	/** Stops the poller: {@link #signalStop()} and {@link #awaitStop} with a timeout. */
 	public boolean stop(Duration timeout) {
 		signalStop();
-		return awaitStop(System.nanoTime() + timeout.toNanos());
+		return awaitStop(Deadlines.after(timeout));
 	}
 
 	/** The queue's name. */

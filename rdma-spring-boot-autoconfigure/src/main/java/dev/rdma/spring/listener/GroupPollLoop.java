@@ -134,7 +134,7 @@ final class GroupPollLoop implements Runnable {
 		this.index = index;
 		this.threadName = "rdma-poller-" + group.name() + "-" + index;
 		this.mode = settings.getMode();
-		this.spinNanos = settings.getSpin().toNanos();
+		this.spinNanos = Deadlines.nanos(settings.getSpin());
 		this.budget = settings.getBatchBudget();
 		this.router = router;
 		try {

@@ -101,9 +101,9 @@ final class PollLoop implements Runnable {
 		this.channel = queue.channel();
 		this.mode = mode;
 		this.batchSize = settings.getBatchSize();
-		this.spinNanos = settings.getSpin().toNanos();
+		this.spinNanos = Deadlines.nanos(settings.getSpin());
 		this.ackBatch = settings.getAckBatch();
-		this.maxSleepNanos = settings.getMaxSleep().toNanos();
+		this.maxSleepNanos = Deadlines.nanos(settings.getMaxSleep());
 		this.batchListener = batchListener;
 		this.dispatcher = dispatcher;
 		this.metrics = metrics;

@@ -143,6 +143,7 @@ final class RdmaConnectionProperties {
 					path + ".send-timeout=" + c.getSendTimeout() + " must not be negative",
 					"Set " + path + ".send-timeout to e.g. 1s, or 0 to fail at once when the send queue is full.");
 		}
+		RdmaPropertiesValidator.notTooLong(path + ".send-timeout", c.getSendTimeout(), "1s");
 		remoteAccessSize(path + ".remote-access-size", c.getRemoteAccessSize());
 		RdmaProperties.CmProperties cm = c.getCm();
 		range(path + ".cm.responder-resources", cm.getResponderResources(), 0, 255, "255 (the device's maximum)");
@@ -350,6 +351,7 @@ final class RdmaConnectionProperties {
 			throw new RdmaConfigurationException(path, path + "=" + value + " must be positive",
 					"Set " + path + " to e.g. " + example + ".");
 		}
+		RdmaPropertiesValidator.notTooLong(path, value, example);
 	}
 
 }

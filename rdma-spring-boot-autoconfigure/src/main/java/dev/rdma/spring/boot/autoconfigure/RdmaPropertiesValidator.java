@@ -50,7 +50,25 @@ public final class RdmaPropertiesValidator {
 			Map.entry("rdmaMessageListenerAnnotationBeanPostProcessor", "the message listener post-processor"),
 			Map.entry("rdmaConnectionMetrics", "the connections' Micrometer meters"));
 
+	/**
+	 * The longest duration any {@code rdma.*} property accepts: longer ones are mistakes
+	 * (a spin, a timeout or a retry interval of days), and some would overflow the
+	 * nanoseconds the pollers and connections count in.
+	 */
+	public static final Duration MAX_DURATION = Duration.ofDays(1);
+
 	private RdmaPropertiesValidator() {
+	}
+
+	/**
+	 * Fails, naming {@code path}, when {@code value} is longer than
+	 * {@link #MAX_DURATION}.
+	 */
+	static void notTooLong(String path, @Nullable Duration value, String example) {
+		if (value != null && value.compareTo(MAX_DURATION) > 0) {
+			throw new RdmaConfigurationException(path, path + "=" + value + " is longer than " + MAX_DURATION.toHours()
+					+ "h, the longest an rdma.* " + "duration may be", "Set " + path + " to e.g. " + example + ".");
+		}
 	}
 
 	/**
@@ -63,6 +81,7 @@ public final class RdmaPropertiesValidator {
 					"rdma.shutdown-timeout=" + properties.getShutdownTimeout() + " must not be negative",
 					"Set rdma.shutdown-timeout to a duration such as 5s.");
 		}
+		notTooLong("rdma.shutdown-timeout", properties.getShutdownTimeout(), "5s");
 		Map<String, String> owners = new HashMap<>();
 		properties.getDevices().keySet().forEach(k -> claim(owners, k, DEVICES + k, beanNameTaken));
 		properties.getChannels().keySet().forEach(k -> claim(owners, k, CHANNELS + k, beanNameTaken));
@@ -106,6 +125,7 @@ public final class RdmaPropertiesValidator {
 					path + ".spin=" + poller.getSpin() + " must not be negative",
 					"Set " + path + ".spin to e.g. 50us.");
 		}
+		notTooLong(path + ".spin", poller.getSpin(), "50us");
 		if (poller.getBatchBudget() < 1) {
 			throw new RdmaConfigurationException(path + ".batch-budget",
 					path + ".batch-budget=" + poller.getBatchBudget() + " must be at least 1",
@@ -328,6 +348,7 @@ public final class RdmaPropertiesValidator {
 					path + ".polling.spin=" + queue.getPolling().getSpin() + " must not be negative",
 					"Set " + path + ".polling.spin to e.g. 50us.");
 		}
+		notTooLong(path + ".polling.spin", queue.getPolling().getSpin(), "50us");
 		Duration maxSleep = queue.getPolling().getMaxSleep();
 		if (maxSleep == null || maxSleep.isNegative() || maxSleep.isZero()) {
 			throw new RdmaConfigurationException(path + ".polling.max-sleep",
@@ -335,6 +356,7 @@ public final class RdmaPropertiesValidator {
 					"Set " + path + ".polling.max-sleep to e.g. 1ms, or use " + path
 							+ ".polling.mode=busy to poll without pauses.");
 		}
+		notTooLong(path + ".polling.max-sleep", maxSleep, "1ms");
 		if (queue.getAckBatch() < 1) {
 			throw new RdmaConfigurationException(path + ".ack-batch",
 					path + ".ack-batch=" + queue.getAckBatch() + " must be at least 1",

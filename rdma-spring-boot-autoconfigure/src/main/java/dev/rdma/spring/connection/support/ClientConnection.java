@@ -12,6 +12,7 @@ import org.jspecify.annotations.Nullable;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * A {@code connect} connection: a thread of its own ({@code rdma-connect-<name>})
@@ -64,7 +65,7 @@ public final class ClientConnection extends ConfiguredConnection {
 			}
 			attempt = a;
 			try {
-				PeerConnection peer = a.connect(System.nanoTime() + settings.connectTimeout().toNanos());
+				PeerConnection peer = a.connect(Deadlines.after(settings.connectTimeout()));
 				established(peer, failures);
 				failures = 0;
 				ClientTransport.End end = a.awaitEnd();
@@ -81,8 +82,8 @@ public final class ClientConnection extends ConfiguredConnection {
 					return;
 				}
 				failures++;
+				a.close(); // first: nothing in the log line may leak the attempt
 				failed(ex, failures);
-				a.close();
 				state = ConnectionState.DISCONNECTED;
 				if (settings.retry().maxAttempts() > 0 && failures >= settings.retry().maxAttempts()) {
 					logger.error("RDMA connection '" + name() + "' gives up after " + failures + " attempts");
@@ -130,7 +131,7 @@ public final class ClientConnection extends ConfiguredConnection {
 	}
 
 	private void backOff(Duration wait) {
-		long deadline = System.nanoTime() + wait.toNanos();
+		long deadline = Deadlines.after(wait);
 		synchronized (sleeper) {
 			while (running) {
 				long left = deadline - System.nanoTime();

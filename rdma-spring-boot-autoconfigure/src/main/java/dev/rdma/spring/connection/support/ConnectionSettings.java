@@ -7,6 +7,7 @@ import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.verbs.cm.CmParameters;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * The resolved settings of one {@code rdma.connections.<name>} (validated before they get
@@ -90,8 +91,8 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 
 		/** The wait after {@code failures} consecutive failures (1 = the first). */
 		public Duration interval(int failures) {
-			double nanos = initialInterval.toNanos() * Math.pow(multiplier, Math.max(0, failures - 1));
-			return Duration.ofNanos((long) Math.min(nanos, maxInterval.toNanos()));
+			double nanos = Deadlines.nanos(initialInterval) * Math.pow(multiplier, Math.max(0, failures - 1));
+			return Duration.ofNanos((long) Math.min(nanos, Deadlines.nanos(maxInterval)));
 		}
 
 	}

@@ -19,6 +19,7 @@ import dev.rdma.verbs.exchange.Endpoint;
 import dev.rdma.verbs.exchange.ExchangeOptions;
 import dev.rdma.verbs.exchange.OutOfBand;
 import dev.rdma.verbs.exchange.PingpongWire;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * The TCP connection of an out-of-band exchange, kept open as the link of one
@@ -245,7 +246,7 @@ final class OutOfBandLink implements PeerLink {
 	/** FIN to the peer, then up to {@code timeout} for its end of stream. */
 	@Override
 	public void disconnect(Duration timeout) {
-		long deadline = System.nanoTime() + timeout.toNanos();
+		long deadline = Deadlines.after(timeout);
 		try {
 			channel.shutdownOutput();
 		}

@@ -30,6 +30,7 @@ import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.cm.ConnectionId;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * One connected queue pair: the application's RC QP on the connection's send and receive
@@ -168,7 +169,7 @@ public final class PeerConnection implements RdmaConnection {
 			this.pool = new SendBufferPool(settings.sendDepth());
 			this.sendLengths = new int[settings.sendDepth()];
 			this.reads = new ReadCompletions(settings.sendDepth());
-			this.readTimeoutNanos = settings.sendTimeout().isZero() ? settings.connectTimeout().toNanos()
+			this.readTimeoutNanos = settings.sendTimeout().isZero() ? Deadlines.nanos(settings.connectTimeout())
 					: sendTimeoutNanos;
 			this.messages = new ReceivedMessage[settings.receiveBuffers()];
 			MemorySegment receiveBuffers = createdReceive.buffer();
@@ -447,7 +448,7 @@ public final class PeerConnection implements RdmaConnection {
 		if (!closing.compareAndSet(false, true)) {
 			return true;
 		}
-		long deadline = System.nanoTime() + timeout.toNanos();
+		long deadline = Deadlines.after(timeout);
 		boolean wasEstablished = STATE.getAndSet(this, finalState) == ConnectionState.ESTABLISHED;
 		pool.close();
 		if (wasEstablished && !peerDisconnected) {

@@ -27,6 +27,7 @@ import dev.rdma.spring.config.RdmaListenerContainerFactory;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * Every connection under {@code rdma.connections}, and their lifecycle.
@@ -224,7 +225,7 @@ public class RdmaConnectionRegistry
 	}
 
 	private void stop(List<ConfiguredConnection> list) {
-		long deadline = System.nanoTime() + shutdownTimeout.toNanos();
+		long deadline = Deadlines.after(shutdownTimeout);
 		for (int i = list.size() - 1; i >= 0; i--) {
 			try {
 				list.get(i).stop(deadline);

@@ -13,6 +13,7 @@ import org.jspecify.annotations.Nullable;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.spring.listener.Deadlines;
 
 /**
  * A {@code listen} connection: binds and listens when the application starts (a bad
@@ -79,7 +80,7 @@ public final class ServerConnection extends ConfiguredConnection {
 			return;
 		}
 		try {
-			PeerConnection peer = request.accept(System.nanoTime() + settings.connectTimeout().toNanos());
+			PeerConnection peer = request.accept(Deadlines.after(settings.connectTimeout()));
 			peer.established();
 			if (counters.established.incrementAndGet() > 1) {
 				logger.debug("RDMA connection '" + name() + "' accepted another peer");

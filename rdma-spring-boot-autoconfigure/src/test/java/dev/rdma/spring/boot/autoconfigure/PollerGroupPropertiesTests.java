@@ -113,6 +113,7 @@ class PollerGroupPropertiesTests {
 		return Stream.of(bad("rdma.pollers.conns.threads=0 must be between 1 and 1024", "rdma.pollers.conns.threads=0"),
 				bad("rdma.pollers.conns.batch-budget=0 must be at least 1", "rdma.pollers.conns.batch-budget=0"),
 				bad("rdma.pollers.conns.spin=PT-0.001S must not be negative", "rdma.pollers.conns.spin=-1ms"),
+				bad("rdma.pollers.conns.spin=PT4800000H is longer than 24h", "rdma.pollers.conns.spin=200000d"),
 				bad("rdma.pollers.dedicated: 'dedicated' is not a group name", "rdma.pollers.dedicated.threads=2"),
 				bad("rdma.pollers.conns.mode=backoff is the mode of a dedicated poller",
 						"rdma.pollers.conns.mode=backoff"),

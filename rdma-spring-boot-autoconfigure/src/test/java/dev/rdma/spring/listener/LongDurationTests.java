@@ -1,0 +1,71 @@
+package dev.rdma.spring.listener;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
+import dev.rdma.verbs.CompletionHandler;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.WorkCompletionBuffer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+import static org.mockito.Mockito.withSettings;
+
+/**
+ * Durations too long for {@code Duration.toNanos()} (set programmatically: the properties
+ * refuse more than a day) saturate: the stop paths stop, and a poller starts, instead of
+ * throwing {@link ArithmeticException}.
+ */
+class LongDurationTests {
+
+	private static final Duration HUGE = Duration.ofDays(200_000);
+
+	@Test
+	void listenerRegistryStopsWithAHugeShutdownTimeout() {
+		RdmaListenerEndpointRegistry registry = new RdmaListenerEndpointRegistry();
+		registry.setShutdownTimeout(HUGE);
+		registry.start();
+		registry.stop();
+		assertThat(registry.isRunning()).isFalse();
+	}
+
+	@Test
+	void connectionRegistryStopsWithAHugeShutdownTimeout() {
+		RdmaConnectionRegistry registry = new RdmaConnectionRegistry(List.of(), HUGE);
+		registry.start();
+		registry.stop();
+		assertThat(registry.isRunning()).isFalse();
+	}
+
+	@Test
+	void pollerWithHugeSpinAndMaxSleepStartsAndStops() throws Exception {
+		AtomicLong polls = new AtomicLong();
+		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
+		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+			polls.incrementAndGet();
+			return 0;
+		});
+		PollerSettings settings = new PollerSettings();
+		settings.setSpin(HUGE);
+		settings.setMaxSleep(HUGE);
+		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("long", queue, settings,
+				new CompletionEventRouter());
+		container.setupListener("listener", completion -> {
+		}, false);
+		container.start();
+		long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+		while (polls.get() == 0 && System.nanoTime() < deadline) {
+			Thread.sleep(10);
+		}
+		assertThat(polls.get()).as("polls").isPositive();
+		assertThat(container.stop(HUGE)).as("stopped").isTrue();
+	}
+
+}
