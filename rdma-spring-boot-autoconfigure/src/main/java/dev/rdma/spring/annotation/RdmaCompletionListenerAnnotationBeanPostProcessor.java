@@ -41,8 +41,9 @@ import dev.rdma.verbs.WorkCompletion;
  * {@link RdmaListenerEndpoint} per listener with the
  * {@link RdmaListenerEndpointRegistry}, which asks the
  * {@value RdmaListenerContainerFactory#DEFAULT_BEAN_NAME} bean for its container. A
- * listener that cannot be bound fails the creation of its bean with a
- * {@link RdmaConfigurationException} naming it.
+ * listener of a bean created later (lazy, prototype) is registered when its bean is
+ * created, and started at once when the registry runs. A listener that cannot be bound
+ * fails the creation of its bean with a {@link RdmaConfigurationException} naming it.
  */
 public class RdmaCompletionListenerAnnotationBeanPostProcessor
 		implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
@@ -61,6 +62,9 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	private @Nullable RdmaListenerEndpointValidator validator;
 
 	private @Nullable String checkOnly;
+
+	/** Set once all singletons exist: an endpoint found later is registered at once. */
+	private boolean singletonsInstantiated;
 
 	@Override
 	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
@@ -164,8 +168,41 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 		String errorHandler = annotation.errorHandler().isBlank() ? null : annotation.errorHandler();
 		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 		ListenerInvoker invoker = ListenerInvoker.bind(bean, invocable);
-		endpointsByQueue.put(queue,
-				new RdmaListenerEndpoint(id, beanName, method, queue, annotation.batch(), errorHandler, invoker));
+		RdmaListenerEndpoint endpoint = new RdmaListenerEndpoint(id, beanName, method, queue, annotation.batch(),
+				errorHandler, invoker);
+		endpointsByQueue.put(queue, endpoint);
+		if (singletonsInstantiated) {
+			// a lazy or prototype bean, created after startup: registered (and started,
+			// when the registry runs) now, as spring-kafka does with a late
+			// @KafkaListener
+			try {
+				registerLate(endpoint);
+			}
+			catch (RuntimeException ex) {
+				endpointsByQueue.remove(queue);
+				throw ex;
+			}
+		}
+	}
+
+	private void registerLate(RdmaListenerEndpoint endpoint) {
+		if (checkOnly != null) {
+			logChecked(endpoint);
+			return;
+		}
+		BeanFactory factory = beanFactory;
+		if (factory == null) {
+			return;
+		}
+		factory.getBean(RdmaListenerEndpointRegistry.BEAN_NAME, RdmaListenerEndpointRegistry.class)
+			.registerListenerContainer(endpoint,
+					factory.getBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME, RdmaListenerContainerFactory.class),
+					true);
+	}
+
+	private void logChecked(RdmaListenerEndpoint endpoint) {
+		logger.info(endpoint.id() + " on queue '" + endpoint.queue()
+				+ "' checked against the configuration; it will not run (" + checkOnly + ")");
 	}
 
 	private static RdmaConfigurationException error(String id, String reason, String action) {
@@ -179,11 +216,14 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 
 	@Override
 	public void afterSingletonsInstantiated() {
-		List<RdmaListenerEndpoint> endpoints = endpoints();
+		List<RdmaListenerEndpoint> endpoints;
+		synchronized (this) {
+			endpoints = endpoints();
+			singletonsInstantiated = true;
+		}
 		BeanFactory factory = beanFactory;
 		if (checkOnly != null) {
-			endpoints.forEach(endpoint -> logger.info(endpoint.id() + " on queue '" + endpoint.queue()
-					+ "' checked against the configuration; it will not run (" + checkOnly + ")"));
+			endpoints.forEach(this::logChecked);
 			return;
 		}
 		if (endpoints.isEmpty() || factory == null) {

@@ -51,6 +51,9 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 
 	private @Nullable BeanFactory beanFactory;
 
+	/** Set once all singletons exist: a listener found later is handed over at once. */
+	private boolean singletonsInstantiated;
+
 	@Override
 	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
 		this.beanFactory = beanFactory;
@@ -96,8 +99,40 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 					"Set connection to a key under rdma.connections.");
 		}
 		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
-		found.add(Map.entry(annotation.connection(),
-				new MessageListenerBinding(id, ListenerInvoker.bind(bean, invocable))));
+		Map.Entry<String, MessageListenerBinding> listener = Map.entry(annotation.connection(),
+				new MessageListenerBinding(id, ListenerInvoker.bind(bean, invocable)));
+		if (singletonsInstantiated) {
+			registerLate(beanName, listener);
+		}
+		found.add(listener);
+	}
+
+	/**
+	 * A listener of a bean created after startup (lazy, prototype): handed to the
+	 * registry while the connections have not started; refused once they run, as a
+	 * connection hands its listener to each peer when the peer connects.
+	 */
+	private void registerLate(String beanName, Map.Entry<String, MessageListenerBinding> listener) {
+		BeanFactory factory = beanFactory;
+		RdmaConnectionRegistry registry = (factory != null)
+				? factory.getBeanProvider(RdmaConnectionRegistry.class).getIfAvailable() : null;
+		if (registry == null) {
+			logNotRunning(listener);
+			return;
+		}
+		String id = listener.getValue().id();
+		if (registry.isRunning()) {
+			throw new RdmaConfigurationException(id,
+					id + " belongs to a bean created after the RDMA connections started (a lazy or prototype "
+							+ "bean): connection '" + listener.getKey() + "' would deliver no message to it",
+					"Make bean '" + beanName + "' a singleton created at startup (remove @Lazy or its scope).");
+		}
+		registry.registerListener(listener.getKey(), listener.getValue());
+	}
+
+	private static void logNotRunning(Map.Entry<String, MessageListenerBinding> listener) {
+		logger.info(listener.getValue().id() + " on connection '" + listener.getKey()
+				+ "' will not run: no RDMA connections in this application");
 	}
 
 	/** The listeners found so far, by connection name. */
@@ -107,7 +142,11 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 
 	@Override
 	public void afterSingletonsInstantiated() {
-		List<Map.Entry<String, MessageListenerBinding>> listeners = listeners();
+		List<Map.Entry<String, MessageListenerBinding>> listeners;
+		synchronized (this) {
+			listeners = listeners();
+			singletonsInstantiated = true;
+		}
 		BeanFactory factory = beanFactory;
 		if (listeners.isEmpty() || factory == null) {
 			return;
@@ -115,8 +154,7 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 		RdmaConnectionRegistry registry = factory.getBeanProvider(RdmaConnectionRegistry.class).getIfAvailable();
 		if (registry == null) {
 			// RDMA backed off (no device and rdma.required=false): no connection runs
-			listeners.forEach(e -> logger.info(e.getValue().id() + " on connection '" + e.getKey()
-					+ "' will not run: no RDMA connections in this application"));
+			listeners.forEach(RdmaMessageListenerAnnotationBeanPostProcessor::logNotRunning);
 			return;
 		}
 		listeners.forEach(e -> registry.registerListener(e.getKey(), e.getValue()));

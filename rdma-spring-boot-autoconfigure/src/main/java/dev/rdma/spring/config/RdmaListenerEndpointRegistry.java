@@ -65,8 +65,18 @@ public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableB
 	 * every listener once all singletons exist, before the registry starts.
 	 * @throws IllegalStateException when the endpoint's queue already has a container
 	 */
+	public void registerListenerContainer(RdmaListenerEndpoint endpoint, RdmaListenerContainerFactory factory) {
+		registerListenerContainer(endpoint, factory, false);
+	}
+
+	/**
+	 * Asks {@code factory} for the container of {@code endpoint} and keeps it; with
+	 * {@code startImmediately}, starts it when the registry is running already (a
+	 * listener of a bean created after startup).
+	 * @throws IllegalStateException when the endpoint's queue already has a container
+	 */
 	public synchronized void registerListenerContainer(RdmaListenerEndpoint endpoint,
-			RdmaListenerContainerFactory factory) {
+			RdmaListenerContainerFactory factory, boolean startImmediately) {
 		if (containers.containsKey(endpoint.queue())) {
 			throw new IllegalStateException("queue '" + endpoint.queue() + "' already has a listener container: "
 					+ containers.get(endpoint.queue()));
@@ -74,6 +84,9 @@ public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableB
 		CompletionQueueListenerContainer container = factory.createListenerContainer(endpoint);
 		if (beanFactory instanceof ConfigurableBeanFactory configurable) {
 			configurable.registerDependentBean(endpoint.queue(), BEAN_NAME);
+		}
+		if (startImmediately && running) {
+			container.start();
 		}
 		containers.put(endpoint.queue(), container);
 	}

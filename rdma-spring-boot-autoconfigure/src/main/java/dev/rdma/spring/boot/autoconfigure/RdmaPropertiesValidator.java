@@ -48,7 +48,8 @@ public final class RdmaPropertiesValidator {
 			Map.entry("rdmaCompletionListenerCheck", "the listener check"),
 			Map.entry("rdmaConnectionRegistry", "the connection registry"),
 			Map.entry("rdmaMessageListenerAnnotationBeanPostProcessor", "the message listener post-processor"),
-			Map.entry("rdmaConnectionMetrics", "the connections' Micrometer meters"));
+			Map.entry("rdmaConnectionMetrics", "the connections' Micrometer meters"),
+			Map.entry("rdmaListenerLazyInitializationExcludeFilter", "the listener beans' lazy-initialization filter"));
 
 	/**
 	 * The longest duration any {@code rdma.*} property accepts: longer ones are mistakes

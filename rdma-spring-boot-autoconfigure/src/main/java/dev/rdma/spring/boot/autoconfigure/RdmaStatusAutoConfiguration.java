@@ -1,7 +1,9 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import org.springframework.boot.LazyInitializationExcludeFilter;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 
 import dev.rdma.verbs.Context;
@@ -13,11 +15,18 @@ import dev.rdma.verbs.Context;
  * every property and reference ({@link RdmaPropertiesValidator}), and, when RDMA backed
  * off, each {@code @RdmaCompletionListener} against the configured queues. A CI machine
  * without RDMA thus catches every mistake that needs no device. See
- * {@link RdmaConfigurationCheckRegistrar}.
+ * {@link RdmaConfigurationCheckRegistrar}. Beans with listener methods stay eager under
+ * lazy initialization ({@link RdmaListenerLazyInitializationExcludeFilter}), so that
+ * their listeners run, and are checked, at startup.
  */
 @AutoConfiguration(before = RdmaAutoConfiguration.class)
 @ConditionalOnClass(Context.class)
 @Import(RdmaConfigurationCheckRegistrar.class)
 public class RdmaStatusAutoConfiguration {
+
+	@Bean
+	static LazyInitializationExcludeFilter rdmaListenerLazyInitializationExcludeFilter() {
+		return new RdmaListenerLazyInitializationExcludeFilter();
+	}
 
 }

@@ -5,7 +5,10 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
+
 import org.springframework.aop.framework.ProxyFactory;
+import org.springframework.beans.factory.BeanCreationException;
 import org.springframework.beans.factory.support.DefaultListableBeanFactory;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -19,6 +22,11 @@ import org.springframework.mock.env.MockEnvironment;
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.annotation.RdmaCompletionListener;
 import dev.rdma.spring.annotation.RdmaCompletionListenerAnnotationBeanPostProcessor;
+import dev.rdma.spring.annotation.RdmaMessageListener;
+import dev.rdma.spring.config.RdmaListenerContainerFactory;
+import dev.rdma.spring.connection.RdmaMessage;
+import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
+import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.ListenerInvoker;
@@ -28,7 +36,9 @@ import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.WorkCompletion;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.verify;
 import static org.mockito.Mockito.when;
 
 /**
@@ -383,6 +393,70 @@ class RdmaListenerValidationTests {
 			assertThat(context).hasNotFailed();
 			assertThat(context.getBean(RdmaListenerEndpointRegistry.class).getListenerContainers()).isEmpty();
 		});
+	}
+
+	// ------------------------------------------------------------------ beans created
+	// after startup (lazy, prototype)
+
+	static class LateListener {
+
+		@RdmaCompletionListener(queue = "rx")
+		void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
+	static class LateMessageListener {
+
+		@RdmaMessageListener(connection = "orders")
+		void onMessage(RdmaMessage message) {
+		}
+
+	}
+
+	@Test
+	void listenerOfABeanCreatedAfterStartupIsRegisteredAndStartedAtOnce() {
+		CompletionQueueListenerContainer container = mock(CompletionQueueListenerContainer.class);
+		RdmaListenerContainerFactory factory = endpoint -> {
+			assertThat(endpoint.queue()).isEqualTo("rx");
+			return container;
+		};
+		runner
+			.withBean(RdmaListenerContainerFactory.DEFAULT_BEAN_NAME, RdmaListenerContainerFactory.class, () -> factory)
+			.withBean("late", LateListener.class, LateListener::new, bd -> bd.setLazyInit(true))
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
+				assertThat(registry.isRunning()).isTrue();
+				assertThat(registry.getListenerContainer("rx")).as("not created yet").isNull();
+				context.getBean("late");
+				assertThat(registry.getListenerContainer("rx")).isSameAs(container);
+				verify(container).start();
+			});
+	}
+
+	@Test
+	void listenerOfABeanCreatedAfterStartupIsChecked() {
+		// no queue beans here: a registered listener cannot get its container
+		runner.withBean("late", LateListener.class, LateListener::new, bd -> bd.setLazyInit(true)).run(context -> {
+			assertThat(context).hasNotFailed();
+			assertThatExceptionOfType(BeanCreationException.class).isThrownBy(() -> context.getBean("late"))
+				.withStackTraceContaining("listens to queue 'rx', but no completion queue bean of that name exists");
+		});
+	}
+
+	@Test
+	void messageListenerOfABeanCreatedAfterTheConnectionsStartedIsRefused() {
+		runner
+			.withBean(RdmaConnectionRegistry.class, () -> new RdmaConnectionRegistry(List.of(), Duration.ofSeconds(5)))
+			.withBean("late", LateMessageListener.class, LateMessageListener::new, bd -> bd.setLazyInit(true))
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(RdmaConnectionRegistry.class).isRunning()).isTrue();
+				assertThatExceptionOfType(BeanCreationException.class).isThrownBy(() -> context.getBean("late"))
+					.withStackTraceContaining("@RdmaMessageListener LateMessageListener.onMessage(RdmaMessage) of "
+							+ "bean 'late' belongs to a bean created after the RDMA connections started");
+			});
 	}
 
 }

@@ -10,6 +10,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
+import org.springframework.boot.LazyInitializationBeanFactoryPostProcessor;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
 
@@ -120,6 +122,36 @@ class RdmaWithoutDeviceTests {
 						+ "configured under rdma.completion-queues (configured: [rx])");
 				FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
 				assertThat(analysis.getDescription()).contains("Listener: @RdmaCompletionListener");
+			});
+	}
+
+	@Test
+	void listenerOnUnknownQueueFailsWithoutDeviceUnderLazyInitialization() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner
+			.withInitializer(
+					context -> context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor()))
+			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
+			.withBean("listener", UnknownQueueListener.class)
+			.run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(messages(context.getStartupFailure())).contains("listens to queue 'rxx', which is not "
+						+ "configured under rdma.completion-queues (configured: [rx])");
+			});
+	}
+
+	@Test
+	void listenerBeansStayEagerUnderLazyInitialization() {
+		runner
+			.withInitializer(
+					context -> context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor()))
+			.withBean("listener", GoodListener.class)
+			.withBean("other", StringBuilder.class)
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				ConfigurableListableBeanFactory factory = context.getBeanFactory();
+				assertThat(factory.getBeanDefinition("listener").isLazyInit()).isFalse();
+				assertThat(factory.getBeanDefinition("other").isLazyInit()).as("lazy initialization applies").isTrue();
 			});
 	}
 
