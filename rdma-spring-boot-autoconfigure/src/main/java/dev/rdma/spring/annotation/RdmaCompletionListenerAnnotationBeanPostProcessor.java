@@ -17,6 +17,7 @@ import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.core.MethodIntrospector;
@@ -30,6 +31,7 @@ import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.config.RdmaListenerEndpointValidator;
 import dev.rdma.spring.listener.ListenerInvoker;
+import dev.rdma.spring.listener.RdmaCompletionErrorHandler;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.WorkCompletion;
 
@@ -166,6 +168,9 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 					"Remove one of the listeners, or configure a second queue.");
 		}
 		String errorHandler = annotation.errorHandler().isBlank() ? null : annotation.errorHandler();
+		if (errorHandler != null) {
+			checkErrorHandler(id, errorHandler);
+		}
 		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 		ListenerInvoker invoker = ListenerInvoker.bind(bean, invocable);
 		RdmaListenerEndpoint endpoint = new RdmaListenerEndpoint(id, beanName, method, queue, annotation.batch(),
@@ -203,6 +208,21 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	private void logChecked(RdmaListenerEndpoint endpoint) {
 		logger.info(endpoint.id() + " on queue '" + endpoint.queue()
 				+ "' checked against the configuration; it will not run (" + checkOnly + ")");
+	}
+
+	/**
+	 * The error handler must be a {@link RdmaCompletionErrorHandler} bean: checked here,
+	 * with or without a device, rather than only when the container is made.
+	 */
+	private void checkErrorHandler(String id, String name) {
+		if (!(beanFactory instanceof ListableBeanFactory factory)) {
+			return;
+		}
+		if (!factory.containsBean(name) || !factory.isTypeMatch(name, RdmaCompletionErrorHandler.class)) {
+			throw error(id, id + " names errorHandler '" + name + "', which is not a RdmaCompletionErrorHandler bean",
+					"Define a bean named '" + name
+							+ "' implementing RdmaCompletionErrorHandler, or remove errorHandler.");
+		}
 	}
 
 	private static RdmaConfigurationException error(String id, String reason, String action) {

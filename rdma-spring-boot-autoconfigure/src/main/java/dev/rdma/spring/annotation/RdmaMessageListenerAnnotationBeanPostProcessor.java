@@ -51,12 +51,28 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 
 	private @Nullable BeanFactory beanFactory;
 
+	private @Nullable String checkOnly;
+
+	private List<String> connections = List.of();
+
 	/** Set once all singletons exist: a listener found later is handed over at once. */
 	private boolean singletonsInstantiated;
 
 	@Override
 	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
 		this.beanFactory = beanFactory;
+	}
+
+	/**
+	 * Makes this post-processor check each listener (its parameter and the connection it
+	 * names) but hand none over: for an application where RDMA backed off, so that a
+	 * listener mistake fails startup on a machine without RDMA too.
+	 * @param reason why no listener runs, for the log
+	 * @param connections the keys under {@code rdma.connections}
+	 */
+	public void setCheckOnly(String reason, List<String> connections) {
+		this.checkOnly = reason;
+		this.connections = List.copyOf(connections);
 	}
 
 	@Override
@@ -98,6 +114,9 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 			throw new RdmaConfigurationException(id, id + " names no connection",
 					"Set connection to a key under rdma.connections.");
 		}
+		if (checkOnly != null) {
+			RdmaConnectionRegistry.checkConnection(id, annotation.connection(), connections);
+		}
 		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 		Map.Entry<String, MessageListenerBinding> listener = Map.entry(annotation.connection(),
 				new MessageListenerBinding(id, ListenerInvoker.bind(bean, invocable)));
@@ -114,7 +133,7 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 	 */
 	private void registerLate(String beanName, Map.Entry<String, MessageListenerBinding> listener) {
 		BeanFactory factory = beanFactory;
-		RdmaConnectionRegistry registry = (factory != null)
+		RdmaConnectionRegistry registry = (factory != null && checkOnly == null)
 				? factory.getBeanProvider(RdmaConnectionRegistry.class).getIfAvailable() : null;
 		if (registry == null) {
 			logNotRunning(listener);
@@ -130,9 +149,10 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 		registry.registerListener(listener.getKey(), listener.getValue());
 	}
 
-	private static void logNotRunning(Map.Entry<String, MessageListenerBinding> listener) {
-		logger.info(listener.getValue().id() + " on connection '" + listener.getKey()
-				+ "' will not run: no RDMA connections in this application");
+	private void logNotRunning(Map.Entry<String, MessageListenerBinding> listener) {
+		logger.info(listener.getValue().id() + " on connection '" + listener.getKey() + "' will not run: "
+				+ ((checkOnly != null) ? "checked against the configuration (" + checkOnly + ")"
+						: "no RDMA connections in this application"));
 	}
 
 	/** The listeners found so far, by connection name. */
@@ -151,10 +171,11 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 		if (listeners.isEmpty() || factory == null) {
 			return;
 		}
-		RdmaConnectionRegistry registry = factory.getBeanProvider(RdmaConnectionRegistry.class).getIfAvailable();
+		RdmaConnectionRegistry registry = (checkOnly != null) ? null
+				: factory.getBeanProvider(RdmaConnectionRegistry.class).getIfAvailable();
 		if (registry == null) {
 			// RDMA backed off (no device and rdma.required=false): no connection runs
-			listeners.forEach(RdmaMessageListenerAnnotationBeanPostProcessor::logNotRunning);
+			listeners.forEach(this::logNotRunning);
 			return;
 		}
 		listeners.forEach(e -> registry.registerListener(e.getKey(), e.getValue()));

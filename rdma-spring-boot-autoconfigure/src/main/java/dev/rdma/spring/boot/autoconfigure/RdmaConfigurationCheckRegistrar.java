@@ -1,5 +1,6 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.util.List;
 import java.util.Objects;
 
 import org.apache.commons.logging.Log;
@@ -19,6 +20,7 @@ import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
 import dev.rdma.spring.annotation.RdmaCompletionListenerAnnotationBeanPostProcessor;
+import dev.rdma.spring.annotation.RdmaMessageListenerAnnotationBeanPostProcessor;
 
 /**
  * Registers the {@link RdmaStatus} bean and, when any {@code rdma.*} property is set,
@@ -26,12 +28,18 @@ import dev.rdma.spring.annotation.RdmaCompletionListenerAnnotationBeanPostProces
  * validates them ({@link RdmaPropertiesValidator}) whether or not a device is present.
  * When the RDMA auto-configuration is going to back off it also registers a listener
  * post-processor that only checks each {@code @RdmaCompletionListener} (queue, parameter,
- * fields) and starts nothing.
+ * fields, error handler) and one that only checks each {@code @RdmaMessageListener}
+ * (parameter, connection), and starts nothing.
  */
 class RdmaConfigurationCheckRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
 
 	/** Bean name of the post-processor that checks listeners when RDMA backed off. */
 	static final String LISTENER_CHECK_BEAN_NAME = "rdmaCompletionListenerCheck";
+
+	/**
+	 * Bean name of the post-processor that checks message listeners when RDMA backed off.
+	 */
+	static final String MESSAGE_LISTENER_CHECK_BEAN_NAME = "rdmaMessageListenerCheck";
 
 	private static final Log logger = LogFactory.getLog(RdmaAutoConfiguration.class);
 
@@ -76,6 +84,15 @@ class RdmaConfigurationCheckRegistrar implements ImportBeanDefinitionRegistrar, 
 					});
 			check.setRole(BeanDefinition.ROLE_INFRASTRUCTURE);
 			registry.registerBeanDefinition(LISTENER_CHECK_BEAN_NAME, check);
+			RootBeanDefinition messageCheck = new RootBeanDefinition(
+					RdmaMessageListenerAnnotationBeanPostProcessor.class, () -> {
+						RdmaMessageListenerAnnotationBeanPostProcessor processor = new RdmaMessageListenerAnnotationBeanPostProcessor();
+						processor.setCheckOnly("RDMA backed off: " + problem,
+								List.copyOf(properties.getConnections().keySet()));
+						return processor;
+					});
+			messageCheck.setRole(BeanDefinition.ROLE_INFRASTRUCTURE);
+			registry.registerBeanDefinition(MESSAGE_LISTENER_CHECK_BEAN_NAME, messageCheck);
 			logger.debug("rdma.* checked without RDMA (" + problem + "); listeners are checked, not started");
 		}
 	}

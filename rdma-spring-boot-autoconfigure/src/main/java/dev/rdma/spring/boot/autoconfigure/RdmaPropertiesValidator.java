@@ -46,6 +46,7 @@ public final class RdmaPropertiesValidator {
 			Map.entry("rdmaListenerEndpointValidator", "the listener check"),
 			Map.entry("rdmaCompletionListenerAnnotationBeanPostProcessor", "the listener post-processor"),
 			Map.entry("rdmaCompletionListenerCheck", "the listener check"),
+			Map.entry("rdmaMessageListenerCheck", "the message listener check"),
 			Map.entry("rdmaConnectionRegistry", "the connection registry"),
 			Map.entry("rdmaMessageListenerAnnotationBeanPostProcessor", "the message listener post-processor"),
 			Map.entry("rdmaConnectionMetrics", "the connections' Micrometer meters"),

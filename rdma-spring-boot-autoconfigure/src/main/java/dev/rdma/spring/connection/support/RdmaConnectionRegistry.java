@@ -153,17 +153,28 @@ public class RdmaConnectionRegistry
 	 * a listener already
 	 */
 	public void registerListener(String name, MessageListenerBinding binding) {
-		if (!names().contains(name)) {
-			throw new RdmaConfigurationException(binding.id(),
-					binding.id() + " listens to connection '" + name + "', which is not configured (rdma.connections: "
-							+ names() + ")",
-					"Add rdma.connections." + name + ".listen or .connect, or fix the connection name.");
-		}
+		checkConnection(binding.id(), name, names());
 		MessageListenerBinding previous = listeners.putIfAbsent(name, binding);
 		if (previous != null) {
 			throw new RdmaConfigurationException(binding.id(),
 					"connection '" + name + "' has two message listeners: " + previous.id() + " and " + binding.id(),
 					"Keep one listener per connection.");
+		}
+	}
+
+	/**
+	 * Checks that listener {@code id} names one of the configured connections.
+	 * @param id how messages name the listener
+	 * @param name the connection it names
+	 * @param names the keys under {@code rdma.connections}
+	 * @throws RdmaConfigurationException when {@code name} is not one of them
+	 */
+	public static void checkConnection(String id, String name, List<String> names) {
+		if (!names.contains(name)) {
+			throw new RdmaConfigurationException(
+					id, id + " listens to connection '" + name + "', which is not configured (rdma.connections: "
+							+ names + ")",
+					"Add rdma.connections." + name + ".listen or .connect, or fix the connection name.");
 		}
 	}
 

@@ -17,6 +17,8 @@ import org.springframework.core.env.SystemEnvironmentPropertySource;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.annotation.RdmaCompletionListener;
+import dev.rdma.spring.annotation.RdmaMessageListener;
+import dev.rdma.spring.connection.RdmaMessage;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.NativeObjects;
@@ -122,6 +124,83 @@ class RdmaWithoutDeviceTests {
 						+ "configured under rdma.completion-queues (configured: [rx])");
 				FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
 				assertThat(analysis.getDescription()).contains("Listener: @RdmaCompletionListener");
+			});
+	}
+
+	static class WrongParameterMessageListener {
+
+		@RdmaMessageListener(connection = "nosuch")
+		void on(String message) {
+		}
+
+	}
+
+	static class UnknownConnectionMessageListener {
+
+		@RdmaMessageListener(connection = "nosuch")
+		void on(RdmaMessage message) {
+		}
+
+	}
+
+	static class GoodMessageListener {
+
+		@RdmaMessageListener(connection = "orders")
+		void on(RdmaMessage message) {
+		}
+
+	}
+
+	static class UnknownErrorHandlerListener {
+
+		@RdmaCompletionListener(queue = "tx", errorHandler = "nosuchHandler")
+		void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
+	private static final String[] ORDERS = { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.tx.entries=256",
+			"rdma.connections.orders.connect=10.0.0.2:7471", "rdma.connections.orders.send-queue=tx",
+			"rdma.connections.orders.receive-queue=tx" };
+
+	@Test
+	void messageListenerWithAWrongParameterFailsWithoutDevice() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues(ORDERS).withBean("listener", WrongParameterMessageListener.class).run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure()))
+				.contains("@RdmaMessageListener WrongParameterMessageListener.on(String) of bean 'listener' must "
+						+ "take exactly one RdmaMessage parameter");
+		});
+	}
+
+	@Test
+	void messageListenerOnAnUnknownConnectionFailsWithoutDevice() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues(ORDERS).withBean("listener", UnknownConnectionMessageListener.class).run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure()))
+				.contains("listens to connection 'nosuch', which is not configured (rdma.connections: [orders])");
+		});
+	}
+
+	@Test
+	void goodMessageListenerStartsWithoutDevice() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues(ORDERS)
+			.withBean("listener", GoodMessageListener.class)
+			.run(context -> assertThat(context).hasNotFailed());
+	}
+
+	@Test
+	void unknownErrorHandlerFailsWithoutDevice() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.tx.entries=64")
+			.withBean("listener", UnknownErrorHandlerListener.class)
+			.run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(messages(context.getStartupFailure()))
+					.contains("names errorHandler 'nosuchHandler', which is not a RdmaCompletionErrorHandler bean");
 			});
 	}
 
