@@ -45,8 +45,9 @@ public class RdmaProperties {
 	private boolean required = false;
 
 	/**
-	 * How long stopping a completion-queue poller waits for its in-flight batch (listener
-	 * calls included) before shutdown proceeds.
+	 * How long shutdown waits, at most a day: for the connections to disconnect and drain
+	 * their work requests, then for the completion-queue pollers to finish their
+	 * in-flight batch (listener calls included), before it proceeds.
 	 */
 	private Duration shutdownTimeout = Duration.ofSeconds(5);
 

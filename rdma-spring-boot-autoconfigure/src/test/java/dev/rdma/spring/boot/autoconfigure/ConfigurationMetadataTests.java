@@ -103,8 +103,9 @@ class ConfigurationMetadataTests {
 				}
 			}
 		}
-		assertThat(list(read(HAND_WRITTEN), "properties")).as("hand-written properties: the processor writes them")
-			.isEmpty();
+		assertThat(list(read(HAND_WRITTEN), "properties")).as("hand-written properties: the processor writes rdma.*")
+			.extracting(p -> p.getString("name"))
+			.containsExactly("management.health.rdma.enabled");
 	}
 
 	@Test
@@ -227,6 +228,55 @@ class ConfigurationMetadataTests {
 		String name = type.startsWith("java.util.") ? "java.lang.Object" : type;
 		Class<?> target = ClassUtils.resolveClassName(name, ConfigurationMetadataTests.class.getClassLoader());
 		return ApplicationConversionService.getSharedInstance().convert(value, target);
+	}
+
+	@Test
+	void everyDescriptionIsACompleteSentence() throws Exception {
+		List<String> all = new ArrayList<>();
+		List<String> resources = new ArrayList<>(List.of(PROCESSED));
+		for (String type : mapValueTypes(read(PROCESSED)).values()) {
+			resources.add("META-INF/spring/configuration-metadata/" + type + ".json");
+		}
+		for (String resource : resources) {
+			JSONObject metadata = read(resource);
+			for (JSONObject property : list(metadata, "properties")) {
+				all.add(resource + " " + property.getString("name") + ": " + property.optString("description", ""));
+			}
+			for (JSONObject hint : list(metadata, "hints")) {
+				JSONArray values = hint.optJSONArray("values");
+				for (int i = 0; values != null && i < values.length(); i++) {
+					all.add(resource + " hint " + hint.getString("name") + " "
+							+ values.getJSONObject(i).optString("value") + ": "
+							+ values.getJSONObject(i).optString("description", ""));
+				}
+			}
+		}
+		assertThat(all).hasSizeGreaterThan(20)
+			.allSatisfy(line -> assertThat(line).as("a description that is a whole sentence")
+				.endsWith(".")
+				.doesNotEndWith("e.g.")
+				.doesNotEndWith("i.e.")
+				.doesNotEndWith(": ."));
+	}
+
+	@Test
+	void healthIndicatorSwitchIsDescribedAsBootDescribesItsOwn() throws Exception {
+		JSONObject enabled = list(read(PROCESSED), "properties").stream()
+			.filter(p -> p.optString("name").equals("management.health.rdma.enabled"))
+			.findFirst()
+			.orElseThrow(() -> new AssertionError("management.health.rdma.enabled in " + PROCESSED));
+		assertThat(enabled.getString("type")).isEqualTo("java.lang.Boolean");
+		assertThat(enabled.getBoolean("defaultValue")).isTrue();
+		assertThat(enabled.getString("description")).startsWith("Whether to enable the RDMA health check");
+	}
+
+	@Test
+	void shutdownTimeoutSaysItBoundsTheConnectionsToo() throws Exception {
+		JSONObject timeout = list(read(PROCESSED), "properties").stream()
+			.filter(p -> p.optString("name").equals("rdma.shutdown-timeout"))
+			.findFirst()
+			.orElseThrow();
+		assertThat(timeout.getString("description")).contains("connections").contains("pollers");
 	}
 
 }
