@@ -134,6 +134,39 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 		this.metrics = Objects.requireNonNull(metrics, "metrics");
 	}
 
+	/**
+	 * A queue of a poller group polls in the group's mode and spin: a customizer that
+	 * changes them (or max-sleep, a dedicated poller's) would change nothing, so it is
+	 * refused rather than silently ignored.
+	 */
+	private static void checkGroupSettingsUnchanged(RdmaListenerEndpoint endpoint,
+			CompletionQueueListenerContainer container, PollerSettings before) {
+		PollerGroup group = container.getPollerGroup();
+		PollerSettings after = container.getSettings();
+		if (group == null) {
+			return;
+		}
+		List<String> changed = new ArrayList<>();
+		if (after.getMode() != before.getMode()) {
+			changed.add("setMode(" + after.getMode() + ")");
+		}
+		if (!after.getSpin().equals(before.getSpin())) {
+			changed.add("setSpin(" + after.getSpin() + ")");
+		}
+		if (!after.getMaxSleep().equals(before.getMaxSleep())) {
+			changed.add("setMaxSleep(" + after.getMaxSleep() + ")");
+		}
+		if (!changed.isEmpty()) {
+			throw new RdmaConfigurationException(endpoint.id(),
+					"a RdmaListenerContainerCustomizer called " + changed + " on the container of queue '"
+							+ endpoint.queue() + "', but the queue is polled by poller group '" + group.name()
+							+ "', whose mode and spin apply (rdma.pollers." + group.name() + ".*)",
+					"Change rdma.pollers." + group.name() + ", or give the queue a dedicated poller: "
+							+ "rdma.completion-queues." + endpoint.queue()
+							+ ".poller=dedicated, or container.setPollerGroup(null) in the customizer.");
+		}
+	}
+
 	/** Replaces the customizers; they run in the given order on each container. */
 	public void setContainerCustomizers(List<? extends RdmaListenerContainerCustomizer> customizers) {
 		this.customizers.clear();
@@ -183,9 +216,11 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 			container.setErrorHandler(errorHandlerName, errorHandler);
 			container.setMetrics(metrics.forQueue(endpoint.queue()));
 			container.setPollerGroup(getPollerGroup(endpoint.queue()));
+			PollerSettings before = container.getSettings().copy();
 			for (RdmaListenerContainerCustomizer customizer : customizers) {
 				customizer.customize(container);
 			}
+			checkGroupSettingsUnchanged(endpoint, container, before);
 		}
 		catch (RuntimeException ex) {
 			container.awaitStop(System.nanoTime()); // never started: frees its waker

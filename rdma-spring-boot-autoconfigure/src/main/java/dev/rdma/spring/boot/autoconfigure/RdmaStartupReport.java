@@ -126,7 +126,9 @@ class RdmaStartupReport implements SmartLifecycle {
 
 	/** What the polling mode costs, in words. */
 	private static String cost(CompletionQueueListenerContainer container) {
-		Duration spin = container.getSettings().getSpin();
+		PollerGroup group = container.getPollerGroup();
+		// a queue of a group spins as long as its group does
+		Duration spin = (group != null) ? group.settings().getSpin() : container.getSettings().getSpin();
 		return switch (container.mode()) {
 			case BUSY -> "spins: one core busy, also when idle";
 			case EVENT -> "waits on the channel when idle";

@@ -7,6 +7,8 @@ import org.junit.jupiter.api.Test;
 
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
+import dev.rdma.spring.listener.PollerGroup;
+import dev.rdma.spring.listener.PollerGroupSettings;
 import dev.rdma.spring.listener.PollerSettings;
 import dev.rdma.spring.listener.PollingMode;
 
@@ -77,6 +79,20 @@ class RdmaStartupReportTests {
 	void reportStartsRightAfterThePollers() {
 		RdmaStartupReport report = new RdmaStartupReport(mock(RdmaResources.class), null);
 		assertThat(report.getPhase()).isGreaterThan(new RdmaListenerEndpointRegistry().getPhase());
+	}
+
+	@Test
+	void adaptiveQueueOfAGroupReportsTheGroupsSpin() {
+		CompletionQueueListenerContainer container = container(PollingMode.ADAPTIVE, "x");
+		PollerGroupSettings group = new PollerGroupSettings();
+		group.setMode(PollingMode.ADAPTIVE);
+		group.setSpin(Duration.ofNanos(200_000));
+		when(container.getPollerGroup())
+			.thenReturn(new PollerGroup("conns", group, new dev.rdma.spring.listener.CompletionEventRouter()));
+		RdmaProperties.CompletionQueueProperties rx = new RdmaProperties.CompletionQueueProperties();
+		rx.setChannel("events0");
+		assertThat(RdmaStartupReport.queueLine("rx", rx, 1024, "nic0", container))
+			.contains("polling adaptive (spins 200us after a completion, then waits on the channel)");
 	}
 
 }
