@@ -58,7 +58,7 @@ public final class ExchangeListener implements AutoCloseable {
 	Socket accept(Duration timeout) {
 		try {
 			synchronized (this) {
-				socket.setSoTimeout((int) Math.max(1, timeout.toMillis()));
+				socket.setSoTimeout(ExchangeOptions.socketMillis(timeout.toNanos()));
 			}
 			return socket.accept();
 		}

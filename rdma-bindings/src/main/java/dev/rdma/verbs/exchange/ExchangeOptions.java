@@ -19,7 +19,14 @@ import dev.rdma.verbs.QueuePair.ConnectionParameters;
  * announces, {@code rqPsn} is replaced by the peer's, the path MTU is lowered to the
  * peer's when its record says
  * @param connectTimeout bound on the TCP connect (client) or accept (server)
- * @param ioTimeout bound on each read of the peer's messages
+ * @param ioTimeout bound on the arrival of each whole record of the peer (its endpoint
+ * record, its {@code "done"}), however the peer splits it
+ *
+ * <p>
+ * Both timeouts are positive and at most {@value Integer#MAX_VALUE} ms; the socket calls
+ * they bound take whole milliseconds, so a timeout under 1 ms (or with a fraction of a
+ * millisecond) is rounded up to the next millisecond, never down to 0, which the socket
+ * calls take as "no timeout".
  */
 public record ExchangeOptions(int port, int gidIndex, ConnectionParameters parameters, Duration connectTimeout,
 		Duration ioTimeout) {
@@ -46,12 +53,23 @@ public record ExchangeOptions(int port, int gidIndex, ConnectionParameters param
 		requirePositive("ioTimeout", ioTimeout);
 	}
 
+	private static final Duration MAX_TIMEOUT = Duration.ofMillis(Integer.MAX_VALUE);
+
 	private static void requirePositive(String name, Duration d) {
 		Objects.requireNonNull(d, name);
-		if (d.isNegative() || d.isZero() || d.toMillis() > Integer.MAX_VALUE) {
+		if (d.isNegative() || d.isZero() || d.compareTo(MAX_TIMEOUT) > 0) {
 			throw new IllegalArgumentException(name + " must be positive and at most " + Integer.MAX_VALUE
 					+ " ms (a bound is required), got " + d);
 		}
+	}
+
+	/**
+	 * {@code nanos} as the millisecond timeout of a socket call: rounded up, at least 1
+	 * (0 would mean no timeout at all), at most {@link Integer#MAX_VALUE}.
+	 */
+	static int socketMillis(long nanos) {
+		long ms = nanos / 1_000_000 + (nanos % 1_000_000 > 0 ? 1 : 0);
+		return Math.clamp(ms, 1, Integer.MAX_VALUE);
 	}
 
 	/**

@@ -199,7 +199,7 @@ public final class OutOfBand {
 		}
 		try (Socket s = new Socket()) {
 			try {
-				s.connect(server, (int) options.connectTimeout().toMillis());
+				s.connect(server, ExchangeOptions.socketMillis(options.connectTimeout().toNanos()));
 			}
 			catch (SocketTimeoutException e) {
 				throw new ExchangeException(
@@ -212,11 +212,9 @@ public final class OutOfBand {
 			String peer = "the exchange server " + server;
 			try {
 				s.setTcpNoDelay(true);
-				s.setSoTimeout((int) options.ioTimeout().toMillis());
 				OutputStream out = s.getOutputStream();
 				write(out, mine, peer, "its endpoint record");
-				byte[] theirs = readFully(s.getInputStream(), theirLength, peer, "endpoint record",
-						options.ioTimeout());
+				byte[] theirs = readFully(s, theirLength, peer, "endpoint record", options.ioTimeout());
 				write(out, PingpongWire.done(), peer, "\"done\"");
 				return theirs;
 			}
@@ -235,11 +233,9 @@ public final class OutOfBand {
 			String peer = "the exchange client " + s.getRemoteSocketAddress();
 			try {
 				s.setTcpNoDelay(true);
-				s.setSoTimeout((int) options.ioTimeout().toMillis());
-				InputStream in = s.getInputStream();
-				byte[] theirs = readFully(in, theirLength, peer, "endpoint record", options.ioTimeout());
+				byte[] theirs = readFully(s, theirLength, peer, "endpoint record", options.ioTimeout());
 				write(s.getOutputStream(), answer.apply(theirs), peer, "this side's endpoint record");
-				byte[] done = readFully(in, PingpongWire.DONE_BYTES_LENGTH, peer, "\"done\"", options.ioTimeout());
+				byte[] done = readFully(s, PingpongWire.DONE_BYTES_LENGTH, peer, "\"done\"", options.ioTimeout());
 				if (!PingpongWire.isDone(done)) {
 					throw new ExchangeException(peer + " sent something else than \"done\" after the records");
 				}
@@ -263,11 +259,23 @@ public final class OutOfBand {
 		}
 	}
 
-	private static byte[] readFully(InputStream in, int length, String peer, String what, Duration timeout) {
+	/**
+	 * Reads exactly {@code length} bytes within {@code timeout} for the whole record:
+	 * each read waits only for what is left of it ({@code SO_TIMEOUT} set before every
+	 * read), so a peer that trickles its record ends at the same bound as a silent one.
+	 */
+	private static byte[] readFully(Socket s, int length, String peer, String what, Duration timeout) {
 		byte[] buf = new byte[length];
 		int got = 0;
+		long deadline = System.nanoTime() + timeout.toNanos();
 		try {
+			InputStream in = s.getInputStream();
 			while (got < length) {
+				long left = deadline - System.nanoTime();
+				if (left <= 0) {
+					throw new SocketTimeoutException("the record's deadline passed");
+				}
+				s.setSoTimeout(ExchangeOptions.socketMillis(left));
 				int n = in.read(buf, got, length - got);
 				if (n < 0) {
 					throw new ExchangeException(peer + " closed the connection after " + got + " of the " + length

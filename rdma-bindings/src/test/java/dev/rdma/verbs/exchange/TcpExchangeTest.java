@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Timeout;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /**
  * The TCP exchange of endpoint records on the loopback interface, without a device (the
@@ -92,6 +93,70 @@ class TcpExchangeTest {
 		}
 	}
 
+	/**
+	 * A timeout under 1 ms is rounded up to 1 ms, not truncated to the socket's 0 ("no
+	 * timeout"): with the truncation the read against a silent server never ended.
+	 */
+	@Test
+	void aSubMillisecondIoTimeoutIsStillABound() throws Exception {
+		ExchangeOptions halfAMillisecond = FAST.withIoTimeout(Duration.ofNanos(500_000));
+		try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			long t0 = System.nanoTime();
+			CompletableFuture<Throwable> exchange = CompletableFuture.supplyAsync(() -> catchThrowable(
+					() -> OutOfBand.exchange(A, (InetSocketAddress) silent.getLocalSocketAddress(), halfAMillisecond)),
+					TcpExchangeTest::ownThread);
+			Throwable t = exchange.get(5, TimeUnit.SECONDS);
+			assertThat(t).isInstanceOf(ExchangeException.class)
+				.hasMessageContaining("did not send its 54-byte endpoint record within PT0.0005S (got 0 bytes)");
+			assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(5));
+		}
+		assertThat(ExchangeOptions.socketMillis(500_000)).isEqualTo(1);
+		assertThat(ExchangeOptions.socketMillis(1)).isEqualTo(1);
+		assertThat(ExchangeOptions.socketMillis(0)).isEqualTo(1);
+		assertThat(ExchangeOptions.socketMillis(1_000_000)).isEqualTo(1);
+		assertThat(ExchangeOptions.socketMillis(1_000_001)).isEqualTo(2);
+		assertThat(ExchangeOptions.socketMillis(Long.MAX_VALUE)).isEqualTo(Integer.MAX_VALUE);
+	}
+
+	/**
+	 * The io timeout bounds the whole record, not each read: a server that sends its
+	 * record one byte every 400 ms against a 500 ms timeout ends after about 500 ms,
+	 * naming the timeout and the bytes that arrived (with the timeout per read it took 21
+	 * s and ended in a content error).
+	 */
+	@Test
+	void aServerTricklingItsRecordEndsAtTheRecordsBound() throws Exception {
+		try (ServerSocket fake = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			// own threads: the common pool may have a single worker on a small host
+			CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
+				try (Socket s = fake.accept()) {
+					s.getInputStream().readNBytes(PingpongWire.DATAGRAM_MESSAGE_BYTES);
+					OutputStream out = s.getOutputStream();
+					for (int i = 0; i < PingpongWire.DATAGRAM_MESSAGE_BYTES; i++) {
+						out.write('0');
+						out.flush();
+						Thread.sleep(400);
+					}
+				}
+				catch (Exception e) {
+					// the client gave up and closed: the end of this server
+				}
+			}, TcpExchangeTest::ownThread);
+			long t0 = System.nanoTime();
+			CompletableFuture<Throwable> exchange = CompletableFuture.supplyAsync(
+					() -> catchThrowable(
+							() -> OutOfBand.exchange(A, (InetSocketAddress) fake.getLocalSocketAddress(), FAST)),
+					TcpExchangeTest::ownThread);
+			Throwable t = exchange.get(30, TimeUnit.SECONDS);
+			Duration took = Duration.ofNanos(System.nanoTime() - t0);
+			assertThat(t).isInstanceOf(ExchangeException.class)
+				.hasMessageContaining("did not send its 54-byte endpoint record within PT0.5S (got ")
+				.hasMessageNotContaining("(got 0 bytes)");
+			assertThat(took).isLessThan(Duration.ofSeconds(2));
+			server.get(30, TimeUnit.SECONDS);
+		}
+	}
+
 	@Test
 	void aServerClosingEarlyOrSendingGarbageIsAClearException() throws Exception {
 		assertThatThrownBy(() -> againstFakeServer(out -> out.write(new byte[10])))
@@ -152,6 +217,14 @@ class TcpExchangeTest {
 	@Test
 	void optionsRequireBounds() {
 		assertThatThrownBy(() -> FAST.withIoTimeout(Duration.ZERO)).hasMessageContaining("ioTimeout must be positive");
+		assertThatThrownBy(() -> FAST.withIoTimeout(Duration.ofMillis(Integer.MAX_VALUE + 1L)))
+			.isInstanceOf(IllegalArgumentException.class)
+			.hasMessageContaining("ioTimeout must be positive and at most 2147483647 ms");
+		assertThatThrownBy(() -> FAST.withConnectTimeout(Duration.ofSeconds(Long.MAX_VALUE)))
+			.isInstanceOf(IllegalArgumentException.class)
+			.hasMessageContaining("connectTimeout must be positive and at most 2147483647 ms");
+		assertThat(FAST.withIoTimeout(Duration.ofMillis(Integer.MAX_VALUE)).ioTimeout())
+			.isEqualTo(Duration.ofMillis(Integer.MAX_VALUE));
 		assertThatThrownBy(() -> FAST.withGidIndex(-3)).hasMessageContaining("gidIndex");
 		assertThatThrownBy(() -> FAST.withPort(0)).hasMessageContaining("port must be 1..255");
 		assertThat(ExchangeOptions.defaults().parameters().pathMtu()).isEqualTo(1024);
@@ -184,6 +257,12 @@ class TcpExchangeTest {
 				server.get(10, TimeUnit.SECONDS);
 			}
 		}
+	}
+
+	private static void ownThread(Runnable task) {
+		Thread t = new Thread(task, "TcpExchangeTest");
+		t.setDaemon(true);
+		t.start();
 	}
 
 	private static byte[] concat(byte[] a, byte[] b) {
