@@ -480,11 +480,9 @@ public final class Context extends NativeObject {
 			}
 		}
 		else if (type.element() == AsyncEventType.Element.QP) {
-			for (ProtectionDomain pd : dependants(ProtectionDomain.class)) {
-				for (QueuePair q : pd.queuePairs()) {
-					if (q.address() == element) {
-						qp = q;
-					}
+			for (QueuePair q : allDependants(QueuePair.class)) {
+				if (q.address() == element) {
+					qp = q;
 				}
 			}
 		}
@@ -493,19 +491,14 @@ public final class Context extends NativeObject {
 
 	// ------------------------------------------------------------------ lifecycle
 
+	/**
+	 * Every QP first, also those of parent domains (a dependant of their PD, not of this
+	 * context), then the CQs they used, then the channels, then the rest (PDs with their
+	 * MRs and address handles).
+	 */
 	@Override
 	void closeDependants() {
-		for (ProtectionDomain pd : dependants(ProtectionDomain.class)) {
-			for (QueuePair qp : pd.queuePairs()) {
-				qp.close();
-			}
-		}
-		for (CompletionQueue cq : completionQueues().reversed()) {
-			cq.close();
-		}
-		for (CompletionChannel channel : completionChannels().reversed()) {
-			channel.close();
-		}
+		closeAllDependants(QueuePair.class, CompletionQueue.class, CompletionChannel.class);
 		super.closeDependants();
 	}
 

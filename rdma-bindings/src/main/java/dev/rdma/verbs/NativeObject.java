@@ -128,6 +128,46 @@ public abstract class NativeObject implements AutoCloseable {
 	}
 
 	/**
+	 * Open objects of the given type anywhere below this one: its dependants, theirs (the
+	 * QPs of a parent domain under a PD), and so on; each owner's oldest first, an
+	 * owner's own before those of its dependants.
+	 */
+	final <T extends NativeObject> List<T> allDependants(Class<T> type) {
+		List<T> out = new ArrayList<>();
+		collect(type, out);
+		return out;
+	}
+
+	private <T extends NativeObject> void collect(Class<T> type, List<T> out) {
+		List<NativeObject> snapshot;
+		synchronized (dependants) {
+			snapshot = new ArrayList<>(dependants);
+		}
+		for (NativeObject d : snapshot) {
+			if (type.isInstance(d)) {
+				out.add(type.cast(d));
+			}
+		}
+		for (NativeObject d : snapshot) {
+			d.collect(type, out);
+		}
+	}
+
+	/**
+	 * Closes, type by type in {@code order}, every open object of that type anywhere
+	 * below this one ({@link #allDependants}), newest first: the teardown order rdma-core
+	 * requires across owners (every QP, wherever its PD sits, before any CQ).
+	 */
+	@SafeVarargs
+	final void closeAllDependants(Class<? extends NativeObject>... order) {
+		for (Class<? extends NativeObject> type : order) {
+			for (NativeObject o : allDependants(type).reversed()) {
+				o.close();
+			}
+		}
+	}
+
+	/**
 	 * Closes the dependants, newest first. Subclasses with a stricter teardown order
 	 * override this.
 	 */
