@@ -2,10 +2,7 @@ package dev.rdma.verbs.cm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
 import org.jspecify.annotations.Nullable;
 
@@ -58,9 +55,7 @@ public final class EventChannel extends CmObject {
 	/** Serialises rdma_get_cm_event + ack with rdma_destroy_id. */
 	final Object eventLock = new Object();
 
-	private final Map<Long, ConnectionId> ids = new ConcurrentHashMap<>();
-
-	private final List<ConnectionId> order = new ArrayList<>();
+	private final IdRegistry<ConnectionId> ids = new IdRegistry<>();
 
 	private EventChannel(MemorySegment channel) {
 		super(channel);
@@ -170,18 +165,16 @@ public final class EventChannel extends CmObject {
 			destroyIdQuietly(sized);
 			throw e;
 		}
-		ids.put(sized.address(), c);
-		synchronized (order) {
-			order.add(c);
-		}
+		ids.add(sized.address(), c);
 		return c;
 	}
 
+	/**
+	 * Unregisters a destroyed id; a new id that librdmacm gave the same address meanwhile
+	 * stays registered.
+	 */
 	void forget(ConnectionId id) {
-		ids.remove(id.address());
-		synchronized (order) {
-			order.remove(id);
-		}
+		ids.remove(id.address(), id);
 	}
 
 	static void destroyIdQuietly(MemorySegment id) {
@@ -261,7 +254,7 @@ public final class EventChannel extends CmObject {
 						LOG.log(System.Logger.Level.DEBUG, "rdma_get_cm_event: event " + code + " id 0x"
 								+ Long.toHexString(ev.get(ADDRESS, RdmacmLayouts.EVENT_ID).address()) + " listen 0x"
 								+ Long.toHexString(ev.get(ADDRESS, RdmacmLayouts.EVENT_LISTEN_ID).address()) + " known "
-								+ ids.keySet());
+								+ ids.addresses());
 					}
 					CmEventType type = CmEventType.of(code);
 					long idAddress = ev.get(ADDRESS, RdmacmLayouts.EVENT_ID).address();
@@ -329,10 +322,7 @@ public final class EventChannel extends CmObject {
 
 	@Override
 	void closeDependants() {
-		List<ConnectionId> snapshot;
-		synchronized (order) {
-			snapshot = new ArrayList<>(order);
-		}
+		List<ConnectionId> snapshot = ids.snapshot();
 		for (int i = snapshot.size() - 1; i >= 0; i--) {
 			snapshot.get(i).close();
 		}

@@ -73,6 +73,26 @@ class ConnectionManagerHostTest {
 		}
 	}
 
+	/**
+	 * librdmacm may give a new id the address of one just destroyed, and the destroyed id
+	 * is unregistered after its rdma_destroy_id: that late removal must leave the new id
+	 * registered, or the new id's events are dropped as those of an unknown id.
+	 */
+	@Test
+	void forgettingADestroyedIdKeepsTheNewIdAtItsReusedAddress() {
+		IdRegistry<String> ids = new IdRegistry<>();
+		long address = 0x5555_0000_1000L;
+		ids.add(address, "destroyed id");
+		ids.add(0x5555_0000_2000L, "other id");
+		ids.add(address, "new id at the reused address");
+		ids.remove(address, "destroyed id");
+		assertThat(ids.get(address)).isEqualTo("new id at the reused address");
+		assertThat(ids.snapshot()).containsExactly("other id", "new id at the reused address");
+		ids.remove(address, "new id at the reused address");
+		assertThat(ids.get(address)).isNull();
+		assertThat(ids.addresses()).containsExactly(0x5555_0000_2000L);
+	}
+
 	@Test
 	void eventTypesAndTheirText() {
 		assertThat(CmEventType.of(8)).isEqualTo(CmEventType.REJECTED);
