@@ -637,26 +637,50 @@ public final class ConnectionId extends CmObject {
 	 * waits for that answer (librdmacm's synchronous ids, such as {@code rdma_client}'s,
 	 * block in it) and would otherwise only end at the CM's DREQ timeout. Returns the
 	 * event.
+	 *
+	 * <p>
+	 * The id is held open from the wait to the answer: a {@link #close()} (of this id or
+	 * of its channel) from another thread before the DISCONNECTED event ends this call
+	 * with {@link IllegalStateException}; one after the event waits until the answer is
+	 * sent (one {@code rdma_disconnect}), and this call then returns the event.
 	 * @throws ConnectionException on timeout, wake-up or another event
+	 * @throws IllegalStateException when the id is (being) closed before DISCONNECTED
 	 */
 	public CmEvent awaitDisconnect(Duration timeout) {
-		CmEvent e = await("rdma_disconnect (by the peer)", describe(), System.nanoTime() + timeout.toNanos(), timeout,
-				CmEventType.DISCONNECTED);
-		QueuePair qp = queuePair;
-		if (qp != null && !qp.isClosed()) {
-			try {
-				qp.moveToError();
+		acquire();
+		try {
+			CmEvent e = await("rdma_disconnect (by the peer)", describe(), System.nanoTime() + timeout.toNanos(),
+					timeout, CmEventType.DISCONNECTED);
+			Runnable hook = beforeAnswer;
+			if (hook != null) {
+				hook.run();
 			}
-			catch (RuntimeException closedMeanwhile) {
-				// the application closed its QP, or it is in error already: nothing to
-				// flush
+			QueuePair qp = queuePair;
+			if (qp != null && !qp.isClosed()) {
+				try {
+					qp.moveToError();
+				}
+				catch (RuntimeException closedMeanwhile) {
+					// the application closed its QP, or it is in error already: nothing
+					// to
+					// flush
+				}
 			}
+			// the answer; an error here (the id already disconnected by this side)
+			// changes nothing for the caller, who got the peer's DISCONNECTED
+			disconnectQuietly();
+			return e;
 		}
-		// the answer; an error here (the id already disconnected by this side) changes
-		// nothing for the caller, who got the peer's DISCONNECTED
-		disconnectQuietly();
-		return e;
+		finally {
+			release();
+		}
 	}
+
+	/**
+	 * Tests only: run by {@link #awaitDisconnect} between the DISCONNECTED event and its
+	 * answer (a close from another thread must wait there). Null in production.
+	 */
+	static volatile @Nullable Runnable beforeAnswer;
 
 	// ------------------------------------------------------------------ lifecycle
 
@@ -701,6 +725,10 @@ public final class ConnectionId extends CmObject {
 		signal.close();
 	}
 
+	/**
+	 * {@code rdma_disconnect}, its result ignored; the caller holds the id
+	 * ({@link #acquire()}, or {@link #destroy()} with no call in flight).
+	 */
 	private void disconnectQuietly() {
 		try (Arena a = Arena.ofConfined()) {
 			int ignored = (int) Rdmacm.DISCONNECT.invokeExact(Native.allocateCapture(a), handle);

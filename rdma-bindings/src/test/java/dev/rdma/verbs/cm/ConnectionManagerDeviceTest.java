@@ -9,6 +9,8 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -467,6 +469,154 @@ class ConnectionManagerDeviceTest {
 			}
 			assertThat(ok + failed).isEqualTo(32);
 		}
+	}
+
+	/**
+	 * The order of a close from another thread after the DISCONNECTED event of
+	 * {@code awaitDisconnect}: the close waits until the answer ({@code rdma_disconnect})
+	 * went out on the live id, and only then destroys it. Without the id held from the
+	 * wait to the answer, the close destroyed the id during the hook's 500 ms and the
+	 * answer was an {@code rdma_disconnect} of freed memory.
+	 */
+	@Test
+	void aCloseAfterTheDisconnectedEventWaitsForTheAnswerOfAwaitDisconnect() throws Exception {
+		try (Connection c = connect()) {
+			ConnectionId id = c.clientId();
+			AtomicReference<CompletableFuture<Void>> closer = new AtomicReference<>();
+			AtomicBoolean closedBeforeTheAnswer = new AtomicBoolean();
+			long[] closeTook = { -1 };
+			ConnectionId.beforeAnswer = () -> {
+				long t0 = System.nanoTime();
+				closer.set(CompletableFuture.runAsync(() -> {
+					id.close();
+					closeTook[0] = System.nanoTime() - t0;
+				}, ConnectionManagerDeviceTest::ownThread));
+				// a close that does not wait for the answer destroys the id now: give it
+				// 3 s
+				try {
+					closer.get().get(3, TimeUnit.SECONDS);
+				}
+				catch (Exception stillWaiting) {
+					// the close waits for this call: the expected order
+				}
+				closedBeforeTheAnswer.set(closer.get().isDone() || id.isClosed());
+			};
+			try {
+				CompletableFuture<Void> server = CompletableFuture.runAsync(() -> c.serverId().disconnect(STEP),
+						ConnectionManagerDeviceTest::ownThread);
+				CmEvent e = id.awaitDisconnect(STEP);
+				assertThat(e.type()).isEqualTo(CmEventType.DISCONNECTED);
+				assertThat(closedBeforeTheAnswer).as("the close destroyed the id before awaitDisconnect answered")
+					.isFalse();
+				closer.get().get(15, TimeUnit.SECONDS);
+				System.out.printf("close after DISCONNECTED, before the answer: returned %.1f ms after it started%n",
+						closeTook[0] / 1e6);
+				assertThat(id.isClosed()).isTrue();
+				server.get(STEP.toSeconds() + 5, TimeUnit.SECONDS);
+			}
+			finally {
+				ConnectionId.beforeAnswer = null;
+			}
+		}
+	}
+
+	/**
+	 * {@code awaitDisconnect} racing a close of its id (even rounds) or of its channel
+	 * (odd rounds) from another thread that closes as soon as the DISCONNECTED event was
+	 * delivered, plus a random delay of up to 1 ms: over many connections, the JVM
+	 * survives (an {@code rdma_disconnect} of a destroyed id reads freed memory) and each
+	 * round ends as documented, with the event or {@link IllegalStateException}.
+	 */
+	@Test
+	@Timeout(value = 170, unit = TimeUnit.SECONDS)
+	@SuppressWarnings("try") // the channel is closed inside its try on purpose: the race
+	void awaitDisconnectRacingACloseOfItsIdOrChannelEndsAsDocumented() throws Exception {
+		int maxRounds = 150;
+		long budget = TimeUnit.SECONDS.toNanos(80);
+		int rounds = 0;
+		int returned = 0;
+		int refused = 0;
+		try (EventChannel sc = EventChannel.create();
+				CmSide s = new CmSide(serverEnd.device());
+				CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId listener = sc.createId();
+			listener.bind(new InetSocketAddress(port));
+			listener.listen(8);
+			long t0 = System.nanoTime();
+			while (rounds < maxRounds && System.nanoTime() - t0 < budget) {
+				boolean closeChannel = rounds % 2 == 1;
+				QueuePair sqp = s.pd.createQueuePair(new QueuePair.Attributes(s.cq, s.cq, 4, 4, true));
+				QueuePair kqp = k.pd.createQueuePair(new QueuePair.Attributes(k.cq, k.cq, 4, 4, true));
+				try (EventChannel cc = EventChannel.create()) {
+					CompletableFuture<ConnectionId> accepted = CompletableFuture.supplyAsync(() -> {
+						ConnectionId id = listener.awaitRequest(STEP);
+						id.accept(sqp, new byte[0], STEP);
+						return id;
+					}, ConnectionManagerDeviceTest::ownThread);
+					ConnectionId cid = cc.createId();
+					cid.connect(server(), client(), kqp, new byte[0], STEP);
+					ConnectionId sid = accepted.get(60, TimeUnit.SECONDS);
+					CompletableFuture<Object> waiter = CompletableFuture.supplyAsync(() -> {
+						try {
+							return cid.awaitDisconnect(STEP);
+						}
+						catch (IllegalStateException e) {
+							return e;
+						}
+					}, ConnectionManagerDeviceTest::ownThread);
+					long delay = ThreadLocalRandom.current().nextLong(1_000_000);
+					CompletableFuture<Void> closer = CompletableFuture.runAsync(() -> {
+						long until = System.nanoTime() + STEP.toNanos();
+						while (cid.isConnected() && System.nanoTime() - until < 0) {
+							Thread.onSpinWait();
+						}
+						long at = System.nanoTime() + delay;
+						while (System.nanoTime() - at < 0) {
+							Thread.onSpinWait();
+						}
+						if (closeChannel) {
+							cc.close();
+						}
+						else {
+							cid.close();
+						}
+					}, ConnectionManagerDeviceTest::ownThread);
+					sid.disconnect(STEP);
+					Object outcome = waiter.get(STEP.toSeconds() + 10, TimeUnit.SECONDS);
+					closer.get(20, TimeUnit.SECONDS);
+					if (outcome instanceof CmEvent e) {
+						assertThat(e.type()).as("round " + rounds).isEqualTo(CmEventType.DISCONNECTED);
+						returned++;
+					}
+					else {
+						assertThat((Throwable) outcome).as("round " + rounds)
+							.isInstanceOf(IllegalStateException.class)
+							.hasMessageContaining("closed");
+						refused++;
+					}
+					assertThat(cid.isClosed()).isTrue();
+					sid.close();
+				}
+				finally {
+					kqp.close();
+					sqp.close();
+				}
+				rounds++;
+			}
+		}
+		System.out.printf("awaitDisconnect vs close: %d rounds, %d returned the event, %d ended closed%n", rounds,
+				returned, refused);
+		assertThat(rounds).as("rounds within the budget").isGreaterThanOrEqualTo(20);
+		assertThat(returned + refused).isEqualTo(rounds);
+	}
+
+	/**
+	 * Runs {@code task} on a new thread of its own (never queued behind another task).
+	 */
+	static void ownThread(Runnable task) {
+		Thread t = new Thread(task, "ConnectionManagerDeviceTest");
+		t.setDaemon(true);
+		t.start();
 	}
 
 	@Test
