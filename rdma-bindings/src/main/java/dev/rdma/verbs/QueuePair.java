@@ -689,6 +689,8 @@ public final class QueuePair extends NativeObject {
 	 * {@code remoteAddr}/{@code rkey} for RDMA operations.
 	 * @throws IllegalStateException when this QP, or {@code mr}, is closed (nothing is
 	 * posted), or this is a UD QP
+	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
+	 * within {@code mr} (nothing is posted)
 	 */
 	public void postSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
 			boolean signaled, boolean solicited, long remoteAddr, int rkey) {
@@ -727,6 +729,8 @@ public final class QueuePair extends NativeObject {
 	 * sent instead
 	 * @throws IllegalStateException when this QP, {@code mr} or {@code ah} is closed
 	 * (nothing is posted), or this is an RC QP
+	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
+	 * within {@code mr} (nothing is posted)
 	 */
 	public void postSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
 			boolean signaled, AddressHandle ah, int remoteQpn, int remoteQkey) {
@@ -800,6 +804,8 @@ public final class QueuePair extends NativeObject {
 	 * receive the GRH, the payload follows.
 	 * @throws IllegalStateException when this QP or {@code mr} is closed (nothing is
 	 * posted)
+	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
+	 * within {@code mr} (nothing is posted)
 	 */
 	public void postRecv(long wrId, MemoryRegion mr, long offset, int length) {
 		acquire();
@@ -831,9 +837,19 @@ public final class QueuePair extends NativeObject {
 	}
 
 	private static void checkRange(MemoryRegion mr, long offset, int length) {
-		if (offset < 0 || length < 0 || offset + length > mr.buffer().byteSize()) {
-			throw new IndexOutOfBoundsException("offset " + offset + " + length " + length + " outside the "
-					+ mr.buffer().byteSize() + "-byte memory region");
+		checkRange(mr.buffer().byteSize(), offset, length);
+	}
+
+	/**
+	 * Throws {@link IndexOutOfBoundsException} unless {@code offset .. offset + length}
+	 * lies within a region of {@code regionSize} bytes, without overflow (an offset near
+	 * {@link Long#MAX_VALUE} made {@code offset + length} negative, and the post went
+	 * through).
+	 */
+	static void checkRange(long regionSize, long offset, int length) {
+		if (offset < 0 || length < 0 || offset > regionSize - length) {
+			throw new IndexOutOfBoundsException(
+					"offset " + offset + " + length " + length + " outside the " + regionSize + "-byte memory region");
 		}
 	}
 

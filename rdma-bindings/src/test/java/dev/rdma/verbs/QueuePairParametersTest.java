@@ -130,4 +130,23 @@ class QueuePairParametersTest {
 			.hasMessageContaining("destGid");
 	}
 
+	/**
+	 * The range of a post within its memory region, checked before anything is posted: an
+	 * offset near Long.MAX_VALUE made offset + length overflow and pass.
+	 */
+	@Test
+	void aPostRangeOutsideTheRegionIsRefusedWithoutOverflow() {
+		QueuePair.checkRange(4096, 0, 4096);
+		QueuePair.checkRange(4096, 4032, 64);
+		QueuePair.checkRange(4096, 4096, 0);
+		QueuePair.checkRange(0, 0, 0);
+		for (long[] bad : new long[][] { { 4096, 4033, 64 }, { 4096, -1, 1 }, { 4096, 0, -1 }, { 4096, 4097, 0 },
+				{ 4096, Long.MAX_VALUE - 10, 64 }, { 4096, Long.MAX_VALUE, 1 }, { 4096, Long.MIN_VALUE, 64 } }) {
+			assertThatThrownBy(() -> QueuePair.checkRange(bad[0], bad[1], (int) bad[2]))
+				.as("offset %d length %d", bad[1], bad[2])
+				.isInstanceOf(IndexOutOfBoundsException.class)
+				.hasMessageContaining("offset " + bad[1] + " + length " + bad[2] + " outside the 4096-byte");
+		}
+	}
+
 }
