@@ -446,6 +446,12 @@ public final class QueuePair extends NativeObject {
 		return attributes.type();
 	}
 
+	/**
+	 * The largest QP number: QP numbers are 24 bits ({@code dest_qp_num},
+	 * {@code remote_qpn}).
+	 */
+	public static final int MAX_QP_NUM = (1 << 24) - 1;
+
 	@Override
 	String describe() {
 		return "QueuePair[" + attributes.type() + " qpn " + qpNum + "]";
@@ -457,6 +463,8 @@ public final class QueuePair extends NativeObject {
 	 * {@code sgidIndex}), with {@link ConnectionParameters#DEFAULTS}.
 	 * {@code destQpNum == qpNum()} and the local GID make a loopback connection to
 	 * itself.
+	 * @throws IllegalArgumentException when {@code destQpNum} is outside
+	 * 0..{@link #MAX_QP_NUM} (before any call)
 	 */
 	public void connect(int port, int sgidIndex, Gid destGid, int destQpNum) {
 		connect(port, sgidIndex, destGid, destQpNum, ConnectionParameters.DEFAULTS);
@@ -466,8 +474,9 @@ public final class QueuePair extends NativeObject {
 	 * Moves an RC QP through INIT (unless {@link #moveToInit} did already), RTR and RTS
 	 * connected to {@code destQpNum} at {@code destGid} over RoCE ({@code is_global=1},
 	 * the local GID at {@code sgidIndex}) with the given parameters.
-	 * @throws IllegalArgumentException when {@code parameters.pathMtu()} exceeds the
-	 * port's active MTU
+	 * @throws IllegalArgumentException when {@code destQpNum} is outside
+	 * 0..{@link #MAX_QP_NUM} (before any call), or {@code parameters.pathMtu()} exceeds
+	 * the port's active MTU
 	 * @throws IllegalStateException on a UD QP (see
 	 * {@link #activate(int, int, int, int)})
 	 */
@@ -485,8 +494,9 @@ public final class QueuePair extends NativeObject {
 	 * (InfiniBand without GIDs; RoCE always needs the GID).
 	 * @param destGid the remote GID, or null (or all zero) for LID-only addressing
 	 * @param destLid the remote port's LID ({@code ah_attr.dlid}), 16 bits
-	 * @throws IllegalArgumentException when {@code parameters.pathMtu()} exceeds the
-	 * port's active MTU
+	 * @throws IllegalArgumentException when {@code destQpNum} is outside
+	 * 0..{@link #MAX_QP_NUM} (before any call), or {@code parameters.pathMtu()} exceeds
+	 * the port's active MTU
 	 * @throws IllegalStateException on a UD QP
 	 */
 	public void connect(int port, int sgidIndex, @Nullable Gid destGid, int destLid, int destQpNum,
@@ -508,6 +518,7 @@ public final class QueuePair extends NativeObject {
 					describe() + " is a UD QP: it is made ready with activate(), not connected");
 		}
 		Arguments.requireRange("sgidIndex", sgidIndex, 0, 255);
+		Arguments.requireRange("destQpNum (dest_qp_num)", destQpNum, 0, MAX_QP_NUM);
 		PortAttributes portAttr = pd.context().queryPort(port);
 		int mtuCode = parameters.pathMtuCode(portAttr.activeMtu(), pd.context().deviceName() + " port " + port);
 		acquire();
@@ -725,10 +736,13 @@ public final class QueuePair extends NativeObject {
 	 * {@code ibv_post_send} on a UD QP of one datagram: a SEND or SEND_WITH_IMM of
 	 * {@code length} bytes (at most the path MTU) at {@code offset} of {@code mr}, to QP
 	 * {@code remoteQpn} at {@code ah} ({@code wr.ud}).
+	 * @param remoteQpn the receiver's QP number, 0..{@link #MAX_QP_NUM}
 	 * @param remoteQkey the receiver's Q_Key; with the high bit set the QP's own Q_Key is
 	 * sent instead
 	 * @throws IllegalStateException when this QP, {@code mr} or {@code ah} is closed
 	 * (nothing is posted), or this is an RC QP
+	 * @throws IllegalArgumentException when {@code remoteQpn} is outside
+	 * 0..{@link #MAX_QP_NUM} (nothing is posted)
 	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
 	 * within {@code mr} (nothing is posted)
 	 */
@@ -749,6 +763,7 @@ public final class QueuePair extends NativeObject {
 		if (ah.protectionDomain() != pd) {
 			throw new IllegalArgumentException(ah + " belongs to another protection domain than " + describe());
 		}
+		Arguments.requireRange("remoteQpn (remote_qpn)", remoteQpn, 0, MAX_QP_NUM);
 		acquire();
 		try {
 			mr.acquire();

@@ -325,6 +325,62 @@ class QueuePairDeviceTest {
 		}
 	}
 
+	/**
+	 * Out-of-range arguments end in an exception before any call, and the QP is
+	 * unchanged: a 25-bit or negative destination QP number (ibv_modify_qp would have
+	 * taken its low 24 bits) leaves the QP in RESET; a post at an offset near
+	 * Long.MAX_VALUE (offset + length overflowed the range check, the post went through
+	 * and the QP failed with a local protection error) posts nothing and leaves the QP in
+	 * RTS; a 25-bit remote QPN of a UD send posts nothing.
+	 */
+	@Test
+	void outOfRangeQpNumbersAndOffsetsAreRefusedBeforeAnyCall() throws Exception {
+		try (CompletionQueue cq = ctx.createCompletionQueue(16, null, 0);
+				ProtectionDomain pd = ctx.allocateProtectionDomain();
+				WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
+			MemoryRegion mr = pd.registerMemory(SLOT, LOCAL);
+			QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, false));
+			for (int bad : new int[] { QueuePair.MAX_QP_NUM + 1, -1 }) {
+				assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, bad))
+					.isInstanceOf(IllegalArgumentException.class)
+					.hasMessageStartingWith("destQpNum (dest_qp_num) must be 0..16777215, got " + bad);
+				assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, 0, bad, ConnectionParameters.DEFAULTS))
+					.isInstanceOf(IllegalArgumentException.class)
+					.hasMessageStartingWith("destQpNum (dest_qp_num)");
+			}
+			assertThat(qp.state()).isEqualTo(QueuePair.State.RESET);
+			qp.connect(PORT, gidIndex, gid, qp.qpNum());
+
+			long far = Long.MAX_VALUE - 10;
+			assertThatThrownBy(() -> qp.postSend(1, mr, far, 64, SendOpcode.SEND, 0, true))
+				.isInstanceOf(IndexOutOfBoundsException.class)
+				.hasMessageContaining("offset " + far + " + length 64 outside the " + SLOT + "-byte memory region");
+			assertThatThrownBy(() -> qp.postRecv(2, mr, far, 64)).isInstanceOf(IndexOutOfBoundsException.class);
+			assertThatThrownBy(() -> qp.postSend(3, mr, far, 64, SendOpcode.RDMA_WRITE, 0, true, false,
+					mr.bufferAddress(), mr.rkey()))
+				.isInstanceOf(IndexOutOfBoundsException.class);
+
+			QueuePair ud = udQp(pd, cq, cq);
+			AddressHandle ah = selfAddress(pd);
+			assertThatThrownBy(
+					() -> ud.postSend(4, mr, 0, 16, SendOpcode.SEND, 0, true, ah, QueuePair.MAX_QP_NUM + 1, QKEY))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageStartingWith("remoteQpn (remote_qpn)");
+			assertThatThrownBy(() -> ud.postSend(5, mr, far, 16, SendOpcode.SEND, 0, true, ah, ud.qpNum(), QKEY))
+				.isInstanceOf(IndexOutOfBoundsException.class);
+
+			Thread.sleep(300);
+			assertThat(cq.poll(buffer)).as("completions of refused posts").isZero();
+			assertThat(qp.state()).isEqualTo(QueuePair.State.RTS);
+			assertThat(ud.state()).isEqualTo(QueuePair.State.RTS);
+			qp.postRecv(6, mr, SLOT / 2, SLOT / 2);
+			qp.postSend(7, mr, 0, 16, SendOpcode.SEND, 0, true);
+			Map<Long, WorkCompletionSnapshot> wcs = byWrId(completions(cq, buffer, 2, "the valid posts"));
+			assertThat(wcs.keySet()).containsExactlyInAnyOrder(6L, 7L);
+			assertThat(wcs.values()).allSatisfy(wc -> assertThat(wc.status()).isEqualTo(WcStatus.SUCCESS));
+		}
+	}
+
 	@Test
 	void createAhErrorsNameTheVerb() {
 		try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
