@@ -39,14 +39,15 @@ public final class Context extends NativeObject {
 
 	private final int asyncFd;
 
-	private final Waker asyncWaker = new Waker();
+	private final Waker asyncWaker;
 
 	private final Object asyncLock = new Object();
 
 	private volatile DeviceAttributes attributes;
 
-	private Context(MemorySegment ctx, String deviceName, long guid) {
+	private Context(MemorySegment ctx, String deviceName, long guid, Waker asyncWaker) {
 		super(ctx, null);
+		this.asyncWaker = asyncWaker;
 		this.deviceName = deviceName;
 		this.guid = guid;
 		this.numCompVectors = ctx.get(JAVA_INT, Layouts.CONTEXT_NUM_COMP_VECTORS);
@@ -54,6 +55,9 @@ public final class Context extends NativeObject {
 	}
 
 	static Context open(Device device, MemorySegment dev) {
+		// the async waker's eventfd first: when it cannot be created, nothing native is
+		// open yet (created after ibv_open_device, its failure leaked the context)
+		Waker waker = new Waker();
 		MemorySegment ctx;
 		try (Arena arena = Arena.ofConfined()) {
 			MemorySegment capture = Native.allocateCapture(arena);
@@ -63,9 +67,18 @@ public final class Context extends NativeObject {
 			}
 		}
 		catch (Throwable t) {
+			waker.close();
 			throw Native.unchecked(t);
 		}
-		Context context = new Context(ctx.reinterpret(Layouts.IBV_CONTEXT.byteSize()), device.name(), device.guid());
+		MemorySegment opened = ctx.reinterpret(Layouts.IBV_CONTEXT.byteSize());
+		Context context = adopt(() -> new Context(opened, device.name(), device.guid(), waker), () -> {
+			try {
+				closeDevice(opened, device.name());
+			}
+			finally {
+				waker.close();
+			}
+		});
 		try {
 			setNonBlocking(context.asyncFd, "async_fd of " + device.name());
 		}
@@ -518,9 +531,15 @@ public final class Context extends NativeObject {
 
 	@Override
 	void destroy() {
+		closeDevice(handle, deviceName);
+		asyncWaker.close();
+	}
+
+	/** {@code ibv_close_device}, or {@link VerbsException} naming it. */
+	private static void closeDevice(MemorySegment ctx, String deviceName) {
 		try (Arena arena = Arena.ofConfined()) {
 			MemorySegment capture = Native.allocateCapture(arena);
-			int rc = (int) Ibverbs.CLOSE_DEVICE.invokeExact(capture, handle);
+			int rc = (int) Ibverbs.CLOSE_DEVICE.invokeExact(capture, ctx);
 			if (rc != 0) {
 				throw new VerbsException("ibv_close_device", rc < 0 ? Native.errno(capture) : rc, deviceName);
 			}
@@ -528,7 +547,6 @@ public final class Context extends NativeObject {
 		catch (Throwable t) {
 			throw Native.unchecked(t);
 		}
-		asyncWaker.close();
 	}
 
 }
