@@ -661,9 +661,8 @@ public final class ConnectionId extends CmObject {
 					qp.moveToError();
 				}
 				catch (RuntimeException closedMeanwhile) {
-					// the application closed its QP, or it is in error already: nothing
-					// to
-					// flush
+					// the application closed its QP, or it is in error already:
+					// nothing to flush
 				}
 			}
 			// the answer; an error here (the id already disconnected by this side)

@@ -69,7 +69,7 @@ public final class RdmaPropertiesValidator {
 	static void notTooLong(String path, @Nullable Duration value, String example) {
 		if (value != null && value.compareTo(MAX_DURATION) > 0) {
 			throw new RdmaConfigurationException(path, path + "=" + value + " is longer than " + MAX_DURATION.toHours()
-					+ "h, the longest an rdma.* " + "duration may be", "Set " + path + " to e.g. " + example + ".");
+					+ "h, the longest an rdma.* duration may be", "Set " + path + " to e.g. " + example + ".");
 		}
 	}
 

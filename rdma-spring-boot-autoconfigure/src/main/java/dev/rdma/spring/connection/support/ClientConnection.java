@@ -11,8 +11,8 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
-import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.verbs.CompletionQueue;
 
 /**
  * A {@code connect} connection: a thread of its own ({@code rdma-connect-<name>})

@@ -6,8 +6,8 @@ import java.util.Objects;
 
 import org.jspecify.annotations.Nullable;
 
-import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.verbs.cm.CmParameters;
 
 /**
  * The resolved settings of one {@code rdma.connections.<name>} (validated before they get

@@ -12,14 +12,14 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.jspecify.annotations.Nullable;
 
-import dev.rdma.verbs.QueuePair;
+import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.verbs.QueuePair.ConnectionParameters;
+import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.verbs.exchange.Endpoint;
 import dev.rdma.verbs.exchange.ExchangeOptions;
 import dev.rdma.verbs.exchange.OutOfBand;
 import dev.rdma.verbs.exchange.PingpongWire;
-import dev.rdma.spring.listener.Deadlines;
 
 /**
  * The TCP connection of an out-of-band exchange, kept open as the link of one

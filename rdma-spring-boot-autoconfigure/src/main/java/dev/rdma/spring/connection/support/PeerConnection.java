@@ -23,6 +23,7 @@ import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RemoteAccessException;
 import dev.rdma.spring.connection.SendQueueFullException;
+import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
@@ -30,7 +31,6 @@ import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.cm.ConnectionId;
-import dev.rdma.spring.listener.Deadlines;
 
 /**
  * One connected queue pair: the application's RC QP on the connection's send and receive

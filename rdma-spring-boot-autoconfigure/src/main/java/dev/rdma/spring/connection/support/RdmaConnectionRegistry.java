@@ -26,8 +26,8 @@ import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.config.RdmaListenerContainerFactory;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
-import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.verbs.CompletionQueue;
 
 /**
  * Every connection under {@code rdma.connections}, and their lifecycle.

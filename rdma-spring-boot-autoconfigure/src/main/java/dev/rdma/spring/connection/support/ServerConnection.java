@@ -12,8 +12,8 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
-import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.verbs.CompletionQueue;
 
 /**
  * A {@code listen} connection: binds and listens when the application starts (a bad
