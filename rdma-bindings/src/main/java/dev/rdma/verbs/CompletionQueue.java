@@ -437,6 +437,19 @@ public class CompletionQueue extends NativeObject {
 		}
 	}
 
+	/**
+	 * True while the calling thread is inside an iterator batch of this CQ, between
+	 * {@code ibv_start_poll} and {@code ibv_end_poll}, with Java code running: the
+	 * handler of an extended CQ's poll, or {@code startPoll()} .. {@code endPoll()}. The
+	 * provider holds the CQ's lock then (mlx5, mlx4, efa, irdma, rxe), so a verb that
+	 * takes it on this thread ({@code ibv_destroy_qp} of a QP on this CQ) would spin for
+	 * ever. Always false for a legacy CQ: {@code ibv_poll_cq} releases the lock before it
+	 * returns, before any handler runs. For close paths, not the poll path.
+	 */
+	boolean batchOpenOnCurrentThread() {
+		return false;
+	}
+
 	@Override
 	void checkCloseAllowed() {
 		if (slot.heldByCurrentThread()) {

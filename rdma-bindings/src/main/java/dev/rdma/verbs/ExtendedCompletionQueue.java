@@ -34,7 +34,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * {@link CompletionQueue#poll(WorkCompletionBuffer)}), another thread waits for it in
  * Java, and the same thread polling, resizing, closing or starting another batch of this
  * CQ before {@code end_poll} is refused with {@link IllegalStateException} before any
- * native call.
+ * native call. So is closing a {@link QueuePair} that uses this CQ, on that thread before
+ * {@code end_poll}: {@code ibv_destroy_qp} takes the CQ's lock (mlx5, efa); close it
+ * after the poll returned or after {@link #endPoll()} (see {@link QueuePair}).
  *
  * <p>
  * <b>Soft-RoCE before rdma-core 59</b> has two bugs on the documented drain sequence
@@ -326,6 +328,19 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	 */
 	protected final boolean hasCurrentCompletion() {
 		return currentOn == Thread.currentThread();
+	}
+
+	/**
+	 * True between a successful {@code ibv_start_poll} and its {@code ibv_end_poll} on
+	 * this thread, where Java code may run: a raw batch ({@link #startPoll()}, also after
+	 * {@link #nextPoll()} returned false) or a poll's handler. Two plain reads of fields
+	 * that only the polling thread sets to itself, so exact for the calling thread; read
+	 * by close paths only, nothing is added to the poll path.
+	 */
+	@Override
+	final boolean batchOpenOnCurrentThread() {
+		Thread me = Thread.currentThread();
+		return batchThread == me || currentOn == me;
 	}
 
 	/**

@@ -35,6 +35,25 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * writes the Global Route Header (on RoCE v2 over IPv4, the IPv4 header in its last 20
  * bytes) there, the payload follows at offset {@value #GRH_BYTES}, and the completion's
  * {@code byte_len} counts both.
+ *
+ * <p>
+ * <b>Closing inside a poll.</b> {@link #close()} ({@code ibv_destroy_qp}; also through
+ * the close of its protection domain or context) is refused with
+ * {@link IllegalStateException}, before any native call, on a thread that is inside an
+ * iterator batch of this QP's send or receive CQ: in the handler of
+ * {@link ExtendedCompletionQueue#poll(WorkCompletionBuffer, CompletionHandler)} or
+ * between {@link ExtendedCompletionQueue#startPoll()} and
+ * {@link ExtendedCompletionQueue#endPoll()}. The provider holds the CQ's spinlock from
+ * {@code ibv_start_poll} to {@code ibv_end_poll} (mlx5 unless the CQ is single-threaded,
+ * efa, rxe), and {@code ibv_destroy_qp} takes it to clean the QP's completions off its
+ * CQs (mlx5_lock_cqs; mlx4, efa and irdma alike): the thread would spin for ever (with a
+ * single-threaded mlx5 CQ the provider aborts the process). Close the QP after the poll
+ * returned, or after {@code endPoll()}. A close on another thread is not refused: it
+ * waits for the batch to end, so a handler must not wait for that thread. Allowed inside
+ * a batch: {@link #moveToError()} (mlx5 cleans the CQs only on a move to RESET, which
+ * this class never makes), posting, and closing a QP whose CQs are not in a batch on this
+ * thread, and closing this QP inside the handler of a legacy CQ's poll
+ * ({@code ibv_poll_cq} released the lock before the handler runs).
  */
 public final class QueuePair extends NativeObject {
 
@@ -865,6 +884,24 @@ public final class QueuePair extends NativeObject {
 		if (offset < 0 || length < 0 || offset > regionSize - length) {
 			throw new IndexOutOfBoundsException(
 					"offset " + offset + " + length " + length + " outside the " + regionSize + "-byte memory region");
+		}
+	}
+
+	/**
+	 * Refuses {@code ibv_destroy_qp} on a thread that is inside an iterator batch of the
+	 * QP's send or receive CQ (see {@link #close()}), before any native call.
+	 */
+	@Override
+	void checkCloseAllowed() {
+		CompletionQueue send = attributes.sendCq();
+		CompletionQueue recv = attributes.recvCq();
+		CompletionQueue held = send.batchOpenOnCurrentThread() ? send : recv.batchOpenOnCurrentThread() ? recv : null;
+		if (held != null) {
+			throw new IllegalStateException("cannot close " + describe() + " (ibv_destroy_qp) inside a batch of its "
+					+ (held == send ? "send" : "receive") + " CQ " + held.describe()
+					+ " on this thread (a poll handler, or between startPoll() and endPoll()): the provider holds "
+					+ "that CQ's spinlock until ibv_end_poll and ibv_destroy_qp takes it (mlx5, mlx4, efa, irdma), "
+					+ "so the thread would spin for ever; close the QP after the poll returned (or after endPoll())");
 		}
 	}
 

@@ -1,0 +1,218 @@
+package dev.rdma.verbs;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import dev.rdma.verbs.testing.DeviceContext;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.Loopback;
+import dev.rdma.verbs.testing.NoNativeLeaks;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code QueuePair.close()} ({@code ibv_destroy_qp}) on a thread inside an iterator batch
+ * of the QP's send or receive CQ is refused before any native call: on mlx5 (and efa,
+ * irdma, mlx4) the destroy takes the CQ's spinlock, which the provider holds from
+ * {@code ibv_start_poll} to {@code ibv_end_poll}, and the thread would spin for ever.
+ * rxe's destroy takes no CQ lock, so on rxe the close went through (and the device tier
+ * cannot show the hang): these tests assert the refusal, that the QP stays open and
+ * usable, that it closes after the batch, and that the refusal is limited to that case.
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+@ExtendWith(NoNativeLeaks.class)
+class QueuePairCloseInBatchDeviceTest {
+
+	@RegisterExtension
+	static final DeviceContext device = new DeviceContext();
+
+	private static Context ctx() {
+		return device.context();
+	}
+
+	private static Throwable refusal(Runnable r) {
+		try {
+			r.run();
+		}
+		catch (RuntimeException e) {
+			return e;
+		}
+		throw new AssertionError("expected a refusal");
+	}
+
+	/** One loopback SEND of {@code lb}, wr_id {@code id}, and its receive. */
+	private static void send(Loopback lb, long id) {
+		lb.postRecv(1000 + id, 0);
+		lb.postSend(id, 0, 8, null);
+	}
+
+	/** Polls {@code cq} until {@code n} completions arrived (20 s at most). */
+	private static List<Long> drain(CompletionQueue cq, int n) {
+		List<Long> ids = new ArrayList<>();
+		try (WorkCompletionBuffer b = new WorkCompletionBuffer(16)) {
+			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
+				cq.poll(b, wc -> ids.add(wc.wrId()));
+				return ids.size() >= n;
+			}, n + " completions");
+		}
+		return ids;
+	}
+
+	private static void assertRefusedForItsCq(Throwable e, String direction) {
+		assertThat(e).isInstanceOf(IllegalStateException.class)
+			.hasMessageContaining("ibv_destroy_qp")
+			.hasMessageContaining("inside a batch of its " + direction + " CQ")
+			.hasMessageContaining("spinlock");
+	}
+
+	@Test
+	void aQpCloseInsideTheHandlerOfAnExtendedPollOfItsCqIsRefusedAndTheQpStaysUsable() {
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(16));
+				CompletionQueue legacy = ctx().createCompletionQueue(16, null, 0);
+				CompletionQueue other = ctx().createCompletionQueue(16, null, 0);
+				WorkCompletionBuffer b = new WorkCompletionBuffer(8);
+				Loopback sendsOnCx = new Loopback(ctx(), cx, legacy, 8, 64);
+				Loopback receivesOnCx = new Loopback(ctx(), legacy, cx, 8, 64);
+				ProtectionDomain pd = ctx().allocateProtectionDomain()) {
+			QueuePair elsewhere = pd.createQueuePair(new QueuePair.Attributes(other, other, 4, 4, false));
+			send(sendsOnCx, 1);
+			List<Long> ids = new ArrayList<>();
+			List<Throwable> refused = new ArrayList<>();
+			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
+				cx.poll(b, wc -> {
+					ids.add(wc.wrId());
+					refused.add(refusal(sendsOnCx.qp()::close)); // went through on rxe
+					refused.add(refusal(receivesOnCx.qp()::close));
+					refused.add(refusal(sendsOnCx::close)); // its PD closes the QP first
+					elsewhere.close(); // a QP on another CQ may be closed here
+				});
+				return !ids.isEmpty();
+			}, "the send completion on the extended CQ");
+			assertThat(ids).containsExactly(1L);
+			assertThat(refused).hasSize(3);
+			assertRefusedForItsCq(refused.get(0), "send");
+			assertRefusedForItsCq(refused.get(1), "receive");
+			assertRefusedForItsCq(refused.get(2), "send");
+			assertThat(elsewhere.isClosed()).isTrue();
+
+			// nothing changed: the QPs are open, connected and carry traffic; they close
+			// now
+			assertThat(sendsOnCx.qp().isClosed()).isFalse();
+			assertThat(receivesOnCx.qp().isClosed()).isFalse();
+			assertThat(sendsOnCx.qp().state()).isEqualTo(QueuePair.State.RTS);
+			send(sendsOnCx, 2);
+			assertThat(drain(cx, 1)).containsExactly(2L);
+			assertThat(drain(legacy, 2)).containsExactly(1001L, 1002L);
+			sendsOnCx.qp().close();
+			receivesOnCx.qp().close();
+			assertThat(sendsOnCx.qp().isClosed()).isTrue();
+			assertThat(receivesOnCx.qp().isClosed()).isTrue();
+		}
+	}
+
+	@Test
+	void aQpCloseBetweenStartPollAndEndPollIsRefusedAlsoAfterTheLastNextPoll() {
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(16));
+				CompletionQueue legacy = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, legacy, 8, 64)) {
+			send(lb, 1);
+			List<Long> ids = new ArrayList<>();
+			List<Throwable> refused = new ArrayList<>();
+			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
+				if (!cx.startPoll()) {
+					return false;
+				}
+				try {
+					ids.add(cx.current().wrId());
+					refused.add(refusal(lb.qp()::close)); // went through on rxe
+					while (cx.nextPoll()) {
+						ids.add(cx.current().wrId());
+					}
+					// no current completion, but the batch (and the provider's lock) is
+					// still open
+					refused.add(refusal(lb.qp()::close));
+				}
+				finally {
+					cx.endPoll();
+				}
+				return true;
+			}, "a batch on the extended CQ");
+			assertThat(ids).containsExactly(1L);
+			assertThat(refused).hasSize(2).allSatisfy(e -> assertRefusedForItsCq(e, "send"));
+			assertThat(lb.qp().isClosed()).isFalse();
+			assertThat(drain(legacy, 1)).containsExactly(1001L);
+
+			lb.qp().close(); // after endPoll() it closes
+			assertThat(lb.qp().isClosed()).isTrue();
+		}
+	}
+
+	@Test
+	void aQpCloseInsideTheHandlerOfALegacyPollIsAllowed() {
+		try (CompletionQueue sendCq = ctx().createCompletionQueue(16, null, 0);
+				CompletionQueue recvCq = ctx().createCompletionQueue(16, null, 0);
+				WorkCompletionBuffer b = new WorkCompletionBuffer(8);
+				Loopback lb = new Loopback(ctx(), sendCq, recvCq, 8, 64)) {
+			send(lb, 1);
+			assertThat(drain(recvCq, 1)).containsExactly(1001L);
+			List<Long> ids = new ArrayList<>();
+			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
+				sendCq.poll(b, wc -> {
+					ids.add(wc.wrId());
+					lb.qp().close(); // ibv_poll_cq released the CQ's lock before the
+										// handler
+				});
+				return !ids.isEmpty();
+			}, "the send completion on the legacy CQ");
+			assertThat(ids).containsExactly(1L);
+			assertThat(lb.qp().isClosed()).isTrue();
+		}
+	}
+
+	@Test
+	void aQpCloseOnAnotherThreadThanTheBatchIsNotRefused() throws Exception {
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(16));
+				CompletionQueue legacy = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, legacy, 8, 64)) {
+			send(lb, 1);
+			CountDownLatch inBatch = new CountDownLatch(1);
+			CountDownLatch closed = new CountDownLatch(1);
+			AtomicReference<Throwable> pollerFailure = new AtomicReference<>();
+			Thread poller = Thread.ofPlatform().name("batch-holder").start(() -> {
+				try {
+					DeviceTestSupport.await(Duration.ofSeconds(20), cx::startPoll, "a batch");
+					try {
+						inBatch.countDown();
+						// on mlx5 the close below waits for end_poll: end the batch
+						// after 2 s at most
+						closed.await(2, TimeUnit.SECONDS);
+					}
+					finally {
+						cx.endPoll();
+					}
+				}
+				catch (Throwable t) {
+					pollerFailure.set(t);
+				}
+			});
+			assertThat(inBatch.await(20, TimeUnit.SECONDS)).as("the other thread started a batch").isTrue();
+			lb.qp().close(); // this thread holds no batch: not refused
+			closed.countDown();
+			poller.join(20_000);
+			assertThat(poller.isAlive()).isFalse();
+			assertThat(pollerFailure.get()).isNull();
+			assertThat(lb.qp().isClosed()).isTrue();
+		}
+	}
+
+}
