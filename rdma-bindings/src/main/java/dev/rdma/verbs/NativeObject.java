@@ -297,6 +297,10 @@ public abstract class NativeObject implements AutoCloseable {
 	 */
 	@Override
 	public final void close() {
+		if (closed) {
+			return;
+		}
+		checkCloseAllowedOnThisThread();
 		synchronized (closeLock) {
 			if (closed) {
 				return;
@@ -324,6 +328,21 @@ public abstract class NativeObject implements AutoCloseable {
 			owner.removeDependant(this);
 		}
 		NativeObjects.closed(getClass());
+	}
+
+	/**
+	 * Throws when closing now is refused because of what the calling thread is doing (a
+	 * {@link QueuePair} inside an iterator batch of one of its CQs), before the close
+	 * lock is taken: such a close fails at once and never waits for another thread's
+	 * close of the same object, which may itself wait for this thread (on mlx5 another
+	 * thread's {@code ibv_destroy_qp} spins on the CQ lock that this thread's batch
+	 * holds). By default: the check of every open QP below this object (a PD's, a
+	 * context's), which this close would close first; a QP checks its own CQs.
+	 */
+	void checkCloseAllowedOnThisThread() {
+		for (QueuePair qp : allDependants(QueuePair.class)) {
+			qp.checkCloseAllowedOnThisThread();
+		}
 	}
 
 	/**

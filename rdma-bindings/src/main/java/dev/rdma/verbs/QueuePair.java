@@ -889,10 +889,12 @@ public final class QueuePair extends NativeObject {
 
 	/**
 	 * Refuses {@code ibv_destroy_qp} on a thread that is inside an iterator batch of the
-	 * QP's send or receive CQ (see {@link #close()}), before any native call.
+	 * QP's send or receive CQ (see {@link #close()}), before the close lock (a close of
+	 * another thread, which may wait for this thread's batch, is never waited for) and
+	 * before any native call.
 	 */
 	@Override
-	void checkCloseAllowed() {
+	void checkCloseAllowedOnThisThread() {
 		CompletionQueue send = attributes.sendCq();
 		CompletionQueue recv = attributes.recvCq();
 		CompletionQueue held = send.batchOpenOnCurrentThread() ? send : recv.batchOpenOnCurrentThread() ? recv : null;

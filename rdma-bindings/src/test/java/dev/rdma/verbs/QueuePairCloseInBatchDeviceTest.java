@@ -215,4 +215,66 @@ class QueuePairCloseInBatchDeviceTest {
 		}
 	}
 
+	@Test
+	void aQpCloseInsideABatchIsRefusedAtOnceWhileAnotherThreadIsClosingTheQp() throws Exception {
+		refusedAtOnceWhileAnotherThreadCloses(false);
+	}
+
+	@Test
+	void aPdCloseInsideABatchIsRefusedAtOnceWhileAnotherThreadIsClosingThePd() throws Exception {
+		refusedAtOnceWhileAnotherThreadCloses(true);
+	}
+
+	/**
+	 * This thread in a batch of the QP's send CQ closes the QP (or its PD) while another
+	 * thread is closing the same object: refused at once, not after waiting for the other
+	 * close, which on mlx5 spins in ibv_destroy_qp for the CQ lock of this thread's batch
+	 * (a freeze of both threads). Here a call in flight on the QP keeps the other close
+	 * waiting with the QP's (and the PD's) close lock held instead.
+	 */
+	private static void refusedAtOnceWhileAnotherThreadCloses(boolean pd) throws Exception {
+		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(16));
+				CompletionQueue legacy = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, legacy, 8, 64)) {
+			send(lb, 1);
+			QueuePair qp = lb.qp();
+			Runnable close = pd ? lb::close : qp::close;
+			AtomicReference<Throwable> closerFailure = new AtomicReference<>();
+			Thread closer;
+			long refusedAfterNanos;
+			Throwable refused;
+			qp.acquire();
+			try {
+				closer = Thread.ofPlatform().name("other-closer").start(() -> {
+					try {
+						close.run();
+					}
+					catch (Throwable t) {
+						closerFailure.set(t);
+					}
+				});
+				DeviceTestSupport.await(Duration.ofSeconds(20), qp::closing, "the other thread's close");
+				DeviceTestSupport.await(Duration.ofSeconds(20), cx::startPoll, "a batch");
+				try {
+					long start = System.nanoTime();
+					refused = refusal(close); // waited for the other close first
+					refusedAfterNanos = System.nanoTime() - start;
+				}
+				finally {
+					cx.endPoll();
+				}
+			}
+			finally {
+				qp.release();
+			}
+			closer.join(20_000);
+			assertThat(closer.isAlive()).isFalse();
+			assertRefusedForItsCq(refused, "send");
+			assertThat(refusedAfterNanos).as("refused at once, without waiting for the other thread's close")
+				.isLessThan(TimeUnit.SECONDS.toNanos(2));
+			assertThat(closerFailure.get()).as("the other thread's close").isNull();
+			assertThat(qp.isClosed()).isTrue();
+		}
+	}
+
 }
