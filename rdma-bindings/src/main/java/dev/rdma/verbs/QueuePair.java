@@ -44,16 +44,18 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * {@link ExtendedCompletionQueue#poll(WorkCompletionBuffer, CompletionHandler)} or
  * between {@link ExtendedCompletionQueue#startPoll()} and
  * {@link ExtendedCompletionQueue#endPoll()}. The provider holds the CQ's spinlock from
- * {@code ibv_start_poll} to {@code ibv_end_poll} (mlx5 unless the CQ is single-threaded,
- * efa, rxe), and {@code ibv_destroy_qp} takes it to clean the QP's completions off its
- * CQs (mlx5_lock_cqs; mlx4, efa and irdma alike): the thread would spin for ever (with a
- * single-threaded mlx5 CQ the provider aborts the process). Close the QP after the poll
- * returned, or after {@code endPoll()}. A close on another thread is not refused: it
- * waits for the batch to end, so a handler must not wait for that thread. Allowed inside
- * a batch: {@link #moveToError()} (mlx5 cleans the CQs only on a move to RESET, which
- * this class never makes), posting, and closing a QP whose CQs are not in a batch on this
- * thread, and closing this QP inside the handler of a legacy CQ's poll
- * ({@code ibv_poll_cq} released the lock before the handler runs).
+ * {@code ibv_start_poll} to {@code ibv_end_poll} (mlx5, efa, rxe), and
+ * {@code ibv_destroy_qp} takes it to clean the QP's completions off its CQs
+ * (mlx5_lock_cqs; mlx4, efa and irdma alike): the thread would spin for ever. (On mlx5
+ * with MLX5_SINGLE_THREADED=1 the provider aborts the process instead; a CQ created
+ * {@link CqCreateFlag#SINGLE_THREADED} takes no lock, and the destroy would clean the CQ
+ * under the open iterator: refused all the same.) Close the QP after the poll returned,
+ * or after {@code endPoll()}. A close on another thread is not refused: it waits for the
+ * batch to end, so a handler must not wait for that thread. Allowed inside a batch:
+ * {@link #moveToError()} (mlx5 cleans the CQs only on a move to RESET, which this class
+ * never makes), posting, and closing a QP whose CQs are not in a batch on this thread,
+ * and closing this QP inside the handler of a legacy CQ's poll ({@code ibv_poll_cq}
+ * released the lock before the handler runs).
  */
 public final class QueuePair extends NativeObject {
 
