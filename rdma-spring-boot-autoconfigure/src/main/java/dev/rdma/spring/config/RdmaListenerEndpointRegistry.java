@@ -27,6 +27,11 @@ import dev.rdma.spring.listener.Deadlines;
  * they start last and stop first. The registry registers itself as a dependant of every
  * queue it polls, so the container destroys it (stopping any poller still running) before
  * it closes those queues.
+ *
+ * <p>
+ * Stopped on a poller thread (a listener that closes the context), it does not wait for
+ * that thread, which cannot stop before the listener returns: see
+ * {@link CompletionQueueListenerContainer}.
  */
 public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableBean, BeanFactoryAware {
 
@@ -133,6 +138,13 @@ public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableB
 		list.forEach(CompletionQueueListenerContainer::signalStop);
 		long deadline = Deadlines.after(shutdownTimeout);
 		for (CompletionQueueListenerContainer container : list) {
+			if (container.isPolledByCurrentThread()) {
+				// stopped by its own listener (e.g. closing the context): it cannot stop
+				// before the listener returns, and then finishes the stop itself
+				logger.debug("Poller of queue '" + container.queue() + "' is the current thread: it stops once the "
+						+ "listener returns");
+				continue;
+			}
 			if (!container.awaitStop(deadline)) {
 				logger.warn("Poller of queue '" + container.queue() + "' did not stop within the shutdown timeout ("
 						+ shutdownTimeout + "); shutdown proceeds (closing the queue acks its events)");

@@ -3,6 +3,7 @@ package dev.rdma.spring.listener;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 import org.jspecify.annotations.Nullable;
@@ -30,6 +31,16 @@ import dev.rdma.verbs.Waker;
  * {@link #getSettings() settings}, error handler and metrics may be changed (that is what
  * a {@code RdmaListenerContainerCustomizer} does). Start reads them once.
  * {@link #signalStop()} and {@link #awaitStop(long)} may be called from any thread.
+ *
+ * <p>
+ * <b>Stopped from its own poller thread</b> (a listener that closes the application
+ * context, as spring-kafka's container stopped from its consumer thread): the thread
+ * cannot wait for itself, so {@link #awaitStop(long)} returns false at once instead of
+ * waiting for the shutdown timeout ({@link #isPolledByCurrentThread()} tells the caller
+ * why), and the poller thread finishes the stop itself once the listener has returned: it
+ * leaves its loop (or its group thread), acks its events, closes what the shutdown handed
+ * to {@link PollerThreads#closeWhenPollEnds} (the queue, its channel, its device, which
+ * cannot be destroyed from inside their own poll) and frees the container's waker.
  */
 public class CompletionQueueListenerContainer {
 
@@ -73,6 +84,9 @@ public class CompletionQueueListenerContainer {
 	private volatile @Nullable PollingMode startedMode;
 
 	private volatile @Nullable Thread thread;
+
+	/** Set once the end of the stop (router, waker, events) has been done. */
+	private final AtomicBoolean finished = new AtomicBoolean();
 
 	/**
 	 * @param queueName the queue's name (its bean name): names the thread and appears in
@@ -204,7 +218,15 @@ public class CompletionQueueListenerContainer {
 		wakerTarget = w::wake;
 		router.register(queue, wakerTarget);
 		loop = created;
-		Thread started = Thread.ofPlatform().name("rdma-poller-" + queueName).daemon(false).unstarted(created);
+		Runnable body = () -> {
+			try {
+				created.run();
+			}
+			finally {
+				finishStop(); // also when stopped from this thread, which did not wait
+			}
+		};
+		Thread started = Thread.ofPlatform().name("rdma-poller-" + queueName).daemon(false).unstarted(body);
 		thread = started;
 		started.start();
 	}
@@ -227,6 +249,7 @@ public class CompletionQueueListenerContainer {
 		router.unregister(queue, wakerTarget);
 		wakerTarget = m.routeTarget;
 		router.register(queue, wakerTarget);
+		m.afterLeave = () -> finishLeave(m);
 		try {
 			g.join(m);
 		}
@@ -269,12 +292,31 @@ public class CompletionQueueListenerContainer {
 	}
 
 	/**
+	 * Whether the current thread is this queue's poller thread (its dedicated thread, or
+	 * the group thread that polls it): then the poller cannot stop before the current
+	 * call returns to it, and {@link #awaitStop(long)} does not wait.
+	 */
+	public boolean isPolledByCurrentThread() {
+		Thread current = Thread.currentThread();
+		GroupPollLoop.Member m = member;
+		if (m != null) {
+			return m.polledBy == current && m.left.getCount() > 0;
+		}
+		return thread == current;
+	}
+
+	/**
 	 * Waits until the thread has ended, at most until {@code deadlineNanos}
 	 * ({@link System#nanoTime()}). Once it has ended (or when it never started) the
-	 * container's waker is closed.
+	 * container's waker is closed. Called on the poller thread itself
+	 * ({@link #isPolledByCurrentThread()}), it does not wait and returns false: the
+	 * thread stops, and finishes the stop, once the current listener call has returned.
 	 * @return true when the thread ended (or never started)
 	 */
 	public boolean awaitStop(long deadlineNanos) {
+		if (isPolledByCurrentThread()) {
+			return false;
+		}
 		GroupPollLoop.Member m = member;
 		if (m != null) {
 			try {
@@ -287,16 +329,7 @@ public class CompletionQueueListenerContainer {
 				Thread.currentThread().interrupt();
 				return false;
 			}
-			router.unregister(queue, m.routeTarget);
-			// an event another thread of the group got for this queue between its leave
-			// and the unregister went to a member that is gone: ack it here (later ones
-			// are acked by the thread that gets them, CompletionEventRouter.wake)
-			try {
-				queue.ackEvents();
-			}
-			catch (IllegalStateException closed) {
-				// closed meanwhile: closing acked every event
-			}
+			finishLeave(m);
 			return true;
 		}
 		Thread t = thread;
@@ -314,6 +347,38 @@ public class CompletionQueueListenerContainer {
 				return false;
 			}
 		}
+		finishStop();
+		return true;
+	}
+
+	/**
+	 * The end of a group queue's stop, once it has left its thread: run by the first of
+	 * the group thread and {@link #awaitStop}.
+	 */
+	private void finishLeave(GroupPollLoop.Member m) {
+		if (!finished.compareAndSet(false, true)) {
+			return;
+		}
+		router.unregister(queue, m.routeTarget);
+		// an event another thread of the group got for this queue between its leave
+		// and the unregister went to a member that is gone: ack it here (later ones
+		// are acked by the thread that gets them, CompletionEventRouter.wake)
+		try {
+			queue.ackEvents();
+		}
+		catch (IllegalStateException closed) {
+			// closed meanwhile: closing acked every event
+		}
+	}
+
+	/**
+	 * The end of a dedicated poller's stop (or of a container that never started), once
+	 * its thread has ended: run by the first of the thread itself and {@link #awaitStop}.
+	 */
+	private void finishStop() {
+		if (!finished.compareAndSet(false, true)) {
+			return;
+		}
 		Runnable target;
 		Waker w;
 		synchronized (this) {
@@ -324,7 +389,6 @@ public class CompletionQueueListenerContainer {
 		if (w != null) {
 			w.close();
 		}
-		return true;
 	}
 
 	/** Stops the poller: {@link #signalStop()} and {@link #awaitStop} with a timeout. */

@@ -152,12 +152,16 @@ final class GroupPollLoop implements Runnable {
 	public void run() {
 		long lastWork = System.nanoTime();
 		boolean wasSpinning = false;
+		PollerThreads.enter();
 		try {
 			while (true) {
 				// 1. membership: queues join or leave; a thread without queues retires
 				if (membershipChanged && !applyMembership()) {
 					return;
 				}
+				// what a listener's shutdown on this thread could not close inside the
+				// poll (its queue is left by now: the shutdown took it from this thread)
+				PollerThreads.closeDeferred();
 				// 2. drain: every queue while spinning, else the ready ones; each up to
 				// its budget
 				boolean spinning = mode == PollingMode.BUSY
@@ -206,7 +210,12 @@ final class GroupPollLoop implements Runnable {
 			throw ex;
 		}
 		finally {
-			shutDown();
+			try {
+				shutDown();
+			}
+			finally {
+				PollerThreads.exit();
+			}
 		}
 	}
 
@@ -220,6 +229,7 @@ final class GroupPollLoop implements Runnable {
 		while ((joined = joining.poll()) != null) {
 			joined.buffer = new WorkCompletionBuffer(joined.batchSize);
 			joined.eventsSeen = joined.queue.eventsGot();
+			joined.polledBy = Thread.currentThread();
 			members.add(joined);
 			byQueue.put(joined.queue, joined);
 			if (joined.token >= 0) {
@@ -506,6 +516,15 @@ final class GroupPollLoop implements Runnable {
 			buffer.close();
 			m.buffer = null;
 		}
+		runAfterLeave(m);
+	}
+
+	/** The container's end of the stop (it may not have been able to wait for it). */
+	private static void runAfterLeave(Member m) {
+		Runnable then = m.afterLeave;
+		if (then != null) {
+			then.run();
+		}
 	}
 
 	private void shutDown() {
@@ -519,9 +538,11 @@ final class GroupPollLoop implements Runnable {
 		Member m;
 		while ((m = joining.poll()) != null) {
 			m.left.countDown();
+			runAfterLeave(m);
 		}
 		while ((m = leaving.poll()) != null) {
 			m.left.countDown();
+			runAfterLeave(m);
 		}
 		group.retired(this);
 		if (epoll != null) {
@@ -632,6 +653,15 @@ final class GroupPollLoop implements Runnable {
 
 		/** The router's way to this queue: mark it and wake its thread. */
 		final Runnable routeTarget = this::eventRouted;
+
+		/** The thread that took the queue in; null until then. */
+		volatile @Nullable Thread polledBy;
+
+		/**
+		 * Run by the thread once the queue has left it: the rest of the container's stop
+		 * (idempotent; also run by {@code awaitStop} on another thread).
+		 */
+		volatile @Nullable Runnable afterLeave;
 
 		/** The channel's epoll token on its thread, -1 without channel (busy mode). */
 		int token = -1;

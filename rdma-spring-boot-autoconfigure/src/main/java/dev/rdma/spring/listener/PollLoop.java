@@ -43,7 +43,8 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * </ol>
  * Spurious events (an event whose completion the previous drain already took) are
  * harmless: the drain finds nothing. On exit every got event is acked, so the queue can
- * be destroyed. Nothing is allocated per completion.
+ * be destroyed, and what a shutdown run by the listener on this thread could not close
+ * inside the poll is closed ({@link PollerThreads}). Nothing is allocated per completion.
  */
 final class PollLoop implements Runnable {
 
@@ -122,6 +123,7 @@ final class PollLoop implements Runnable {
 
 	@Override
 	public void run() {
+		PollerThreads.enter();
 		eventsSeen = queue.eventsGot();
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(batchSize)) {
 			long idleSince = System.nanoTime();
@@ -171,6 +173,9 @@ final class PollLoop implements Runnable {
 		}
 		finally {
 			countAndAck(true);
+			// what a listener's shutdown could not close inside the poll (this queue,
+			// its channel, its device)
+			PollerThreads.exit();
 		}
 	}
 

@@ -1,0 +1,104 @@
+package dev.rdma.spring.listener;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import dev.rdma.verbs.CompletionHandler;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.WorkCompletion;
+import dev.rdma.verbs.WorkCompletionBuffer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+import static org.mockito.Mockito.withSettings;
+
+/**
+ * A listener that stops its own container (what closing the application context from a
+ * listener does): on a dedicated poller and on a poller group's thread, the stop knows it
+ * runs on the poller, does not wait for itself (the shutdown timeout, 20 s here), and the
+ * poller thread closes what was handed to {@link PollerThreads#closeWhenPollEnds} once
+ * the listener has returned, then ends.
+ */
+class StopFromPollerThreadTests {
+
+	/** A queue (stub) that delivers one completion to the first poll, then none. */
+	private static CompletionQueue oneCompletion() {
+		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
+		Context context = mock(Context.class, withSettings().stubOnly());
+		when(context.numCompVectors()).thenReturn(1);
+		when(queue.context()).thenReturn(context);
+		WorkCompletion completion = mock(WorkCompletion.class, withSettings().stubOnly());
+		AtomicBoolean delivered = new AtomicBoolean();
+		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+			if (delivered.getAndSet(true)) {
+				return 0;
+			}
+			call.getArgument(1, CompletionHandler.class).onCompletion(completion);
+			return 1;
+		});
+		return queue;
+	}
+
+	@ParameterizedTest
+	@ValueSource(booleans = { false, true })
+	void aListenerStoppingItsOwnContainerDoesNotWaitForItself(boolean group) throws Exception {
+		assertThat(PollerThreads.isPollerThread()).as("the test thread").isFalse();
+		assertThat(PollerThreads.closeWhenPollEnds(() -> {
+		})).as("nothing is deferred off a poller thread").isFalse();
+		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("q", oneCompletion(),
+				new PollerSettings(), new CompletionEventRouter());
+		if (group) {
+			PollerGroupSettings settings = new PollerGroupSettings();
+			settings.setMode(PollingMode.BUSY);
+			container.setPollerGroup(new PollerGroup("g", settings, new CompletionEventRouter()));
+		}
+		AtomicReference<@Nullable Thread> poller = new AtomicReference<>();
+		AtomicBoolean polledByCurrent = new AtomicBoolean();
+		AtomicBoolean pollerThread = new AtomicBoolean();
+		AtomicBoolean stopped = new AtomicBoolean(true);
+		AtomicBoolean listenerReturned = new AtomicBoolean();
+		AtomicReference<@Nullable String> closedBy = new AtomicReference<>();
+		CountDownLatch closed = new CountDownLatch(1);
+		long[] stopNanos = { Long.MAX_VALUE };
+		container.setupListener("listener", completion -> {
+			poller.set(Thread.currentThread());
+			polledByCurrent.set(container.isPolledByCurrentThread());
+			pollerThread.set(PollerThreads.isPollerThread());
+			PollerThreads.closeWhenPollEnds(() -> {
+				closedBy.set(Thread.currentThread().getName() + (listenerReturned.get() ? " after" : " inside"));
+				closed.countDown();
+			});
+			long start = System.nanoTime();
+			stopped.set(container.stop(Duration.ofSeconds(20)));
+			stopNanos[0] = System.nanoTime() - start;
+			listenerReturned.set(true);
+		}, false);
+		container.start();
+		assertThat(closed.await(30, TimeUnit.SECONDS)).as("the deferred close ran").isTrue();
+		Thread thread = poller.get();
+		assertThat(thread).isNotNull();
+		assertThat(thread.getName()).isEqualTo(group ? "rdma-poller-g-0" : "rdma-poller-q");
+		assertThat(polledByCurrent).as("isPolledByCurrentThread() in the listener").isTrue();
+		assertThat(pollerThread).as("PollerThreads.isPollerThread() in the listener").isTrue();
+		assertThat(Duration.ofNanos(stopNanos[0])).as("stop from the listener, shutdown timeout 20 s")
+			.isLessThan(Duration.ofSeconds(5));
+		assertThat(stopped).as("stop from the listener reports that the poller has not ended yet").isFalse();
+		assertThat(closedBy.get()).as("who closed the deferred resource, and when")
+			.isEqualTo(thread.getName() + " after");
+		thread.join(TimeUnit.SECONDS.toMillis(10));
+		assertThat(thread.isAlive()).as("the poller thread ended").isFalse();
+		assertThat(container.isRunning()).isFalse();
+		assertThat(container.awaitStop(System.nanoTime())).as("stop, seen from another thread").isTrue();
+	}
+
+}
