@@ -1,6 +1,7 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -10,6 +11,8 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.DestructionAwareBeanPostProcessor;
 import org.springframework.beans.factory.support.AbstractBeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.RootBeanDefinition;
@@ -25,11 +28,13 @@ import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.support.ConnectionSettings;
 import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
+import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.efa.EfaCompletionQueue;
 import dev.rdma.verbs.ExtendedCompletionQueue;
+import dev.rdma.verbs.NativeObject;
 
 /**
  * Binds {@link RdmaProperties} (needed before any bean exists: each key becomes a bean
@@ -39,6 +44,12 @@ import dev.rdma.verbs.ExtendedCompletionQueue;
  * {@link RdmaConnectionRegistry}), named after its key. Each channel and queue depends on
  * its device (and a queue on its channel), so the container closes queues before channels
  * before contexts, and a user bean that uses a queue before the queue.
+ *
+ * <p>
+ * These native beans are closed by {@link NativeBeanCloser} rather than by a destroy
+ * method: when the context is closed on a poller thread (by a listener), their close is
+ * handed to that thread for when its poll has returned ({@link PollerThreads}), since a
+ * queue cannot be destroyed from inside its own poll.
  */
 class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
 
@@ -75,6 +86,9 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 		return Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class).orElseGet(RdmaProperties::new);
 	}
 
+	/** Bean name of the {@link NativeBeanCloser}. */
+	static final String CLOSER_BEAN_NAME = "dev.rdma.spring.boot.autoconfigure.internalNativeBeanCloser";
+
 	@Override
 	public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
 		RdmaProperties properties = bind(Objects.requireNonNull(this.environment, "environment"));
@@ -93,6 +107,10 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 		// keys, before any bean
 		// exists); at run time everything reads the one RdmaProperties bean, resources
 		// included.
+		Set<String> closed = Set.copyOf(nativeBeanNames(properties));
+		RootBeanDefinition closer = new RootBeanDefinition(NativeBeanCloser.class, () -> new NativeBeanCloser(closed));
+		closer.setRole(BeanDefinition.ROLE_INFRASTRUCTURE);
+		registry.registerBeanDefinition(CLOSER_BEAN_NAME, closer);
 		RootBeanDefinition resources = new RootBeanDefinition(RdmaResources.class,
 				() -> new RdmaResources(factory.getBean(RdmaProperties.class), factory));
 		registry.registerBeanDefinition(RdmaResources.BEAN_NAME, resources);
@@ -148,17 +166,56 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 		return factory.getBean(RdmaResources.BEAN_NAME, RdmaResources.class);
 	}
 
+	private static Set<String> nativeBeanNames(RdmaProperties properties) {
+		Set<String> names = new HashSet<>(properties.getDevices().keySet());
+		names.addAll(properties.getChannels().keySet());
+		names.addAll(properties.getCompletionQueues().keySet());
+		return names;
+	}
+
 	private static void register(BeanDefinitionRegistry registry, String name, Class<?> type,
 			java.util.function.Supplier<?> supplier, String... dependsOn) {
 		RootBeanDefinition definition = new RootBeanDefinition(type);
 		definition.setInstanceSupplier(supplier);
 		definition.setTargetType(type);
-		definition.setDestroyMethodName("close");
+		// no destroy method (nor an inferred close()): NativeBeanCloser closes it (on a
+		// poller thread, once the poll has returned)
+		definition.setDestroyMethodName("");
 		definition.setRole(AbstractBeanDefinition.ROLE_APPLICATION);
 		if (dependsOn.length > 0) {
 			definition.setDependsOn(dependsOn);
 		}
 		registry.registerBeanDefinition(name, definition);
+	}
+
+	/**
+	 * Closes the device, channel and queue beans when the container destroys them; on a
+	 * poller thread (the context closed by a listener) hands the close to that thread for
+	 * when its poll has returned ({@link PollerThreads#closeWhenPollEnds}): the binding
+	 * refuses to destroy a queue from inside its own poll, and the channel and device
+	 * could not be closed before it.
+	 */
+	static final class NativeBeanCloser implements DestructionAwareBeanPostProcessor {
+
+		private final Set<String> names;
+
+		NativeBeanCloser(Set<String> names) {
+			this.names = names;
+		}
+
+		@Override
+		public void postProcessBeforeDestruction(Object bean, String beanName) {
+			if (bean instanceof NativeObject nativeObject && names.contains(beanName)
+					&& !PollerThreads.closeWhenPollEnds(nativeObject)) {
+				nativeObject.close();
+			}
+		}
+
+		@Override
+		public boolean requiresDestruction(Object bean) {
+			return bean instanceof NativeObject;
+		}
+
 	}
 
 }

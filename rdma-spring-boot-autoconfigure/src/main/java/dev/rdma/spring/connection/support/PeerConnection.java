@@ -24,6 +24,7 @@ import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RemoteAccessException;
 import dev.rdma.spring.connection.SendQueueFullException;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
@@ -465,10 +466,14 @@ public final class PeerConnection implements RdmaConnection {
 		catch (RuntimeException ex) {
 			logger.debug("QP of connection '" + settings.name() + "' to error: " + ex.getMessage());
 		}
-		// the flushed work requests come back through the pollers, which must be running
-		boolean drained = true;
+		// the flushed work requests come back through the pollers, which must be running;
+		// on a poller thread (a listener closing the context) they cannot: this thread
+		// polls (some of) them, and it is here. Then the connection closes at once, as
+		// after a timeout (late completions match no connection of the routers).
+		boolean onPoller = PollerThreads.isPollerThread();
+		boolean drained = !onPoller || (postedReceives.get() == 0 && pool.inFlight() == 0);
 		long nextKick = System.nanoTime() + 100_000_000L;
-		while (postedReceives.get() > 0 || pool.inFlight() > 0) {
+		while (!onPoller && (postedReceives.get() > 0 || pool.inFlight() > 0)) {
 			if (System.nanoTime() - nextKick >= 0) {
 				// rxe flushes a receive posted to a QP already in ERR only when the
 				// kernel

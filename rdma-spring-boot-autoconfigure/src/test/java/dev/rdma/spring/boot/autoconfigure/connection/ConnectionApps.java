@@ -5,7 +5,9 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -16,6 +18,8 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationContextAware;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -93,6 +97,17 @@ final class ConnectionApps {
 		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
 		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
 		return start(Client.class, p);
+	}
+
+	/**
+	 * A server whose listener closes its own application context on the first message
+	 * ({@link ClosingServer}), with {@code rdma.shutdown-timeout=20s}.
+	 */
+	static ConfigurableApplicationContext closingServer(TwoDevices.Peer peer, int port) {
+		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
+		p.replaceAll(
+				property -> property.startsWith("rdma.shutdown-timeout=") ? "rdma.shutdown-timeout=20s" : property);
+		return start(ClosingServer.class, p);
 	}
 
 	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
@@ -180,6 +195,60 @@ final class ConnectionApps {
 			// zero copy in: the reply is sent from the receive buffer's own view
 			message.connection().send(message.byteBuffer());
 			echoed.incrementAndGet();
+		}
+
+	}
+
+	/** Closes its application context from its message listener, on the first message. */
+	@Configuration(proxyBeanMethods = false)
+	static class ClosingServer extends Common {
+
+		@Bean
+		SelfCloser selfCloser() {
+			return new SelfCloser();
+		}
+
+	}
+
+	static class SelfCloser implements ApplicationContextAware {
+
+		final CountDownLatch closed = new CountDownLatch(1);
+
+		final AtomicBoolean first = new AtomicBoolean(true);
+
+		final AtomicReference<@Nullable Throwable> failure = new AtomicReference<>();
+
+		final AtomicReference<@Nullable Thread> thread = new AtomicReference<>();
+
+		volatile long closeNanos = Long.MAX_VALUE;
+
+		private @Nullable ConfigurableApplicationContext context;
+
+		@Override
+		public void setApplicationContext(ApplicationContext applicationContext) {
+			this.context = (ConfigurableApplicationContext) applicationContext;
+		}
+
+		@RdmaMessageListener(connection = NAME)
+		void onMessage(RdmaMessage message) {
+			if (!first.getAndSet(false)) {
+				return;
+			}
+			thread.set(Thread.currentThread());
+			long start = System.nanoTime();
+			try {
+				ConfigurableApplicationContext c = context;
+				if (c != null) {
+					c.close();
+				}
+			}
+			catch (Throwable ex) {
+				failure.set(ex);
+			}
+			finally {
+				closeNanos = System.nanoTime() - start;
+				closed.countDown();
+			}
 		}
 
 	}
