@@ -14,6 +14,7 @@ import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.RdmaException;
@@ -105,21 +106,24 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 		return sendCq.context().deviceName();
 	}
 
-	/** Closes the PD and the channel (every peer closed before). */
+	/**
+	 * Closes the PD and the channel (every peer closed before); on a poller thread once
+	 * its poll has ended, after the peers' QPs (see {@link PollerThreads}).
+	 */
 	void closeShared() {
 		ProtectionDomain p = pd;
 		EventChannel c = channel;
 		pd = null;
 		channel = null;
-		try {
-			if (p != null) {
+		if (p != null && !PollerThreads.closeWhenPollEnds(p)) {
+			try {
 				p.close();
 			}
+			catch (RuntimeException ex) {
+				logger.warn("Closing the protection domain of connection '" + name() + "' failed", ex);
+			}
 		}
-		catch (RuntimeException ex) {
-			logger.warn("Closing the protection domain of connection '" + name() + "' failed", ex);
-		}
-		if (c != null) {
+		if (c != null && !PollerThreads.closeWhenPollEnds(c)) {
 			c.close();
 		}
 	}

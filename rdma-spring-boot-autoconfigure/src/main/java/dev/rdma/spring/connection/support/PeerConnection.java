@@ -508,7 +508,16 @@ public final class PeerConnection implements RdmaConnection {
 		return drained;
 	}
 
+	/**
+	 * Closes {@code closeable}, logging a failure; on a poller thread (a listener closing
+	 * the connection or the context) once its poll has ended: inside an extended queue's
+	 * iterator batch the binding refuses to destroy a QP of that queue (mlx5 would spin
+	 * on the queue's lock), and what follows the QP must follow it.
+	 */
 	private void closeQuietly(AutoCloseable closeable) {
+		if (PollerThreads.closeWhenPollEnds(closeable)) {
+			return;
+		}
 		try {
 			closeable.close();
 		}

@@ -103,10 +103,11 @@ final class ConnectionApps {
 	 * A server whose listener closes its own application context on the first message
 	 * ({@link ClosingServer}), with {@code rdma.shutdown-timeout=20s}.
 	 */
-	static ConfigurableApplicationContext closingServer(TwoDevices.Peer peer, int port) {
+	static ConfigurableApplicationContext closingServer(TwoDevices.Peer peer, int port, String... more) {
 		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
 		p.replaceAll(
 				property -> property.startsWith("rdma.shutdown-timeout=") ? "rdma.shutdown-timeout=20s" : property);
+		p.addAll(List.of(more));
 		return start(ClosingServer.class, p);
 	}
 
