@@ -29,7 +29,10 @@ final class RdmaConnectionProperties {
 
 	static final String CONNECTIONS = RdmaProperties.PREFIX + ".connections.";
 
-	/** The largest depth of a queue pair accepted here (rxe's max_qp_wr is 1048576). */
+	/**
+	 * The largest depth of a queue pair accepted here (rxe's max_qp_wr is 1048576); the
+	 * device's own max_qp_wr is checked when it is opened ({@link RdmaConnectionLimits}).
+	 */
 	static final int MAX_DEPTH = 1 << 20;
 
 	/**

@@ -27,15 +27,19 @@ import dev.rdma.verbs.DeviceAttributes;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.efa.EfaCompletionQueue;
 import dev.rdma.verbs.efa.EfaWcFlag;
+import dev.rdma.verbs.Gid;
+import dev.rdma.verbs.PortAttributes;
 import dev.rdma.verbs.Rdma;
 import dev.rdma.verbs.RdmaException;
+import dev.rdma.verbs.VerbsException;
 import dev.rdma.verbs.WcExFlag;
 
 /**
  * Creates the configured devices, channels and completion queues for their beans,
- * checking what only the device can tell (device names, max_cqe, num_comp_vectors,
- * ports), and remembers what it created. It never closes anything: each bean is closed by
- * the container, dependants first (queues, then channels, then contexts).
+ * checking what only the device can tell (device names, max_cqe, num_comp_vectors, ports,
+ * and the connections' limits: {@link RdmaConnectionLimits}), and remembers what it
+ * created. It never closes anything: each bean is closed by the container, dependants
+ * first (queues, then channels, then contexts).
  */
 public class RdmaResources {
 
@@ -121,6 +125,8 @@ public class RdmaResources {
 								+ " port(s) of device " + context.deviceName(),
 						"Set " + path + ".port between 1 and " + attributes.physPortCount() + ".");
 			}
+			// the connections whose queues are on this device: before any of them exists
+			RdmaConnectionLimits.check(properties, key, deviceView(context));
 		}
 		catch (RuntimeException ex) {
 			context.close();
@@ -134,6 +140,38 @@ public class RdmaResources {
 		// INFO
 		logger.debug("Opened RDMA device " + context.deviceName() + " as bean '" + key + "'");
 		return context;
+	}
+
+	/** The view of an open device that {@link RdmaConnectionLimits} checks against. */
+	static RdmaConnectionLimits.DeviceView deviceView(Context context) {
+		return new RdmaConnectionLimits.DeviceView() {
+
+			@Override
+			public String name() {
+				return context.deviceName();
+			}
+
+			@Override
+			public DeviceAttributes attributes() {
+				return context.queryDevice();
+			}
+
+			@Override
+			public PortAttributes port(int port) {
+				return context.queryPort(port);
+			}
+
+			@Override
+			public @Nullable Gid gid(int port, int index) {
+				try {
+					return context.queryGid(port, index);
+				}
+				catch (VerbsException ex) {
+					return null; // an empty or absent entry
+				}
+			}
+
+		};
 	}
 
 	private static String describe(DeviceList list) {

@@ -1,0 +1,111 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
+import dev.rdma.verbs.DeviceAttributes;
+import dev.rdma.verbs.Gid;
+import dev.rdma.verbs.PortAttributes;
+
+/**
+ * Checks {@code rdma.connections} against what only the device of their queues can tell,
+ * when {@link RdmaResources#openDevice} opens it (before any queue, queue pair or
+ * connection exists): {@code send-depth} and {@code receive-depth} against
+ * {@code max_qp_wr}, and for {@code exchange: out-of-band} its {@code port} against the
+ * device's ports and its {@code gid-index} against the port's GID table (its length, and
+ * whether the entry holds a GID). Without these, startup succeeded and every connection
+ * attempt of a client failed ({@code ibv_create_qp} or {@code ibv_modify_qp}
+ * {@code EINVAL}), a server's at its first peer. Each failure is a
+ * {@link RdmaConfigurationException} naming the full property, the limit and where it
+ * comes from. Pure: the device is seen through a {@link DeviceView}.
+ */
+final class RdmaConnectionLimits {
+
+	private RdmaConnectionLimits() {
+	}
+
+	/** What the checks read of an open device. */
+	interface DeviceView {
+
+		/** The device's name, e.g. {@code rxe0}. */
+		String name();
+
+		/** {@code ibv_query_device}. */
+		DeviceAttributes attributes();
+
+		/** {@code ibv_query_port} of a port that exists. */
+		PortAttributes port(int port);
+
+		/**
+		 * {@code ibv_query_gid} of an index within the port's table: the GID, or null
+		 * when the entry is empty.
+		 */
+		@Nullable Gid gid(int port, int index);
+
+	}
+
+	/** Checks every connection whose queues are on device {@code deviceKey}. */
+	static void check(RdmaProperties properties, String deviceKey, DeviceView device) {
+		properties.getConnections().forEach((key, c) -> {
+			String queue = c.getSendQueue();
+			if (queue == null || !properties.getCompletionQueues().containsKey(queue)) {
+				return; // refused by RdmaConnectionProperties before any device is opened
+			}
+			String queueDevice = RdmaPropertiesValidator.resolveDevice(properties,
+					RdmaPropertiesValidator.QUEUES + queue, properties.getCompletionQueues().get(queue).getDevice());
+			if (queueDevice.equals(deviceKey)) {
+				check(RdmaConnectionProperties.CONNECTIONS + key, c, device);
+			}
+		});
+	}
+
+	/**
+	 * Checks connection {@code path} (its properties {@code c}) against {@code device}.
+	 */
+	static void check(String path, ConnectionProperties c, DeviceView device) {
+		DeviceAttributes attributes = device.attributes();
+		depth(path + ".send-depth", c.getSendDepth(), attributes, device.name());
+		depth(path + ".receive-depth", c.getReceiveDepth(), attributes, device.name());
+		if (c.getExchange() != RdmaProperties.ConnectionExchange.OUT_OF_BAND) {
+			return;
+		}
+		String portPath = path + ".out-of-band.port";
+		int port = c.getOutOfBand().getPort();
+		if (port > attributes.physPortCount()) {
+			throw new RdmaConfigurationException(portPath,
+					portPath + "=" + port + " exceeds the " + attributes.physPortCount() + " port(s) of device "
+							+ device.name() + " (phys_port_cnt, ibv_query_device)",
+					"Set " + portPath + " between 1 and " + attributes.physPortCount() + ".");
+		}
+		Integer gidIndex = c.getOutOfBand().getGidIndex();
+		if (gidIndex == null) {
+			return; // found by type at each attempt
+		}
+		String gidPath = path + ".out-of-band.gid-index";
+		String advice = ", or remove " + gidPath + " to use the port's first IPv4 RoCE v2 GID.";
+		int tableLength = device.port(port).gidTableLength();
+		if (gidIndex >= tableLength) {
+			throw new RdmaConfigurationException(gidPath,
+					gidPath + "=" + gidIndex + " is beyond the GID table of port " + port + " of device "
+							+ device.name() + " (gid_tbl_len " + tableLength + ", ibv_query_port)",
+					"Set " + gidPath + " between 0 and " + (tableLength - 1) + advice);
+		}
+		Gid gid = device.gid(port, gidIndex);
+		if (gid == null || gid.isZero()) {
+			throw new RdmaConfigurationException(gidPath,
+					gidPath + "=" + gidIndex + " names an empty entry of the GID table of port " + port + " of device "
+							+ device.name() + " (ibv_query_gid)",
+					"Set " + gidPath + " to the index of one of the port's GIDs (ibv_devinfo -v)" + advice);
+		}
+	}
+
+	private static void depth(String path, int depth, DeviceAttributes attributes, String deviceName) {
+		if (depth > attributes.maxQpWr()) {
+			throw new RdmaConfigurationException(path, path + "=" + depth + " exceeds max_qp_wr " + attributes.maxQpWr()
+					+ " of device " + deviceName + " (ibv_query_device)",
+					"Set " + path + " to at most " + attributes.maxQpWr() + ".");
+		}
+	}
+
+}

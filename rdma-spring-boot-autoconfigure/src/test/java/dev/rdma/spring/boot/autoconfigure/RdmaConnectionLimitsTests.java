@@ -1,0 +1,169 @@
+package dev.rdma.spring.boot.autoconfigure;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
+
+import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.verbs.DeviceAttributes;
+import dev.rdma.verbs.Gid;
+import dev.rdma.verbs.PortAttributes;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatNoException;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+/**
+ * {@link RdmaConnectionLimits} against a device described here (rxe's max_qp_wr 16384,
+ * one port, a GID table of 16 entries with GIDs at 0 and 1): each limit fails naming the
+ * full property, the value, the limit and where it comes from; values within the limits
+ * pass; only the connections of the device being opened are checked.
+ */
+class RdmaConnectionLimitsTests {
+
+	private static final String C = "rdma.connections.orders.";
+
+	/**
+	 * A device like rxe0 in the test VM, recording the ports and GIDs it is asked for.
+	 */
+	static final class FakeDevice implements RdmaConnectionLimits.DeviceView {
+
+		final List<String> queries = new ArrayList<>();
+
+		@Override
+		public String name() {
+			return "rxe0";
+		}
+
+		@Override
+		public DeviceAttributes attributes() {
+			return new DeviceAttributes("1.0", 1, 2, -1, DeviceAttributes.RXE_VENDOR_ID, 0, 0, 65536, 16384, 0, 32,
+					16384, 65535, 1024, 1024, 1024, 1);
+		}
+
+		@Override
+		public PortAttributes port(int port) {
+			queries.add("port " + port);
+			return new PortAttributes(PortAttributes.PortState.ACTIVE, 4096, 1024, 16, 0,
+					PortAttributes.LinkLayer.ETHERNET, 1, 1, 5, 0);
+		}
+
+		@Override
+		public @Nullable Gid gid(int port, int index) {
+			queries.add("gid " + port + "/" + index);
+			byte[] raw = new byte[16];
+			raw[15] = (byte) (index + 1);
+			return index < 2 ? new Gid(raw) : null;
+		}
+
+	}
+
+	private static RdmaProperties properties(String... connection) {
+		Map<String, String> values = new LinkedHashMap<>();
+		List<String> all = new ArrayList<>(List.of("rdma.devices.nic0.name=rxe0", "rdma.devices.nic1.name=rxe1",
+				"rdma.completion-queues.tx.entries=256", "rdma.completion-queues.tx.device=nic0",
+				"rdma.completion-queues.rx.entries=256", "rdma.completion-queues.rx.device=nic0",
+				"rdma.completion-queues.tx1.entries=256", "rdma.completion-queues.tx1.device=nic1",
+				"rdma.completion-queues.rx1.entries=256", "rdma.completion-queues.rx1.device=nic1",
+				C + "connect=10.0.0.2:7471", C + "send-queue=tx", C + "receive-queue=rx"));
+		all.addAll(List.of(connection));
+		for (String property : all) {
+			int eq = property.indexOf('=');
+			values.put(property.substring(0, eq), property.substring(eq + 1));
+		}
+		return new Binder(new MapConfigurationPropertySource(values)).bind("rdma", RdmaProperties.class).get();
+	}
+
+	private static RdmaConfigurationException failure(RdmaProperties properties, FakeDevice device) {
+		RdmaConfigurationException ex = catchThrowableOfType(RdmaConfigurationException.class,
+				() -> RdmaConnectionLimits.check(properties, "nic0", device));
+		assertThat(ex).as("a RdmaConfigurationException").isNotNull();
+		return ex;
+	}
+
+	@Test
+	void sendDepthAboveMaxQpWrNamesThePropertyTheLimitAndItsSource() {
+		RdmaConfigurationException ex = failure(properties(C + "send-depth=16385"), new FakeDevice());
+		assertThat(ex.property()).isEqualTo(C + "send-depth");
+		assertThat(ex.getMessage())
+			.isEqualTo(C + "send-depth=16385 exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)");
+		assertThat(ex.action()).isEqualTo("Set " + C + "send-depth to at most 16384.");
+	}
+
+	@Test
+	void receiveDepthAboveMaxQpWrNamesTheProperty() {
+		RdmaConfigurationException ex = failure(properties(C + "receive-depth=1048576"), new FakeDevice());
+		assertThat(ex.property()).isEqualTo(C + "receive-depth");
+		assertThat(ex.getMessage())
+			.isEqualTo(C + "receive-depth=1048576 exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)");
+	}
+
+	@Test
+	void depthsAtMaxQpWrPass() {
+		FakeDevice device = new FakeDevice();
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
+			.check(properties(C + "send-depth=16384", C + "receive-depth=16384"), "nic0", device));
+		assertThat(device.queries).as("an rdma_cm connection asks for no port nor GID").isEmpty();
+	}
+
+	@Test
+	void outOfBandPortBeyondTheDevicesPortsFails() {
+		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.port=2"),
+				new FakeDevice());
+		assertThat(ex.property()).isEqualTo(C + "out-of-band.port");
+		assertThat(ex.getMessage())
+			.isEqualTo(C + "out-of-band.port=2 exceeds the 1 port(s) of device rxe0 (phys_port_cnt, ibv_query_device)");
+		assertThat(ex.action()).isEqualTo("Set " + C + "out-of-band.port between 1 and 1.");
+	}
+
+	@Test
+	void outOfBandGidIndexBeyondThePortsGidTableFails() {
+		FakeDevice device = new FakeDevice();
+		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.gid-index=16"),
+				device);
+		assertThat(ex.property()).isEqualTo(C + "out-of-band.gid-index");
+		assertThat(ex.getMessage()).isEqualTo(C
+				+ "out-of-band.gid-index=16 is beyond the GID table of port 1 of device rxe0 (gid_tbl_len 16, ibv_query_port)");
+		assertThat(ex.action()).startsWith("Set " + C + "out-of-band.gid-index between 0 and 15, or remove");
+		assertThat(device.queries).containsExactly("port 1");
+	}
+
+	@Test
+	void outOfBandGidIndexOfAnEmptyEntryFails() {
+		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.gid-index=5"),
+				new FakeDevice());
+		assertThat(ex.property()).isEqualTo(C + "out-of-band.gid-index");
+		assertThat(ex.getMessage()).isEqualTo(C
+				+ "out-of-band.gid-index=5 names an empty entry of the GID table of port 1 of device rxe0 (ibv_query_gid)");
+	}
+
+	@Test
+	void outOfBandWithAGidOrWithoutAnIndexPasses() {
+		FakeDevice device = new FakeDevice();
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
+			.check(properties(C + "exchange=out-of-band", C + "out-of-band.gid-index=1"), "nic0", device));
+		assertThat(device.queries).containsExactly("port 1", "gid 1/1");
+		FakeDevice found = new FakeDevice();
+		assertThatNoException()
+			.isThrownBy(() -> RdmaConnectionLimits.check(properties(C + "exchange=out-of-band"), "nic0", found));
+		assertThat(found.queries).as("the GID is found by type at each attempt").isEmpty();
+	}
+
+	@Test
+	void onlyTheConnectionsOfTheOpenedDeviceAreChecked() {
+		RdmaProperties properties = properties(C + "send-queue=tx1", C + "receive-queue=rx1", C + "send-depth=20000");
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits.check(properties, "nic0", new FakeDevice()));
+		RdmaConfigurationException ex = catchThrowableOfType(RdmaConfigurationException.class,
+				() -> RdmaConnectionLimits.check(properties, "nic1", new FakeDevice()));
+		assertThat(ex).isNotNull();
+		assertThat(ex.property()).isEqualTo(C + "send-depth");
+	}
+
+}
