@@ -211,7 +211,9 @@ public final class Context extends NativeObject {
 				orig.get(JAVA_BYTE, Layouts.off(l, "phys_port_cnt")) & 0xff,
 				attr.get(JAVA_LONG, Layouts.off(ex, "completion_timestamp_mask")),
 				attr.get(JAVA_LONG, Layouts.off(ex, "hca_core_clock")),
-				attr.get(JAVA_LONG, Layouts.off(ex, "device_cap_flags_ex")));
+				attr.get(JAVA_LONG, Layouts.off(ex, "device_cap_flags_ex")),
+				orig.get(JAVA_INT, Layouts.off(l, "max_qp_rd_atom")),
+				orig.get(JAVA_INT, Layouts.off(l, "max_qp_init_rd_atom")));
 	}
 
 	/**

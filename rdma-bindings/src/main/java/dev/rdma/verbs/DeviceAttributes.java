@@ -37,14 +37,33 @@ import java.util.EnumSet;
  * @param deviceCapFlagsEx {@code device_cap_flags_ex}, raw: 64-bit extended capability
  * flags (e.g. {@code IBV_DEVICE_RAW_SCATTER_FCS} 1&lt;&lt;34); 0 when the device did not
  * report them
+ * @param maxQpRdAtom {@code max_qp_rd_atom}: most RDMA reads and atomics one QP accepts
+ * in flight as responder (the largest {@code max_dest_rd_atomic}, and rdma_cm's
+ * {@code responder_resources})
+ * @param maxQpInitRdAtom {@code max_qp_init_rd_atom}: most RDMA reads and atomics one QP
+ * has in flight as initiator (the largest {@code max_rd_atomic}, and rdma_cm's
+ * {@code initiator_depth})
  */
 public record DeviceAttributes(String fwVersion, long nodeGuid, long sysImageGuid, long maxMrSize, int vendorId,
 		int vendorPartId, int hwVersion, int maxQp, int maxQpWr, int deviceCapFlags, int maxSge, int maxCq, int maxCqe,
 		int maxMr, int maxPd, int maxSrq, int physPortCount, long completionTimestampMask, long hcaCoreClockKhz,
-		long deviceCapFlagsEx) {
+		long deviceCapFlagsEx, int maxQpRdAtom, int maxQpInitRdAtom) {
 
 	/** Soft-RoCE's vendor id ({@code RXE_VENDOR_ID}). */
 	public static final int RXE_VENDOR_ID = 0xFFFFFF;
+
+	/**
+	 * The attributes without the read/atomic depths (the constructor of earlier versions
+	 * of this record): {@link #maxQpRdAtom()} and {@link #maxQpInitRdAtom()} are 0.
+	 */
+	public DeviceAttributes(String fwVersion, long nodeGuid, long sysImageGuid, long maxMrSize, int vendorId,
+			int vendorPartId, int hwVersion, int maxQp, int maxQpWr, int deviceCapFlags, int maxSge, int maxCq,
+			int maxCqe, int maxMr, int maxPd, int maxSrq, int physPortCount, long completionTimestampMask,
+			long hcaCoreClockKhz, long deviceCapFlagsEx) {
+		this(fwVersion, nodeGuid, sysImageGuid, maxMrSize, vendorId, vendorPartId, hwVersion, maxQp, maxQpWr,
+				deviceCapFlags, maxSge, maxCq, maxCqe, maxMr, maxPd, maxSrq, physPortCount, completionTimestampMask,
+				hcaCoreClockKhz, deviceCapFlagsEx, 0, 0);
+	}
 
 	/**
 	 * The attributes of {@code ibv_query_device} alone (the constructor of earlier
@@ -55,7 +74,7 @@ public record DeviceAttributes(String fwVersion, long nodeGuid, long sysImageGui
 			int vendorPartId, int hwVersion, int maxQp, int maxQpWr, int deviceCapFlags, int maxSge, int maxCq,
 			int maxCqe, int maxMr, int maxPd, int maxSrq, int physPortCount) {
 		this(fwVersion, nodeGuid, sysImageGuid, maxMrSize, vendorId, vendorPartId, hwVersion, maxQp, maxQpWr,
-				deviceCapFlags, maxSge, maxCq, maxCqe, maxMr, maxPd, maxSrq, physPortCount, 0, 0, 0);
+				deviceCapFlags, maxSge, maxCq, maxCqe, maxMr, maxPd, maxSrq, physPortCount, 0, 0, 0, 0, 0);
 	}
 
 	/** True for the Soft-RoCE (rxe) provider. */

@@ -157,6 +157,8 @@ class DeviceAttributesTest {
 		a.set(JAVA_INT, Layouts.off(ex, "orig_attr", "device_cap_flags"), 0x8000_1001);
 		a.set(JAVA_INT, Layouts.off(ex, "orig_attr", "vendor_id"), 0x02c9);
 		a.set(JAVA_BYTE, Layouts.off(ex, "orig_attr", "phys_port_cnt"), (byte) 2);
+		a.set(JAVA_INT, Layouts.off(ex, "orig_attr", "max_qp_rd_atom"), 16);
+		a.set(JAVA_INT, Layouts.off(ex, "orig_attr", "max_qp_init_rd_atom"), 8);
 		a.setString(Layouts.off(ex, "orig_attr", "fw_ver"), "16.35.2000");
 		return exResult;
 	}
@@ -220,6 +222,8 @@ class DeviceAttributesTest {
 		assertThat(a.fwVersion()).isEqualTo("16.35.2000");
 		assertThat(a.vendorId()).isEqualTo(0x02c9);
 		assertThat(a.physPortCount()).isEqualTo(2);
+		assertThat(a.maxQpRdAtom()).isEqualTo(16);
+		assertThat(a.maxQpInitRdAtom()).isEqualTo(8);
 		assertThat(a.completionTimestampMask()).isEqualTo(0xFFFF_FFFF_FFFFL);
 		assertThat(a.hcaCoreClockKhz()).isEqualTo(156_250);
 		assertThat(a.deviceCapFlagsEx()).isEqualTo((1L << 34) | 0x8000_1001L);
