@@ -7,16 +7,19 @@ import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
 import dev.rdma.verbs.DeviceAttributes;
 import dev.rdma.verbs.Gid;
 import dev.rdma.verbs.PortAttributes;
+import dev.rdma.verbs.cm.CmParameters;
 
 /**
  * Checks {@code rdma.connections} against what only the device of their queues can tell,
  * when {@link RdmaResources#openDevice} opens it (before any queue, queue pair or
  * connection exists): {@code send-depth} and {@code receive-depth} against
- * {@code max_qp_wr}, and for {@code exchange: out-of-band} its {@code port} against the
- * device's ports and its {@code gid-index} against the port's GID table (its length, and
- * whether the entry holds a GID). Without these, startup succeeded and every connection
- * attempt of a client failed ({@code ibv_create_qp} or {@code ibv_modify_qp}
- * {@code EINVAL}), a server's at its first peer. Each failure is a
+ * {@code max_qp_wr}, {@code cm.responder-resources} and {@code cm.initiator-depth}
+ * against {@code max_qp_rd_atom} and {@code max_qp_init_rd_atom} (rdma_cm and the
+ * out-of-band exchange both apply them), and for {@code exchange: out-of-band} its
+ * {@code port} against the device's ports and its {@code gid-index} against the port's
+ * GID table (its length, and whether the entry holds a GID). Without these, startup
+ * succeeded and every connection attempt of a client failed ({@code ibv_create_qp} or
+ * {@code ibv_modify_qp} {@code EINVAL}), a server's at its first peer. Each failure is a
  * {@link RdmaConfigurationException} naming the full property, the limit and where it
  * comes from. Pure: the device is seen through a {@link DeviceView}.
  */
@@ -67,6 +70,10 @@ final class RdmaConnectionLimits {
 		DeviceAttributes attributes = device.attributes();
 		depth(path + ".send-depth", c.getSendDepth(), attributes, device.name());
 		depth(path + ".receive-depth", c.getReceiveDepth(), attributes, device.name());
+		readAtomic(path + ".cm.responder-resources", c.getCm().getResponderResources(), attributes.maxQpRdAtom(),
+				"max_qp_rd_atom", device.name());
+		readAtomic(path + ".cm.initiator-depth", c.getCm().getInitiatorDepth(), attributes.maxQpInitRdAtom(),
+				"max_qp_init_rd_atom", device.name());
 		if (c.getExchange() != RdmaProperties.ConnectionExchange.OUT_OF_BAND) {
 			return;
 		}
@@ -97,6 +104,21 @@ final class RdmaConnectionLimits {
 					gidPath + "=" + gidIndex + " names an empty entry of the GID table of port " + port + " of device "
 							+ device.name() + " (ibv_query_gid)",
 					"Set " + gidPath + " to the index of one of the port's GIDs (ibv_devinfo -v)" + advice);
+		}
+	}
+
+	/**
+	 * rdma_cm refuses a depth above the device's ({@code rdma_connect} and
+	 * {@code rdma_accept}: EINVAL) unless it is 255, the device's maximum; the
+	 * out-of-band exchange sets it as max_dest_rd_atomic / max_rd_atomic (255 meaning 1),
+	 * which {@code ibv_modify_qp} refuses above the device's.
+	 */
+	private static void readAtomic(String path, int value, int limit, String name, String deviceName) {
+		if (value != CmParameters.DEVICE_MAXIMUM && value > limit) {
+			throw new RdmaConfigurationException(path,
+					path + "=" + value + " exceeds " + name + " " + limit + " of device " + deviceName
+							+ " (ibv_query_device)",
+					"Set " + path + " to at most " + limit + ", or to 255 for the device's maximum.");
 		}
 	}
 

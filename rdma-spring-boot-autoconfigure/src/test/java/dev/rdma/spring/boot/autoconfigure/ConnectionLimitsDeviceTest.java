@@ -85,6 +85,25 @@ class ConnectionLimitsDeviceTest {
 		assertThat(NativeObjects.open()).isEqualTo(open);
 	}
 
+	/**
+	 * rdma_cm's responder_resources above the device's max_qp_rd_atom (128 on rxe):
+	 * before, the client's every rdma_connect failed with EINVAL.
+	 */
+	@Test
+	void aClientsResponderResourcesAboveMaxQpRdAtomFailsStartup() {
+		int value = attributes.maxQpRdAtom() + 1;
+		assertThat(value).as("a value the properties accept").isLessThan(255);
+		long open = NativeObjects.open();
+		runner(256).withPropertyValues(C + "connect=10.0.0.2:7471", C + "cm.responder-resources=" + value)
+			.run(context -> {
+				assertThat(context).hasFailed();
+				assertThat(messages(context.getStartupFailure()))
+					.contains(C + "cm.responder-resources=" + value + " exceeds max_qp_rd_atom "
+							+ attributes.maxQpRdAtom() + " of device " + device + " (ibv_query_device)");
+			});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
 	@Test
 	void anOutOfBandPortBeyondTheDevicesPortsFailsStartup() {
 		int port = attributes.physPortCount() + 1;

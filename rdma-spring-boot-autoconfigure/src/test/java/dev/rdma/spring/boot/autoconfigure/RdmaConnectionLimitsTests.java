@@ -21,10 +21,11 @@ import static org.assertj.core.api.Assertions.assertThatNoException;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
- * {@link RdmaConnectionLimits} against a device described here (rxe's max_qp_wr 16384,
- * one port, a GID table of 16 entries with GIDs at 0 and 1): each limit fails naming the
- * full property, the value, the limit and where it comes from; values within the limits
- * pass; only the connections of the device being opened are checked.
+ * {@link RdmaConnectionLimits} against a device described here (max_qp_wr 16384,
+ * max_qp_rd_atom 128, max_qp_init_rd_atom 64, one port, a GID table of 16 entries with
+ * GIDs at 0 and 1): each limit fails naming the full property, the value, the limit and
+ * where it comes from; values within the limits pass; only the connections of the device
+ * being opened are checked.
  */
 class RdmaConnectionLimitsTests {
 
@@ -45,7 +46,7 @@ class RdmaConnectionLimitsTests {
 		@Override
 		public DeviceAttributes attributes() {
 			return new DeviceAttributes("1.0", 1, 2, -1, DeviceAttributes.RXE_VENDOR_ID, 0, 0, 65536, 16384, 0, 32,
-					16384, 65535, 1024, 1024, 1024, 1);
+					16384, 65535, 1024, 1024, 1024, 1, 0, 0, 0, 128, 64);
 		}
 
 		@Override
@@ -111,6 +112,33 @@ class RdmaConnectionLimitsTests {
 		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
 			.check(properties(C + "send-depth=16384", C + "receive-depth=16384"), "nic0", device));
 		assertThat(device.queries).as("an rdma_cm connection asks for no port nor GID").isEmpty();
+	}
+
+	@Test
+	void cmResponderResourcesAboveMaxQpRdAtomFails() {
+		RdmaConfigurationException ex = failure(properties(C + "cm.responder-resources=129"), new FakeDevice());
+		assertThat(ex.property()).isEqualTo(C + "cm.responder-resources");
+		assertThat(ex.getMessage())
+			.isEqualTo(C + "cm.responder-resources=129 exceeds max_qp_rd_atom 128 of device rxe0 (ibv_query_device)");
+		assertThat(ex.action())
+			.isEqualTo("Set " + C + "cm.responder-resources to at most 128, or to 255 for the device's maximum.");
+	}
+
+	@Test
+	void cmInitiatorDepthAboveMaxQpInitRdAtomFailsOutOfBandToo() {
+		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "cm.initiator-depth=65"),
+				new FakeDevice());
+		assertThat(ex.property()).isEqualTo(C + "cm.initiator-depth");
+		assertThat(ex.getMessage())
+			.isEqualTo(C + "cm.initiator-depth=65 exceeds max_qp_init_rd_atom 64 of device rxe0 (ibv_query_device)");
+	}
+
+	@Test
+	void readAtomicDepthsAtTheLimitOrTheDeviceMaximumPass() {
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits.check(
+				properties(C + "cm.responder-resources=128", C + "cm.initiator-depth=64"), "nic0", new FakeDevice()));
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits.check(
+				properties(C + "cm.responder-resources=255", C + "cm.initiator-depth=255"), "nic0", new FakeDevice()));
 	}
 
 	@Test
