@@ -250,15 +250,18 @@ public class CompletionQueueListenerContainer {
 		wakerTarget = m.routeTarget;
 		router.register(queue, wakerTarget);
 		m.afterLeave = () -> finishLeave(m);
+		// set before the join: the group thread may deliver the first completion at once,
+		// and a listener that stops the container then must find its member
+		member = m;
 		try {
 			g.join(m);
 		}
 		catch (RuntimeException ex) {
+			member = null;
 			router.unregister(queue, wakerTarget);
 			throw ex;
 		}
 		startedMode = mode;
-		member = m;
 	}
 
 	/** Asks the loop to stop after the batch in flight and wakes it. */
