@@ -40,16 +40,6 @@ class QueuePairCloseInBatchDeviceTest {
 		return device.context();
 	}
 
-	private static Throwable refusal(Runnable r) {
-		try {
-			r.run();
-		}
-		catch (RuntimeException e) {
-			return e;
-		}
-		throw new AssertionError("expected a refusal");
-	}
-
 	/** One loopback SEND of {@code lb}, wr_id {@code id}, and its receive. */
 	private static void send(Loopback lb, long id) {
 		lb.postRecv(1000 + id, 0);
@@ -91,9 +81,17 @@ class QueuePairCloseInBatchDeviceTest {
 			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
 				cx.poll(b, wc -> {
 					ids.add(wc.wrId());
-					refused.add(refusal(sendsOnCx.qp()::close)); // went through on rxe
-					refused.add(refusal(receivesOnCx.qp()::close));
-					refused.add(refusal(sendsOnCx::close)); // its PD closes the QP first
+					refused.add(SafetyRegressionDeviceTest.refusal(sendsOnCx.qp()::close)); // went
+																							// through
+																							// on
+																							// rxe
+					refused.add(SafetyRegressionDeviceTest.refusal(receivesOnCx.qp()::close));
+					refused.add(SafetyRegressionDeviceTest.refusal(sendsOnCx::close)); // its
+																						// PD
+																						// closes
+																						// the
+																						// QP
+																						// first
 					elsewhere.close(); // a QP on another CQ may be closed here
 				});
 				return !ids.isEmpty();
@@ -134,13 +132,16 @@ class QueuePairCloseInBatchDeviceTest {
 				}
 				try {
 					ids.add(cx.current().wrId());
-					refused.add(refusal(lb.qp()::close)); // went through on rxe
+					refused.add(SafetyRegressionDeviceTest.refusal(lb.qp()::close)); // went
+																						// through
+																						// on
+																						// rxe
 					while (cx.nextPoll()) {
 						ids.add(cx.current().wrId());
 					}
 					// no current completion, but the batch (and the provider's lock) is
 					// still open
-					refused.add(refusal(lb.qp()::close));
+					refused.add(SafetyRegressionDeviceTest.refusal(lb.qp()::close));
 				}
 				finally {
 					cx.endPoll();
@@ -257,7 +258,9 @@ class QueuePairCloseInBatchDeviceTest {
 				DeviceTestSupport.await(Duration.ofSeconds(20), cx::startPoll, "a batch");
 				try {
 					long start = System.nanoTime();
-					refused = refusal(close); // waited for the other close first
+					refused = SafetyRegressionDeviceTest.refusal(close); // waited for the
+																			// other close
+																			// first
 					refusedAfterNanos = System.nanoTime() - start;
 				}
 				finally {

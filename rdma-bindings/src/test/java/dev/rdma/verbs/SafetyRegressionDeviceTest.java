@@ -195,7 +195,8 @@ class SafetyRegressionDeviceTest {
 		}
 	}
 
-	private static Throwable refusal(Runnable r) {
+	/** What {@code r} threw; fails when it returned normally. */
+	static Throwable refusal(Runnable r) {
 		try {
 			r.run();
 		}

@@ -1,21 +1,14 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.context.ApplicationContext;
-import org.springframework.context.ApplicationContextAware;
-import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -61,7 +54,9 @@ class StopFromListenerDeviceTest {
 		});
 		Closer c = closer[0];
 		assertThat(c.failure.get()).as("the close from the listener").isNull();
-		assertThat(c.thread.get()).startsWith("rdma-poller-");
+		Thread pollerThread = c.thread.get();
+		assertThat(pollerThread).isNotNull();
+		assertThat(pollerThread.getName()).startsWith("rdma-poller-");
 		assertThat(c.closeNanos).as("close from the listener (ms), shutdown-timeout 20 s")
 			.isLessThan(TimeUnit.SECONDS.toNanos(5));
 		// the poller thread closes the queue, channel and device once the listener
@@ -71,8 +66,6 @@ class StopFromListenerDeviceTest {
 			Thread.sleep(20);
 		}
 		assertThat(NativeObjects.open()).as("native objects open: " + NativeObjects.openByType()).isEqualTo(baseline);
-		Thread pollerThread = c.pollerThread.get();
-		assertThat(pollerThread).isNotNull();
 		pollerThread.join(TimeUnit.SECONDS.toMillis(10));
 		assertThat(pollerThread.isAlive()).as("poller thread " + pollerThread.getName() + " ended").isFalse();
 	}
@@ -93,48 +86,11 @@ class StopFromListenerDeviceTest {
 
 	}
 
-	static final class Closer implements ApplicationContextAware {
-
-		final CountDownLatch closed = new CountDownLatch(1);
-
-		final AtomicBoolean first = new AtomicBoolean(true);
-
-		final AtomicReference<@Nullable Throwable> failure = new AtomicReference<>();
-
-		final AtomicReference<@Nullable String> thread = new AtomicReference<>();
-
-		final AtomicReference<@Nullable Thread> pollerThread = new AtomicReference<>();
-
-		volatile long closeNanos = Long.MAX_VALUE;
-
-		private @Nullable ConfigurableApplicationContext context;
-
-		@Override
-		public void setApplicationContext(ApplicationContext applicationContext) {
-			this.context = (ConfigurableApplicationContext) applicationContext;
-		}
+	static final class Closer extends ContextSelfCloser {
 
 		@RdmaCompletionListener(queue = "q0")
 		void onCompletion(WorkCompletion completion) {
-			if (!first.getAndSet(false)) {
-				return;
-			}
-			thread.set(Thread.currentThread().getName());
-			pollerThread.set(Thread.currentThread());
-			long start = System.nanoTime();
-			try {
-				ConfigurableApplicationContext c = context;
-				if (c != null) {
-					c.close();
-				}
-			}
-			catch (Throwable ex) {
-				failure.set(ex);
-			}
-			finally {
-				closeNanos = System.nanoTime() - start;
-				closed.countDown();
-			}
+			closeOnFirstCall();
 		}
 
 	}

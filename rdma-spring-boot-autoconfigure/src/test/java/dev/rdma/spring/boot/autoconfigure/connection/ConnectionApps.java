@@ -5,9 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -18,13 +16,12 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.context.ApplicationContext;
-import org.springframework.context.ApplicationContextAware;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 import dev.rdma.spring.annotation.RdmaMessageListener;
+import dev.rdma.spring.boot.autoconfigure.ContextSelfCloser;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.metrics.RdmaMetricsAutoConfiguration;
@@ -211,45 +208,11 @@ final class ConnectionApps {
 
 	}
 
-	static class SelfCloser implements ApplicationContextAware {
-
-		final CountDownLatch closed = new CountDownLatch(1);
-
-		final AtomicBoolean first = new AtomicBoolean(true);
-
-		final AtomicReference<@Nullable Throwable> failure = new AtomicReference<>();
-
-		final AtomicReference<@Nullable Thread> thread = new AtomicReference<>();
-
-		volatile long closeNanos = Long.MAX_VALUE;
-
-		private @Nullable ConfigurableApplicationContext context;
-
-		@Override
-		public void setApplicationContext(ApplicationContext applicationContext) {
-			this.context = (ConfigurableApplicationContext) applicationContext;
-		}
+	static class SelfCloser extends ContextSelfCloser {
 
 		@RdmaMessageListener(connection = NAME)
 		void onMessage(RdmaMessage message) {
-			if (!first.getAndSet(false)) {
-				return;
-			}
-			thread.set(Thread.currentThread());
-			long start = System.nanoTime();
-			try {
-				ConfigurableApplicationContext c = context;
-				if (c != null) {
-					c.close();
-				}
-			}
-			catch (Throwable ex) {
-				failure.set(ex);
-			}
-			finally {
-				closeNanos = System.nanoTime() - start;
-				closed.countDown();
-			}
+			closeOnFirstCall();
 		}
 
 	}
