@@ -51,7 +51,9 @@ import dev.rdma.verbs.exchange.OutOfBand;
  * <p>
  * <b>Wait.</b> The channel is {@link CompletionChannel.WaitMode#BLOCKING_READ}, so each
  * event costs one {@code read(2)} as in the C twin; {@code XDEV_WAIT=poll} measures the
- * default mode (read, poll, read).
+ * default mode (read, poll, read). {@code XDEV_MODE=poll} is {@code ibv_rc_pingpong}
+ * without {@code -e}, as in the C twin: no events, the CQ polled until it returns a
+ * completion ({@link Loop#spin()}).
  *
  * <pre>XdevPingPong DEVICE GID_INDEX TCP_PORT ITERS WARMUP REPS SIZE [SERVER_IPV4]</pre>
  */
@@ -93,9 +95,12 @@ public final class XdevPingPong {
 			for (int i = 0; i < RX_DEPTH; i++) {
 				qp.postRecv(RECV_WRID, mr, 0, size);
 			}
+			boolean busy = "poll".equals(System.getenv("XDEV_MODE"));
 			// armed before the exchange, as rc_pingpong: the peer may send as soon as it
 			// is over
-			cq.requestNotify(false);
+			if (!busy) {
+				cq.requestNotify(false);
+			}
 			if (client) {
 				OutOfBand.connect(qp, new InetSocketAddress(InetAddress.getByName(serverIp), port), options);
 			}
@@ -104,7 +109,7 @@ public final class XdevPingPong {
 					OutOfBand.accept(listener, qp, options.withConnectTimeout(java.time.Duration.ofMinutes(5)));
 				}
 			}
-			Loop loop = new Loop(client, channel, cq, qp, mr, buffer, size, iters, warmup, reps);
+			Loop loop = new Loop(client, busy, channel, cq, qp, mr, buffer, size, iters, warmup, reps);
 			String pinned = CpuAffinity.pinCurrentThreadFromEnv("XDEV_CPU");
 			loop.run();
 			if (cq.ackEvents() != loop.events) {
@@ -116,8 +121,9 @@ public final class XdevPingPong {
 					loop.cpuBefore, ThreadCpu.snapshot(), (double) iters * reps);
 			if (client) {
 				System.out.printf(Locale.ROOT,
-						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %d completion events (%s channel), loop thread %s%n",
-						device, serverIp, loop.total, size, loop.events, channel.waitMode(), pinned);
+						"# xdev_pingpong Java client on %s -> %s: %d round trips of %d bytes, %s, %d completion events (%s channel), loop thread %s%n",
+						device, serverIp, loop.total, size, busy ? "busy polling" : "events", loop.events,
+						channel.waitMode(), pinned);
 				int from = loop.settled / iters;
 				double[] p50 = new double[reps];
 				double[] p99 = new double[reps];
@@ -154,6 +160,9 @@ public final class XdevPingPong {
 		private static final long EVENT_TIMEOUT_NANOS = 60_000_000_000L;
 
 		final boolean client;
+
+		/** {@code XDEV_MODE=poll}: {@link #spin()} instead of {@link #event()}. */
+		final boolean busy;
 
 		final CompletionChannel channel;
 
@@ -201,9 +210,10 @@ public final class XdevPingPong {
 
 		Map<String, String[]> cpuBefore = Map.of();
 
-		Loop(boolean client, CompletionChannel channel, CompletionQueue cq, QueuePair qp, MemoryRegion mr,
+		Loop(boolean client, boolean busy, CompletionChannel channel, CompletionQueue cq, QueuePair qp, MemoryRegion mr,
 				WorkCompletionBuffer buffer, int size, int iters, int warmup, int reps) {
 			this.client = client;
+			this.busy = busy;
 			this.channel = channel;
 			this.cq = cq;
 			this.qp = qp;
@@ -226,8 +236,15 @@ public final class XdevPingPong {
 				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
 				pending |= SEND_WRID;
 			}
-			while (rcnt < total || scnt < total) {
-				event();
+			if (busy) {
+				while (rcnt < total || scnt < total) {
+					spin();
+				}
+			}
+			else {
+				while (rcnt < total || scnt < total) {
+					event();
+				}
 			}
 		}
 
@@ -246,7 +263,39 @@ public final class XdevPingPong {
 			}
 			events++;
 			cq.requestNotify(false);
-			int n = cq.poll(buffer);
+			completions(cq.poll(buffer));
+		}
+
+		/**
+		 * Polls the CQ until it returns a completion, as {@code ibv_rc_pingpong} without
+		 * {@code -e} and the C twin with {@code XDEV_MODE=poll} do, with
+		 * {@link Thread#onSpinWait()} between empty polls as the C twin pauses (under
+		 * single-threaded TCG a spin without a pause holds the emulator until its next
+		 * timer kick); every 2^20 empty polls the clock is read, so that a peer that is
+		 * gone ends the loop after 60 s.
+		 */
+		void spin() throws InterruptedException {
+			int n;
+			int empty = 0;
+			long deadline = 0;
+			while ((n = cq.poll(buffer)) == 0) {
+				Thread.onSpinWait();
+				if (++empty == 1 << 20) {
+					empty = 0;
+					long now = System.nanoTime();
+					if (deadline == 0) {
+						deadline = now + EVENT_TIMEOUT_NANOS;
+					}
+					else if (now - deadline > 0) {
+						throw new IllegalStateException(
+								"no completion within 60 s after " + scnt + " sends and " + rcnt + " receives");
+					}
+				}
+			}
+			completions(n);
+		}
+
+		private void completions(int n) throws InterruptedException {
 			for (int i = 0; i < n; i++) {
 				WorkCompletion wc = buffer.get(i);
 				if (!wc.isSuccess()) {
