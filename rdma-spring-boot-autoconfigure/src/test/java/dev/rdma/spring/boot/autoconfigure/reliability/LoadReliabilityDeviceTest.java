@@ -54,10 +54,11 @@ class LoadReliabilityDeviceTest {
 			assertThat(registry.getListenerContainers()).hasSize(4).allMatch(p -> p.mode() == mode);
 			Duration took = LoadApp.drive(context, perQueue, timeout);
 			MeterRegistry meters = context.getBean(MeterRegistry.class);
-			double metered = 0;
-			for (String q : LoadApp.QUEUES) {
-				metered += meters.get("rdma.completions").tag("queue", q).tag("status", "success").counter().count();
-			}
+			// a poller meters a batch once its listener calls returned, so the last
+			// batch's count may still be on its way when drive() saw every delivery
+			DeviceTestSupport.await(Duration.ofSeconds(10), () -> metered(meters) >= 4L * perQueue,
+					4L * perQueue + " completions metered (metered: " + metered(meters) + ")");
+			double metered = metered(meters);
 			long start = System.nanoTime();
 			context.getSourceApplicationContext().close();
 			closeMillis[0] = (System.nanoTime() - start) / 1_000_000;
@@ -96,6 +97,14 @@ class LoadReliabilityDeviceTest {
 		assertThat(NativeObjects.open())
 			.as("native objects open (baseline " + open + "): " + NativeObjects.openByType())
 			.isEqualTo(open);
+	}
+
+	private static double metered(MeterRegistry meters) {
+		double metered = 0;
+		for (String q : LoadApp.QUEUES) {
+			metered += meters.get("rdma.completions").tag("queue", q).tag("status", "success").counter().count();
+		}
+		return metered;
 	}
 
 }
