@@ -242,17 +242,24 @@ def group_table(res):
 def xstarter_table(res):
     """Connections through the starter (issue 17): each xstarter_* row of XdevStarterPingPong (mode=event|busy,
     driver=thread|listener) beside the C twin of the same run (xstarter_c_*: xdev_pingpong, same devices and
-    arguments); target: msgs/s >= 0.90x of C (the allocation rows, 0 B, are in the main table)."""
+    arguments; busy rows beside xstarter_c_poll_*, the C twin busy-polling, when the run has it); target: msgs/s >=
+    0.90x of C (the allocation rows, 0 B, are in the main table)."""
     rows = ["", "Connections through the starter (issue 17): rxeA -> rxeB ping-pong, one message in flight, "
             "C twin vs the starter's server and client applications:", "",
             "| case | params | C twin median | Java median | spread C / Java | Java/C | target | result |",
             "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
     misses = 0
     for what, unit in (("rate", "/s"), ("p50", " us"), ("p99", " us")):
-        c = res.get((f"xstarter_c_{what}", "", "c"))
         for (case, extra, impl), j in sorted(res.items()):
             if case != f"xstarter_{what}" or impl != "java":
                 continue
+            # busy polling is measured against the C twin busy-polling (xstarter_c_poll_*) when the run has it
+            c = res.get((f"xstarter_c_poll_{what}", "", "c")) if "mode=busy" in extra else None
+            if c is not None:
+                extra += " (C twin busy-polling)"
+            else:
+                c = res.get((f"xstarter_c_{what}", "", "c"))
+                extra += " (C twin: events)" if "mode=busy" in extra else ""
             fmt = (lambda v: f"{v:,.0f}{unit}") if what == "rate" else (lambda v: f"{v:,.1f}{unit}")
             if c is None or not c["median"]:
                 rows.append(f"| {case} | {extra} | - | {fmt(j['median'])} | - / {spread(j):.0f}% | - | - | no C twin |")
