@@ -46,18 +46,6 @@ class QueuePairCloseInBatchDeviceTest {
 		lb.postSend(id, 0, 8, null);
 	}
 
-	/** Polls {@code cq} until {@code n} completions arrived (20 s at most). */
-	private static List<Long> drain(CompletionQueue cq, int n) {
-		List<Long> ids = new ArrayList<>();
-		try (WorkCompletionBuffer b = new WorkCompletionBuffer(16)) {
-			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
-				cq.poll(b, wc -> ids.add(wc.wrId()));
-				return ids.size() >= n;
-			}, n + " completions");
-		}
-		return ids;
-	}
-
 	private static void assertRefusedForItsCq(Throwable e, String direction) {
 		assertThat(e).isInstanceOf(IllegalStateException.class)
 			.hasMessageContaining("ibv_destroy_qp")
@@ -81,17 +69,11 @@ class QueuePairCloseInBatchDeviceTest {
 			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
 				cx.poll(b, wc -> {
 					ids.add(wc.wrId());
-					refused.add(SafetyRegressionDeviceTest.refusal(sendsOnCx.qp()::close)); // went
-																							// through
-																							// on
-																							// rxe
+					// went through on rxe before the refusal
+					refused.add(SafetyRegressionDeviceTest.refusal(sendsOnCx.qp()::close));
 					refused.add(SafetyRegressionDeviceTest.refusal(receivesOnCx.qp()::close));
-					refused.add(SafetyRegressionDeviceTest.refusal(sendsOnCx::close)); // its
-																						// PD
-																						// closes
-																						// the
-																						// QP
-																						// first
+					// its PD closes the QP first
+					refused.add(SafetyRegressionDeviceTest.refusal(sendsOnCx::close));
 					elsewhere.close(); // a QP on another CQ may be closed here
 				});
 				return !ids.isEmpty();
@@ -109,8 +91,8 @@ class QueuePairCloseInBatchDeviceTest {
 			assertThat(receivesOnCx.qp().isClosed()).isFalse();
 			assertThat(sendsOnCx.qp().state()).isEqualTo(QueuePair.State.RTS);
 			send(sendsOnCx, 2);
-			assertThat(drain(cx, 1)).containsExactly(2L);
-			assertThat(drain(legacy, 2)).containsExactly(1001L, 1002L);
+			assertThat(SafetyRegressionDeviceTest.drain(cx, 1)).containsExactly(2L);
+			assertThat(SafetyRegressionDeviceTest.drain(legacy, 2)).containsExactly(1001L, 1002L);
 			sendsOnCx.qp().close();
 			receivesOnCx.qp().close();
 			assertThat(sendsOnCx.qp().isClosed()).isTrue();
@@ -132,10 +114,8 @@ class QueuePairCloseInBatchDeviceTest {
 				}
 				try {
 					ids.add(cx.current().wrId());
-					refused.add(SafetyRegressionDeviceTest.refusal(lb.qp()::close)); // went
-																						// through
-																						// on
-																						// rxe
+					// went through on rxe before the refusal
+					refused.add(SafetyRegressionDeviceTest.refusal(lb.qp()::close));
 					while (cx.nextPoll()) {
 						ids.add(cx.current().wrId());
 					}
@@ -151,7 +131,7 @@ class QueuePairCloseInBatchDeviceTest {
 			assertThat(ids).containsExactly(1L);
 			assertThat(refused).hasSize(2).allSatisfy(e -> assertRefusedForItsCq(e, "send"));
 			assertThat(lb.qp().isClosed()).isFalse();
-			assertThat(drain(legacy, 1)).containsExactly(1001L);
+			assertThat(SafetyRegressionDeviceTest.drain(legacy, 1)).containsExactly(1001L);
 
 			lb.qp().close(); // after endPoll() it closes
 			assertThat(lb.qp().isClosed()).isTrue();
@@ -165,13 +145,13 @@ class QueuePairCloseInBatchDeviceTest {
 				WorkCompletionBuffer b = new WorkCompletionBuffer(8);
 				Loopback lb = new Loopback(ctx(), sendCq, recvCq, 8, 64)) {
 			send(lb, 1);
-			assertThat(drain(recvCq, 1)).containsExactly(1001L);
+			assertThat(SafetyRegressionDeviceTest.drain(recvCq, 1)).containsExactly(1001L);
 			List<Long> ids = new ArrayList<>();
 			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
 				sendCq.poll(b, wc -> {
 					ids.add(wc.wrId());
-					lb.qp().close(); // ibv_poll_cq released the CQ's lock before the
-										// handler
+					// ibv_poll_cq released the CQ's lock before the handler
+					lb.qp().close();
 				});
 				return !ids.isEmpty();
 			}, "the send completion on the legacy CQ");
@@ -258,9 +238,8 @@ class QueuePairCloseInBatchDeviceTest {
 				DeviceTestSupport.await(Duration.ofSeconds(20), cx::startPoll, "a batch");
 				try {
 					long start = System.nanoTime();
-					refused = SafetyRegressionDeviceTest.refusal(close); // waited for the
-																			// other close
-																			// first
+					// waited for the other close first
+					refused = SafetyRegressionDeviceTest.refusal(close);
 					refusedAfterNanos = System.nanoTime() - start;
 				}
 				finally {

@@ -58,9 +58,9 @@ class SafetyRegressionDeviceTest {
 
 	/**
 	 * Polls {@code cq} with a fresh buffer until {@code n} completions arrived (20 s at
-	 * most); their wr_ids.
+	 * most) and asserts that no more are queued; their wr_ids.
 	 */
-	private static List<Long> drain(CompletionQueue cq, int n) {
+	static List<Long> drain(CompletionQueue cq, int n) {
 		List<Long> ids = new ArrayList<>();
 		try (WorkCompletionBuffer b = new WorkCompletionBuffer(16)) {
 			DeviceTestSupport.await(Duration.ofSeconds(20), () -> {

@@ -97,7 +97,7 @@ class ConnectionLimitsDeviceTest {
 		runner(256).withPropertyValues(C + "connect=10.0.0.2:7471", C + "cm.responder-resources=" + value)
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure()))
+				assertThat(StartupFailures.messages(context.getStartupFailure()))
 					.contains(C + "cm.responder-resources=" + value + " exceeds max_qp_rd_atom "
 							+ attributes.maxQpRdAtom() + " of device " + device + " (ibv_query_device)");
 			});
@@ -112,7 +112,7 @@ class ConnectionLimitsDeviceTest {
 			.withPropertyValues(C + "connect=10.0.0.2:7471", C + "exchange=out-of-band", C + "out-of-band.port=" + port)
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure()))
+				assertThat(StartupFailures.messages(context.getStartupFailure()))
 					.contains(C + "out-of-band.port=" + port + " exceeds the " + attributes.physPortCount()
 							+ " port(s) of device " + device + " (phys_port_cnt, ibv_query_device)");
 			});
@@ -130,7 +130,7 @@ class ConnectionLimitsDeviceTest {
 			.withPropertyValues(C + "listen=10.0.0.2:7471", C + "exchange=out-of-band", C + "out-of-band.gid-index=255")
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure())).containsPattern(C.replace(".", "\\.")
+				assertThat(StartupFailures.messages(context.getStartupFailure())).containsPattern(C.replace(".", "\\.")
 						+ "out-of-band\\.gid-index=255 (names an empty entry of the GID table|is beyond the GID table)"
 						+ " of port 1 of device " + device + " \\((ibv_query_gid|gid_tbl_len \\d+, ibv_query_port)\\)");
 			});
@@ -153,14 +153,6 @@ class ConnectionLimitsDeviceTest {
 					C + "out-of-band.gid-index=" + gidIndex, C + "retry.initial-interval=1s")
 			.run(context -> assertThat(context).hasNotFailed());
 		assertThat(NativeObjects.open()).isEqualTo(open);
-	}
-
-	private static String messages(Throwable failure) {
-		StringBuilder all = new StringBuilder();
-		for (Throwable t = failure; t != null; t = t.getCause()) {
-			all.append(t.getMessage()).append('\n');
-		}
-		return all.toString();
 	}
 
 }

@@ -429,7 +429,7 @@ class RdmaAutoConfigurationDeviceTest {
 					"rdma.completion-queues.ok.channel=events0", "rdma.completion-queues.rx.entries=100000000")
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure())).containsPattern(
+				assertThat(StartupFailures.messages(context.getStartupFailure())).containsPattern(
 						"rdma.completion-queues.rx.entries=100000000 exceeds max_cqe \\d+ of device " + device);
 			});
 		assertThat(NativeObjects.open()).isEqualTo(open);
@@ -440,7 +440,7 @@ class RdmaAutoConfigurationDeviceTest {
 		long open = NativeObjects.open();
 		runner().withPropertyValues("rdma.completion-queues.rx.comp-vector=4096").run(context -> {
 			assertThat(context).hasFailed();
-			assertThat(messages(context.getStartupFailure()))
+			assertThat(StartupFailures.messages(context.getStartupFailure()))
 				.contains("rdma.completion-queues.rx.comp-vector=4096 is not below num_comp_vectors");
 		});
 		assertThat(NativeObjects.open()).isEqualTo(open);
@@ -451,7 +451,7 @@ class RdmaAutoConfigurationDeviceTest {
 		long open = NativeObjects.open();
 		runner().withPropertyValues("rdma.devices.nic0.name=nosuchdev0").run(context -> {
 			assertThat(context).hasFailed();
-			assertThat(messages(context.getStartupFailure()))
+			assertThat(StartupFailures.messages(context.getStartupFailure()))
 				.contains("rdma.devices.nic0.name=nosuchdev0 matches no RDMA device (devices: [" + device);
 		});
 		assertThat(NativeObjects.open()).isEqualTo(open);
@@ -462,17 +462,10 @@ class RdmaAutoConfigurationDeviceTest {
 		long open = NativeObjects.open();
 		runner().withPropertyValues("rdma.devices.nic0.port=9").run(context -> {
 			assertThat(context).hasFailed();
-			assertThat(messages(context.getStartupFailure())).contains("rdma.devices.nic0.port=9 exceeds the");
+			assertThat(StartupFailures.messages(context.getStartupFailure()))
+				.contains("rdma.devices.nic0.port=9 exceeds the");
 		});
 		assertThat(NativeObjects.open()).isEqualTo(open);
-	}
-
-	private static String messages(Throwable failure) {
-		StringBuilder all = new StringBuilder();
-		for (Throwable t = failure; t != null; t = t.getCause()) {
-			all.append(t.getMessage()).append('\n');
-		}
-		return all.toString();
 	}
 
 }

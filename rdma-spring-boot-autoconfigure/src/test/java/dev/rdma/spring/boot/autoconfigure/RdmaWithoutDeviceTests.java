@@ -49,14 +49,6 @@ class RdmaWithoutDeviceTests {
 		}
 	}
 
-	private static String messages(Throwable failure) {
-		StringBuilder all = new StringBuilder();
-		for (Throwable t = failure; t != null; t = t.getCause()) {
-			all.append(t.getMessage()).append('\n');
-		}
-		return all.toString();
-	}
-
 	static Stream<Arguments> misconfigurations() {
 		return Stream.of(
 				Arguments.of("rdma.completion-queues.rx.channel=events9 names no channel under rdma.channels",
@@ -81,7 +73,7 @@ class RdmaWithoutDeviceTests {
 		long open = NativeObjects.open();
 		runner.withPropertyValues(properties).run(context -> {
 			assertThat(context).hasFailed();
-			assertThat(messages(context.getStartupFailure())).contains(message);
+			assertThat(StartupFailures.messages(context.getStartupFailure())).contains(message);
 			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
 			assertThat(analysis).isNotNull();
 			assertThat(analysis.getDescription()).contains("Property: rdma.").contains(message);
@@ -120,8 +112,9 @@ class RdmaWithoutDeviceTests {
 			.withBean("listener", UnknownQueueListener.class)
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure())).contains("listens to queue 'rxx', which is not "
-						+ "configured under rdma.completion-queues (configured: [rx])");
+				assertThat(StartupFailures.messages(context.getStartupFailure()))
+					.contains("listens to queue 'rxx', which is not "
+							+ "configured under rdma.completion-queues (configured: [rx])");
 				FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
 				assertThat(analysis.getDescription()).contains("Listener: @RdmaCompletionListener");
 			});
@@ -168,7 +161,7 @@ class RdmaWithoutDeviceTests {
 		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues(ORDERS).withBean("listener", WrongParameterMessageListener.class).run(context -> {
 			assertThat(context).hasFailed();
-			assertThat(messages(context.getStartupFailure()))
+			assertThat(StartupFailures.messages(context.getStartupFailure()))
 				.contains("@RdmaMessageListener WrongParameterMessageListener.on(String) of bean 'listener' must "
 						+ "take exactly one RdmaMessage parameter");
 		});
@@ -179,7 +172,7 @@ class RdmaWithoutDeviceTests {
 		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues(ORDERS).withBean("listener", UnknownConnectionMessageListener.class).run(context -> {
 			assertThat(context).hasFailed();
-			assertThat(messages(context.getStartupFailure()))
+			assertThat(StartupFailures.messages(context.getStartupFailure()))
 				.contains("listens to connection 'nosuch', which is not configured (rdma.connections: [orders])");
 		});
 	}
@@ -199,7 +192,7 @@ class RdmaWithoutDeviceTests {
 			.withBean("listener", UnknownErrorHandlerListener.class)
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure()))
+				assertThat(StartupFailures.messages(context.getStartupFailure()))
 					.contains("names errorHandler 'nosuchHandler', which is not a RdmaCompletionErrorHandler bean");
 			});
 	}
@@ -214,8 +207,9 @@ class RdmaWithoutDeviceTests {
 			.withBean("listener", UnknownQueueListener.class)
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure())).contains("listens to queue 'rxx', which is not "
-						+ "configured under rdma.completion-queues (configured: [rx])");
+				assertThat(StartupFailures.messages(context.getStartupFailure()))
+					.contains("listens to queue 'rxx', which is not "
+							+ "configured under rdma.completion-queues (configured: [rx])");
 			});
 	}
 
@@ -243,7 +237,7 @@ class RdmaWithoutDeviceTests {
 			.withBean("listener", MissingFieldsListener.class)
 			.run(context -> {
 				assertThat(context).hasFailed();
-				assertThat(messages(context.getStartupFailure()))
+				assertThat(StartupFailures.messages(context.getStartupFailure()))
 					.contains("reads fields [completion-timestamp, flow-tag], but queue 'rx' (type extended) does not "
 							+ "provide them (rdma.completion-queues.rx.wc-flags=[byte-len])");
 			});
