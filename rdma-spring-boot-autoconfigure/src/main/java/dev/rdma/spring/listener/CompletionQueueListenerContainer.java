@@ -88,6 +88,9 @@ public class CompletionQueueListenerContainer {
 	/** Set once the end of the stop (router, waker, events) has been done. */
 	private final AtomicBoolean finished = new AtomicBoolean();
 
+	/** Set by {@link #signalStop()}, cleared when the poller starts again. */
+	private volatile boolean stopSignalled;
+
 	/**
 	 * @param queueName the queue's name (its bean name): names the thread and appears in
 	 * every message
@@ -122,7 +125,8 @@ public class CompletionQueueListenerContainer {
 	}
 
 	/**
-	 * The handler of failed completions (instead of the listener), and the name messages
+	 * The handler of failed completions (instead of a single-completion listener; a batch
+	 * listener still gets them in its batch, after the handler), and the name messages
 	 * give it; null for none.
 	 */
 	public synchronized void setErrorHandler(@Nullable String name, @Nullable RdmaCompletionErrorHandler errorHandler) {
@@ -176,16 +180,35 @@ public class CompletionQueueListenerContainer {
 	// ------------------------------------------------------------------ lifecycle
 
 	/**
-	 * Starts the poller thread (once; later calls do nothing).
-	 * @throws IllegalStateException when no listener was set up
+	 * Starts the poller thread, or joins the poller group. While the poller runs, later
+	 * calls do nothing. Once a stop has ended (the thread has ended, or the queue has
+	 * left its group thread), a start runs a new poller with the same listener and
+	 * settings: a context's {@code stop()} then {@code start()} (pause and resume) polls
+	 * the queue again.
+	 * @throws IllegalStateException when no listener was set up, or when a stop was asked
+	 * for and has not ended yet (a listener call still running)
 	 * @throws IllegalArgumentException when the settings do not fit the queue (a mode
 	 * that waits, on a queue without a channel; a batch size or ack batch below 1; a
 	 * negative spin)
 	 */
 	public synchronized void start() {
 		if (thread != null || member != null) {
-			return;
+			if (!stopSignalled) {
+				return;
+			}
+			if (!finished.get()) {
+				throw new IllegalStateException("the poller of queue '" + queueName
+						+ "' is still stopping (a listener call has not returned): start it again once it has stopped");
+			}
+			// the last poller has stopped and finished its stop: start afresh
+			thread = null;
+			member = null;
+			loop = null;
+			waker = null;
+			startedMode = null;
 		}
+		stopSignalled = false;
+		finished.set(false);
 		ListenerInvoker listener = invoker;
 		String id = listenerId;
 		if (listener == null || id == null) {
@@ -266,6 +289,7 @@ public class CompletionQueueListenerContainer {
 
 	/** Asks the loop to stop after the batch in flight and wakes it. */
 	public void signalStop() {
+		stopSignalled = true;
 		PollLoop l;
 		GroupPollLoop.Member m;
 		PollerGroup g;

@@ -1,5 +1,6 @@
 package dev.rdma.spring.listener;
 
+import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -19,7 +20,10 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  *
  * <p>
  * The loop ({@link #run()}), in order:
- * <ol>
+ * <ol start="0">
+ * <li><b>close what was handed over</b>: what a listener on this thread handed to
+ * {@link PollerThreads#closeWhenPollEnds} (a connection it closed or restarted: its QP,
+ * buffers, channel) is closed at the start of the next turn, outside any poll;</li>
  * <li><b>drain</b>: poll batches of up to batch-size completions until the CQ is empty,
  * handing each completion (or each batch) to the dispatcher;</li>
  * <li><b>busy</b>: with nothing polled, busy mode (and adaptive and backoff mode for
@@ -123,13 +127,19 @@ final class PollLoop implements Runnable {
 
 	@Override
 	public void run() {
-		PollerThreads.enter();
+		ArrayDeque<AutoCloseable> deferred = PollerThreads.enter();
 		eventsSeen = queue.eventsGot();
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(batchSize)) {
 			long idleSince = System.nanoTime();
 			long sleepNanos = MIN_SLEEP_NANOS;
 			while (running) {
 				try {
+					// 0. what a listener handed over to be closed once its poll had
+					// returned (a connection's QP and buffers): closed now, while the
+					// application runs on
+					if (!deferred.isEmpty()) {
+						PollerThreads.closeDeferred();
+					}
 					// 1. drain
 					if (drain(buffer) > 0) {
 						idleSince = dispatcher.lastDelivery();

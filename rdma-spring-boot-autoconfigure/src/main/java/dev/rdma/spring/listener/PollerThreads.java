@@ -22,8 +22,8 @@ import org.jspecify.annotations.Nullable;
  * poller thread, shutdown does not wait for the poller (it stops once the listener
  * returns) and hands the native objects it would close to
  * {@link #closeWhenPollEnds(AutoCloseable)}: the poller thread closes them, in the order
- * they were handed over, as soon as the poll has returned (the dedicated loop as it ends;
- * a group thread at the start of its next turn, and when it ends).
+ * they were handed over, as soon as the poll has returned (at the start of the poller's
+ * next turn, and when its loop ends).
  */
 public final class PollerThreads {
 
@@ -55,9 +55,15 @@ public final class PollerThreads {
 		return true;
 	}
 
-	/** Marks the current thread as a poller thread (its loop starts). */
-	static void enter() {
-		DEFERRED.set(new ArrayDeque<>());
+	/**
+	 * Marks the current thread as a poller thread (its loop starts).
+	 * @return what will be deferred on this thread: a loop checks it is empty before
+	 * calling {@link #closeDeferred()}
+	 */
+	static ArrayDeque<AutoCloseable> enter() {
+		ArrayDeque<AutoCloseable> deferred = new ArrayDeque<>();
+		DEFERRED.set(deferred);
+		return deferred;
 	}
 
 	/**

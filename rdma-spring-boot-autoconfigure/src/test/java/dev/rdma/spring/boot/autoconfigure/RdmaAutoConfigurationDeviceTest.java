@@ -21,6 +21,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.boot.LazyInitializationBeanFactoryPostProcessor;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -314,6 +315,74 @@ class RdmaAutoConfigurationDeviceTest {
 	private static double completions(MeterRegistry registry, String queue) {
 		var counter = registry.find("rdma.completions").tag("queue", queue).tag("status", "success").counter();
 		return counter == null ? 0 : counter.count();
+	}
+
+	/**
+	 * Under {@code spring.main.lazy-initialization=true} nothing injects the async-event
+	 * monitor; it still runs from startup, so a CQ overrun or a port going down reaches
+	 * health, meters and the log.
+	 */
+	@Test
+	void asyncEventThreadRunsUnderLazyInitialization() {
+		long open = NativeObjects.open();
+		String name = "rdma-async-" + device;
+		Set<Thread> before = Thread.getAllStackTraces().keySet();
+		runner()
+			.withInitializer(
+					context -> context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor()))
+			.run(context -> {
+				assertThat(context).hasNotFailed();
+				assertThat(Thread.getAllStackTraces().keySet())
+					.filteredOn(t -> t.getName().equals(name) && t.isAlive() && !before.contains(t))
+					.as("a new " + name + " thread after a lazy startup")
+					.hasSize(1);
+			});
+		assertThat(NativeObjects.open()).isEqualTo(open);
+	}
+
+	/**
+	 * A context's stop() then start() (pause and resume): the pollers stop, completions
+	 * that arrive meanwhile wait in their queues, and after the start new pollers deliver
+	 * them and what follows.
+	 */
+	@ParameterizedTest
+	@EnumSource(value = PollingMode.class, names = { "EVENT", "BUSY" })
+	void contextStopThenStartPollsTheQueuesAgain(PollingMode mode) {
+		long open = NativeObjects.open();
+		listenerRunner(mode).run(context -> {
+			assertThat(context).hasNotFailed();
+			exchange(context, 0, N);
+			RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
+			Thread firstRx = registry.getListenerContainer("rx").thread();
+			context.stop();
+			assertThat(registry.isRunning()).isFalse();
+			assertThat(registry.getListenerContainer("rx").isRunning()).isFalse();
+			assertThat(registry.getListenerContainer("tx").isRunning()).isFalse();
+			Listeners listeners = context.getBean(Listeners.class);
+			Loopback loopback = context.getBean(Loopback.class);
+			for (int i = 0; i < N; i++) {
+				loopback.postRecv(N + i, i);
+			}
+			for (int i = 0; i < N; i++) {
+				loopback.postSend(N + i, i, 100, null);
+			}
+			Thread.sleep(200);
+			assertThat(listeners.rx.get()).as("nothing delivered while stopped").isEqualTo(N);
+
+			context.start();
+			assertThat(registry.isRunning()).isTrue();
+			assertThat(registry.getListenerContainer("rx").isRunning()).as("rx polled again").isTrue();
+			assertThat(registry.getListenerContainer("tx").isRunning()).as("tx polled again").isTrue();
+			assertThat(registry.getListenerContainer("rx").thread()).isNotSameAs(firstRx);
+			DeviceTestSupport.await(TIMEOUT, () -> listeners.rx.get() == 2 * N && listeners.tx.get() == 2 * N,
+					"the completions that arrived while stopped");
+			exchange(context, 2 * N, N);
+			assertThat(listeners.rx.get()).isEqualTo(3 * N);
+			assertThat(listeners.tx.get()).isEqualTo(3 * N);
+			assertThat(listeners.failed.get()).isZero();
+			assertThat(listeners.rxThreads).containsExactly("rdma-poller-rx");
+		});
+		assertThat(NativeObjects.open()).isEqualTo(open);
 	}
 
 	@Test
