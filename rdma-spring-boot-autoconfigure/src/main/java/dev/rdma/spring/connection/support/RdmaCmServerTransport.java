@@ -1,5 +1,6 @@
 package dev.rdma.spring.connection.support;
 
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
@@ -45,21 +46,45 @@ final class RdmaCmServerTransport implements ServerTransport {
 		EventChannel ch = server.channel;
 		ConnectionSettings settings = server.settings;
 		String property = "rdma.connections." + server.name() + ".listen";
+		String value = hostAndPort(settings.address());
 		try {
 			ConnectionId id = ch.createId();
 			listener = id;
 			id.bind(settings.address());
+			// bound to one address, the id knows its device: one that is not the queues'
+			// would refuse every peer (DEVICE_MISMATCH), so it fails startup here
+			String device = id.deviceName();
+			String expected = server.queueDevice();
+			if (device != null && !device.equals(expected)) {
+				throw new RdmaConfigurationException(property,
+						property + "=" + value + " is an address of RDMA device " + device + ", but queues '"
+								+ settings.sendQueue() + "' and '" + settings.receiveQueue() + "' are on " + expected
+								+ ": no peer could use them",
+						"Set " + property + " to an address of " + expected
+								+ "'s netdev (or 0.0.0.0), or configure the queues on " + device + ".");
+			}
 			id.listen(Math.max(8, settings.maxPeers()));
+		}
+		catch (RdmaConfigurationException ex) {
+			server.closeShared();
+			listener = null;
+			throw ex;
 		}
 		catch (RuntimeException ex) {
 			server.closeShared();
 			listener = null;
 			throw new RdmaConfigurationException(property,
-					property + "=" + settings.address() + ": rdma_bind_addr/rdma_listen failed"
+					property + "=" + value + ": rdma_bind_addr/rdma_listen failed"
 							+ (ex instanceof RdmaException ? "" : ": " + ex.getMessage()),
 					"Set " + property + " to host:port of an address of this host's RDMA netdev, with a free port.",
 					ex);
 		}
+	}
+
+	/** {@code host:port} as the property is written ({@code [v6]:port} for IPv6). */
+	private static String hostAndPort(InetSocketAddress address) {
+		String host = address.getHostString();
+		return (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + address.getPort();
 	}
 
 	@Override

@@ -67,6 +67,14 @@ final class ConnectionApps {
 		return start(EchoServer.class, p);
 	}
 
+	/**
+	 * The echo server with its queues on {@code peer}'s device, listening on
+	 * {@code listen} (host:port), which may be another device's address.
+	 */
+	static ConfigurableApplicationContext serverListeningOn(TwoDevices.Peer peer, String listen) {
+		return start(EchoServer.class, properties(peer, "listen=" + listen));
+	}
+
 	/** The client; {@code more} as for {@link #server}. */
 	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port,
 			String... more) {

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ConfigurableApplicationContext;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.boot.autoconfigure.reliability.DeviceAdmin;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
 import dev.rdma.spring.connection.ConnectionState;
@@ -26,6 +27,7 @@ import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSuppor
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Connections of the starter across the two devices of the two-device tier: a server
@@ -113,6 +115,26 @@ class ConnectionDeviceTest {
 			client.close();
 		}
 		assertNativeObjectsClosed(baseline, "both applications closed");
+	}
+
+	/**
+	 * A server whose queues are on rxeB but whose {@code listen} address is rxeA's: every
+	 * peer would be refused (DEVICE_MISMATCH), so startup fails, naming the property and
+	 * both devices, and closes what it opened.
+	 */
+	@Test
+	void aServerListeningOnAnotherDevicesAddressFailsStartup() {
+		TwoDevices two = TwoDevices.require();
+		int port = randomPort();
+		long baseline = NativeObjects.open();
+		String listen = two.a().ipv4() + ":" + port;
+		assertThatThrownBy(() -> ConnectionApps.serverListeningOn(two.b(), listen).close())
+			.hasRootCauseInstanceOf(RdmaConfigurationException.class)
+			.rootCause()
+			.hasMessageContaining("rdma.connections." + ConnectionApps.NAME + ".listen=" + listen)
+			.hasMessageContaining("is an address of RDMA device " + two.a().device())
+			.hasMessageContaining("are on " + two.b().device());
+		assertNativeObjectsClosed(baseline, "the failed startup");
 	}
 
 	/**
