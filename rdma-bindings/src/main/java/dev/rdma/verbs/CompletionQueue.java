@@ -489,8 +489,10 @@ public class CompletionQueue extends NativeObject {
 
 	/**
 	 * {@code ibv_req_notify_cq}: arms the CQ so that the next completion (or, with
-	 * {@code solicitedOnly}, the next solicited or failed receive completion) raises one
-	 * event on its channel.
+	 * {@code solicitedOnly}, the next solicited one) raises one event on its channel. A
+	 * completion is solicited when it is a receive completion of a message sent with the
+	 * solicited-event bit ({@code IBV_SEND_SOLICITED}), or when its status is not success
+	 * (ibv_req_notify_cq(3); rxe raises the event for failed receive completions only).
 	 */
 	public void requestNotify(boolean solicitedOnly) {
 		if (channel == null) {
@@ -638,12 +640,16 @@ public class CompletionQueue extends NativeObject {
 				channel.pauseReader();
 				try {
 					ackAndDestroy();
+					// under the same lock: once the lock is free, a CQ that malloc puts
+					// at the freed address can register, and an event of it must never
+					// be counted on this destroyed one (its got-count would stay 0, so
+					// its own destroy would wait forever for an ack)
+					channel.unregister(this);
 				}
 				finally {
 					channel.resumeReader();
 				}
 			}
-			channel.unregister(this);
 		}
 		else {
 			ackAndDestroy();

@@ -1,8 +1,10 @@
 package dev.rdma.verbs;
 
 /**
- * {@code enum ibv_wc_opcode}. Send-side opcodes are below 128, receive-side ones have bit
- * 7 set.
+ * {@code enum ibv_wc_opcode}. The opcodes of send work requests are below 128; those from
+ * 128 ({@code IBV_WC_RECV}) up have bit 7 set: the receive opcodes, the SRQ tag-matching
+ * operations ({@code TM_*}) and the driver opcodes ({@code DRIVER1} answers an
+ * {@code IBV_WR_DRIVER1} send work request, ibv_poll_cq(3)).
  */
 public enum WcOpcode {
 
@@ -34,7 +36,13 @@ public enum WcOpcode {
 		return code;
 	}
 
-	/** True for completions of receive work requests. */
+	/**
+	 * C's {@code opcode & IBV_WC_RECV}: true for every opcode from 128 up. That is every
+	 * completion of a receive work request ({@code RECV}, {@code RECV_RDMA_WITH_IMM},
+	 * {@code TM_RECV}, {@code TM_NO_TAG}), but also the tag-matching operations
+	 * {@code TM_ADD}, {@code TM_DEL}, {@code TM_SYNC} and the driver opcodes
+	 * {@code DRIVER1..3}, which are not: test the opcode itself where those can occur.
+	 */
 	public boolean isReceive() {
 		return code >= 128;
 	}
