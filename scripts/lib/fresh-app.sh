@@ -24,7 +24,10 @@ build() {
     # every README block preceded by <!-- fresh-app: PATH --> becomes the file PATH of the application
     awk -v dir="$dir" '
         /^<!-- fresh-app: .* -->$/ { path = $3; next }
-        path != "" && /^```/ && !inblock { inblock = 1; out = dir "/" path; printf "" > out; next }
+        path != "" && /^```/ && !inblock {
+            inblock = 1; out = dir "/" path; d = out; sub(/\/[^\/]*$/, "", d); system("mkdir -p \"" d "\"")
+            printf "" > out; next
+        }
         inblock && /^```/ { inblock = 0; close(out); path = ""; next }
         inblock { print >> out }
     ' "$ROOT/README.md"

@@ -22,9 +22,11 @@ import dev.rdma.verbs.WcExFlag;
  * </pre>
  *
  * The completion (or batch) is a view valid only during the call; {@code copy()} what
- * must be kept. Completions with a status other than success reach the listener too,
- * unless {@link #errorHandler()} names a {@link RdmaCompletionErrorHandler} bean. A
- * listener that throws is counted and logged; polling goes on.
+ * must be kept. Completions with a status other than success reach a single-completion
+ * listener too, unless {@link #errorHandler()} names a {@link RdmaCompletionErrorHandler}
+ * bean. A batch listener always gets the whole batch, failed completions included (check
+ * each status); an error handler, if named, is called first for each failed completion of
+ * the batch. A listener that throws is counted and logged; polling goes on.
  */
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)
@@ -41,8 +43,9 @@ public @interface RdmaCompletionListener {
 	boolean batch() default false;
 
 	/**
-	 * Name of a {@link RdmaCompletionErrorHandler} bean that receives failed completions
-	 * instead; empty = none.
+	 * Name of a {@link RdmaCompletionErrorHandler} bean that receives failed completions:
+	 * instead of a single-completion listener; before a batch listener, which still gets
+	 * them in its batch. Empty = none.
 	 */
 	String errorHandler() default "";
 

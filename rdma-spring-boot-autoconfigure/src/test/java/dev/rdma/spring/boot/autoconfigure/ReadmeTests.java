@@ -58,8 +58,8 @@ class ReadmeTests {
 			"scripts/sample", List.of("scripts/lib/device-tests.sh", "-jar \"$DT_SAMPLE_JAR\""),
 			// the fresh application's build and run (scripts/test: host, then device
 			// tier)
-			"./mvnw package", List.of("scripts/lib/fresh-app.sh", "package -DskipTests"), "java -jar target/demo.jar",
-			List.of("scripts/lib/fresh-app.sh", "-jar \"$jar\""),
+			"./mvnw package", List.of("scripts/lib/fresh-app.sh", "package -DskipTests"),
+			"java -jar target/demo-0.0.1-SNAPSHOT.jar", List.of("scripts/lib/fresh-app.sh", "-jar \"$jar\""),
 			// needs a device on the host; what it adds to the sample's JVM is checked
 			// here
 			"./mvnw spring-boot:run -pl sample-app",
@@ -145,7 +145,12 @@ class ReadmeTests {
 	void theFreshApplicationIsBuiltFromTheReadmesBlocks() throws IOException {
 		String readme = readme();
 		assertThat(readme).contains("<!-- fresh-app: src/main/resources/application.yml -->\n```yaml\n",
+				"<!-- fresh-app: src/main/resources/application.properties -->\n```properties\n",
 				"<!-- fresh-app: src/main/java/com/example/demo/RxListener.java -->\n```java\n");
+		// the actuator settings the device tier reads over HTTP come from the README too
+		assertThat(Files.exists(ROOT.resolve("scripts/fresh-app/src/main/resources/application.properties")))
+			.as("a properties file of the fresh application that the README does not show")
+			.isFalse();
 		assertThat(Files.readString(ROOT.resolve("scripts/test"))).contains("scripts/lib/fresh-app.sh");
 	}
 
