@@ -450,6 +450,15 @@ public class CompletionQueue extends NativeObject {
 		return false;
 	}
 
+	/**
+	 * Whether the provider may skip its own CQ lock ({@code SINGLE_THREADED}, only an
+	 * extended CQ): then nothing but this binding keeps {@code ibv_destroy_qp}'s cleaning
+	 * of the CQ apart from a poll, and the QP's close takes the exclusive slot.
+	 */
+	boolean providerLockFree() {
+		return false;
+	}
+
 	@Override
 	void checkCloseAllowed() {
 		if (slot.heldByCurrentThread()) {

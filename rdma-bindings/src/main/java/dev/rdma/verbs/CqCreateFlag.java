@@ -12,7 +12,8 @@ public enum CqCreateFlag {
 	/**
 	 * {@code IBV_CREATE_CQ_ATTR_SINGLE_THREADED} (1): the CQ is used from a single
 	 * thread: the provider may skip its locks (the binding still runs the polls and
-	 * resizes of one CQ one at a time).
+	 * resizes of one CQ one at a time, and a close of one of its QPs on another thread,
+	 * whose {@code ibv_destroy_qp} cleans the CQ, waits for them).
 	 */
 	SINGLE_THREADED(1),
 	/**

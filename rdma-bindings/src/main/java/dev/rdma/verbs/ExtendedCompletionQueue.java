@@ -312,6 +312,11 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		return createFlags;
 	}
 
+	@Override
+	boolean providerLockFree() {
+		return (createFlags & CqCreateFlag.SINGLE_THREADED.bit()) != 0;
+	}
+
 	/**
 	 * False when this CQ polls one completion per start/end batch (Soft-RoCE before
 	 * rdma-core 59).

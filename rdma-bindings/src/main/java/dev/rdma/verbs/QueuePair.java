@@ -51,7 +51,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * {@link CqCreateFlag#SINGLE_THREADED} takes no lock, and the destroy would clean the CQ
  * under the open iterator: refused all the same.) Close the QP after the poll returned,
  * or after {@code endPoll()}. A close on another thread is not refused: it waits for the
- * batch to end, so a handler must not wait for that thread. Allowed inside a batch:
+ * batch to end (on the provider's CQ lock; on a {@code SINGLE_THREADED} CQ, which has
+ * none, in the CQ's exclusive slot, at most 10 s; rxe's destroy does not touch the CQ and
+ * need not wait), so a handler must not wait for that thread. Allowed inside a batch:
  * {@link #moveToError()} (mlx5 cleans the CQs only on a move to RESET, which this class
  * never makes), posting, and closing a QP whose CQs are not in a batch on this thread,
  * and closing this QP inside the handler of a legacy CQ's poll ({@code ibv_poll_cq}
@@ -909,9 +911,50 @@ public final class QueuePair extends NativeObject {
 		}
 	}
 
+	/**
+	 * {@code ibv_destroy_qp}, which cleans the QP's completions off its CQs. A provider
+	 * does that under the CQ's lock, so it waits for a poll or an iterator batch of
+	 * another thread to end (mlx5, mlx4, efa, irdma); a {@code SINGLE_THREADED} CQ has no
+	 * lock, so the destroy runs in that CQ's exclusive slot instead (both CQs in address
+	 * order, so two closes never wait for each other): it waits, bounded, for another
+	 * thread's poll or batch to end rather than rewrite the CQ under it.
+	 */
 	@Override
 	void destroy() {
-		destroyVerb(Ibverbs.DESTROY_QP, handle, "ibv_destroy_qp", describe());
+		CompletionQueue send = attributes.sendCq();
+		CompletionQueue recv = attributes.recvCq();
+		CompletionQueue first = send.providerLockFree() ? send : null;
+		CompletionQueue second = recv != send && recv.providerLockFree() ? recv : null;
+		if (first != null && second != null && Long.compareUnsigned(first.address(), second.address()) > 0) {
+			CompletionQueue t = first;
+			first = second;
+			second = t;
+		}
+		else if (first == null) {
+			first = second;
+			second = null;
+		}
+		if (first != null) {
+			first.enterExclusive("ibv_destroy_qp");
+		}
+		try {
+			if (second != null) {
+				second.enterExclusive("ibv_destroy_qp");
+			}
+			try {
+				destroyVerb(Ibverbs.DESTROY_QP, handle, "ibv_destroy_qp", describe());
+			}
+			finally {
+				if (second != null) {
+					second.exitExclusive();
+				}
+			}
+		}
+		finally {
+			if (first != null) {
+				first.exitExclusive();
+			}
+		}
 		attributes.sendCq().removeUser(this);
 		attributes.recvCq().removeUser(this);
 		arena.close();

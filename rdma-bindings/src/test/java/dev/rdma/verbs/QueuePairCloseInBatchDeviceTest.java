@@ -2,6 +2,7 @@ package dev.rdma.verbs;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -193,6 +194,54 @@ class QueuePairCloseInBatchDeviceTest {
 			assertThat(poller.isAlive()).isFalse();
 			assertThat(pollerFailure.get()).isNull();
 			assertThat(lb.qp().isClosed()).isTrue();
+		}
+	}
+
+	/**
+	 * A {@code SINGLE_THREADED} CQ lets the provider skip its CQ lock, which on mlx5 and
+	 * efa is what makes another thread's {@code ibv_destroy_qp} wait for an open batch
+	 * (otherwise it cleans the CQ, or frees the QP, under the iterator). The binding
+	 * makes that close wait in the CQ's exclusive slot instead. On rxe the destroy took
+	 * no lock and returned at once (this test failed: "expected false").
+	 */
+	@Test
+	void aQpCloseOnAnotherThreadWaitsForTheBatchOfASingleThreadedCq() throws Exception {
+		try (ExtendedCompletionQueue cx = ctx()
+			.createExtendedCompletionQueue(CqInitAttributes.of(16).withFlags(EnumSet.of(CqCreateFlag.SINGLE_THREADED)));
+				CompletionQueue legacy = ctx().createCompletionQueue(16, null, 0);
+				Loopback lb = new Loopback(ctx(), cx, legacy, 8, 64)) {
+			send(lb, 1);
+			CountDownLatch closed = new CountDownLatch(1);
+			AtomicReference<Throwable> closerFailure = new AtomicReference<>();
+			Thread closer;
+			DeviceTestSupport.await(Duration.ofSeconds(20), cx::startPoll, "a batch");
+			try {
+				closer = Thread.ofPlatform().name("other-closer").start(() -> {
+					try {
+						lb.qp().close();
+					}
+					catch (Throwable t) {
+						closerFailure.set(t);
+					}
+					finally {
+						closed.countDown();
+					}
+				});
+				assertThat(closed.await(500, TimeUnit.MILLISECONDS))
+					.as("the other thread's close waits for this batch of the lock-free CQ")
+					.isFalse();
+				assertThat(lb.qp().isClosed()).isFalse();
+				assertThat(cx.current().wrId()).as("the batch still reads its completion").isEqualTo(1L);
+				assertThat(cx.nextPoll()).isFalse();
+			}
+			finally {
+				cx.endPoll();
+			}
+			assertThat(closed.await(10, TimeUnit.SECONDS)).as("the close went on after endPoll()").isTrue();
+			closer.join(10_000);
+			assertThat(closerFailure.get()).as("the other thread's close").isNull();
+			assertThat(lb.qp().isClosed()).isTrue();
+			assertThat(SafetyRegressionDeviceTest.drain(legacy, 1)).containsExactly(1001L);
 		}
 	}
 
