@@ -16,12 +16,13 @@ import dev.rdma.verbs.cm.CmParameters;
  * {@code max_qp_wr}, {@code cm.responder-resources} and {@code cm.initiator-depth}
  * against {@code max_qp_rd_atom} and {@code max_qp_init_rd_atom} (rdma_cm and the
  * out-of-band exchange both apply them), and for {@code exchange: out-of-band} its
- * {@code port} against the device's ports and its {@code gid-index} against the port's
- * GID table (its length, and whether the entry holds a GID). Without these, startup
- * succeeded and every connection attempt of a client failed ({@code ibv_create_qp} or
- * {@code ibv_modify_qp} {@code EINVAL}), a server's at its first peer. Each failure is a
- * {@link RdmaConfigurationException} naming the full property, the limit and where it
- * comes from. Pure: the device is seen through a {@link DeviceView}.
+ * {@code port} against the device's ports, its {@code path-mtu} against the port's active
+ * MTU and its {@code gid-index} against the port's GID table (its length, and whether the
+ * entry holds a GID). Without these, startup succeeded and every connection attempt of a
+ * client failed ({@code ibv_create_qp} or {@code ibv_modify_qp} {@code EINVAL}), a
+ * server's at its first peer. Each failure is a {@link RdmaConfigurationException} naming
+ * the full property, the limit and where it comes from. Pure: the device is seen through
+ * a {@link DeviceView}.
  */
 final class RdmaConnectionLimits {
 
@@ -85,13 +86,27 @@ final class RdmaConnectionLimits {
 							+ device.name() + " (phys_port_cnt, ibv_query_device)",
 					"Set " + portPath + " between 1 and " + attributes.physPortCount() + ".");
 		}
+		Integer pathMtu = c.getOutOfBand().getPathMtu();
 		Integer gidIndex = c.getOutOfBand().getGidIndex();
+		if (pathMtu == null && gidIndex == null) {
+			return; // the default MTU and the GID are found at each attempt
+		}
+		PortAttributes portAttributes = device.port(port);
+		int activeMtu = portAttributes.activeMtu();
+		if (pathMtu != null && pathMtu > activeMtu) {
+			String mtuPath = path + ".out-of-band.path-mtu";
+			throw new RdmaConfigurationException(mtuPath,
+					mtuPath + "=" + pathMtu + " exceeds the active MTU " + activeMtu + " of port " + port
+							+ " of device " + device.name() + " (active_mtu, ibv_query_port)",
+					"Set " + mtuPath + " to at most " + activeMtu + " (the same on both ends), or remove it for "
+							+ "1024 (or the active MTU when lower).");
+		}
 		if (gidIndex == null) {
 			return; // found by type at each attempt
 		}
 		String gidPath = path + ".out-of-band.gid-index";
 		String advice = ", or remove " + gidPath + " to use the port's first IPv4 RoCE v2 GID.";
-		int tableLength = device.port(port).gidTableLength();
+		int tableLength = portAttributes.gidTableLength();
 		if (gidIndex >= tableLength) {
 			throw new RdmaConfigurationException(gidPath,
 					gidPath + "=" + gidIndex + " is beyond the GID table of port " + port + " of device "

@@ -201,8 +201,9 @@ final class RdmaConnectionProperties {
 		}
 		RdmaProperties.OutOfBandProperties oob = c.getOutOfBand();
 		if (exchange == RdmaProperties.ConnectionExchange.CM) {
-			if (oob.getGidIndex() != null || oob.getPort() != 1) {
-				String property = path + (oob.getGidIndex() != null ? ".out-of-band.gid-index" : ".out-of-band.port");
+			if (oob.getGidIndex() != null || oob.getPort() != 1 || oob.getPathMtu() != null) {
+				String property = path + (oob.getGidIndex() != null ? ".out-of-band.gid-index"
+						: oob.getPathMtu() != null ? ".out-of-band.path-mtu" : ".out-of-band.port");
 				throw new RdmaConfigurationException(property,
 						property + " applies to " + path + ".exchange=out-of-band, but the exchange is cm",
 						"Set " + path + ".exchange=out-of-band, or remove " + property + ".");
@@ -213,6 +214,14 @@ final class RdmaConnectionProperties {
 		if (oob.getGidIndex() != null) {
 			range(path + ".out-of-band.gid-index", oob.getGidIndex(), 0, 255,
 					"the index of an IPv4 RoCE v2 GID (omit it to find one)");
+		}
+		Integer mtu = oob.getPathMtu();
+		if (mtu != null && (mtu < 256 || mtu > 4096 || Integer.bitCount(mtu) != 1)) {
+			String property = path + ".out-of-band.path-mtu";
+			throw new RdmaConfigurationException(property,
+					property + "=" + mtu + " is not an IB path MTU (256, 512, 1024, 2048 or 4096)",
+					"Set " + property + " to 256, 512, 1024, 2048 or 4096 (at most the port's active MTU), or "
+							+ "remove it for 1024.");
 		}
 		if (c.getSource() != null) {
 			throw new RdmaConfigurationException(path + ".source",
@@ -262,7 +271,9 @@ final class RdmaConnectionProperties {
 			return null;
 		}
 		Integer gid = c.getOutOfBand().getGidIndex();
-		return new ConnectionSettings.OutOfBandOptions(c.getOutOfBand().getPort(), gid == null ? -1 : gid);
+		Integer mtu = c.getOutOfBand().getPathMtu();
+		return new ConnectionSettings.OutOfBandOptions(c.getOutOfBand().getPort(), gid == null ? -1 : gid,
+				mtu == null ? ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU : mtu);
 	}
 
 	private static String queue(RdmaProperties properties, String path, @Nullable String queue) {

@@ -90,7 +90,7 @@ public class RdmaProperties {
 	 * retry.max-interval, retry.max-attempts, device, send-queue, receive-queue,
 	 * send-depth, receive-depth, receive-buffers, message-size, send-timeout, required,
 	 * remote-access-size, cm.responder-resources, cm.initiator-depth, cm.retry-count,
-	 * cm.rnr-retry-count, out-of-band.port, out-of-band.gid-index.
+	 * cm.rnr-retry-count, out-of-band.port, out-of-band.gid-index, out-of-band.path-mtu.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 
@@ -827,8 +827,24 @@ public class RdmaProperties {
 		 */
 		private @Nullable Integer gidIndex;
 
+		/**
+		 * Path MTU of the connection's QP in bytes: 256, 512, 1024, 2048 or 4096, at most
+		 * the port's active MTU; omitted = 1024 (ibv_rc_pingpong's default), or the
+		 * port's active MTU when it is lower. The endpoint records do not carry it: set
+		 * the same value on both ends.
+		 */
+		private @Nullable Integer pathMtu;
+
 		public int getPort() {
 			return port;
+		}
+
+		public @Nullable Integer getPathMtu() {
+			return pathMtu;
+		}
+
+		public void setPathMtu(@Nullable Integer pathMtu) {
+			this.pathMtu = pathMtu;
 		}
 
 		public void setPort(int port) {

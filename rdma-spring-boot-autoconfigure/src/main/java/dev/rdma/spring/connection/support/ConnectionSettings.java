@@ -73,8 +73,21 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 	 * @param port the RDMA device's port number, 1..255
 	 * @param gidIndex the local GID index, or -1 to take the first IPv4 RoCE v2 GID
 	 * ({@code dev.rdma.verbs.exchange.ExchangeOptions.FIND_GID})
+	 * @param pathMtu the QP's path MTU in bytes, or {@link #DEFAULT_PATH_MTU} (0): 1024,
+	 * or the port's active MTU when lower
 	 */
-	public record OutOfBandOptions(int port, int gidIndex) {
+	public record OutOfBandOptions(int port, int gidIndex, int pathMtu) {
+
+		/**
+		 * {@link #pathMtu()}: {@code ibv_rc_pingpong}'s 1024, or the port's active MTU
+		 * when it is lower.
+		 */
+		public static final int DEFAULT_PATH_MTU = 0;
+
+		/** With the default path MTU. */
+		public OutOfBandOptions(int port, int gidIndex) {
+			this(port, gidIndex, DEFAULT_PATH_MTU);
+		}
 
 	}
 

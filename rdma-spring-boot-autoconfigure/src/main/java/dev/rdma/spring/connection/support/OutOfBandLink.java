@@ -49,6 +49,9 @@ import dev.rdma.verbs.exchange.PingpongWire;
  */
 final class OutOfBandLink implements PeerLink {
 
+	/** The path MTU when none is configured: {@code ibv_rc_pingpong}'s default. */
+	static final int DEFAULT_PATH_MTU = 1024;
+
 	private final SocketChannel channel;
 
 	private final InetSocketAddress peer;
@@ -109,8 +112,9 @@ final class OutOfBandLink implements PeerLink {
 	 * The exchange options of {@code settings}: its device port and GID index; the QP
 	 * values of its {@code cm.*} properties where they apply (retry-count,
 	 * rnr-retry-count; responder-resources and initiator-depth as max_dest_rd_atomic and
-	 * max_rd_atomic, their default 255 meaning {@code ibv_rc_pingpong}'s 1); the port's
-	 * active MTU (lowered to the peer's); a random PSN.
+	 * max_rd_atomic, their default 255 meaning {@code ibv_rc_pingpong}'s 1); its
+	 * {@code out-of-band.path-mtu}, by default {@code ibv_rc_pingpong}'s 1024 (the port's
+	 * active MTU when lower, see {@link #connectQp}); a random PSN.
 	 */
 	static ExchangeOptions options(ConnectionSettings settings, Duration timeout) {
 		ConnectionSettings.OutOfBandOptions oob = settings.outOfBand();
@@ -122,7 +126,9 @@ final class OutOfBandLink implements PeerLink {
 			.withRnrRetry(cm.rnrRetryCount())
 			.withMaxRdAtomic(readAtomic(cm.initiatorDepth()))
 			.withMaxDestRdAtomic(readAtomic(cm.responderResources()))
-			.withSqPsn(ThreadLocalRandom.current().nextInt(ConnectionParameters.MAX_PSN + 1));
+			.withSqPsn(ThreadLocalRandom.current().nextInt(ConnectionParameters.MAX_PSN + 1))
+			.withPathMtu(oob.pathMtu() == ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU
+					? ConnectionParameters.ACTIVE_MTU : oob.pathMtu());
 		int gid = oob.gidIndex() < 0 ? ExchangeOptions.FIND_GID : oob.gidIndex();
 		Duration bound = Duration.ofMillis(millis(timeout));
 		return new ExchangeOptions(oob.port(), gid, parameters, bound, bound);
@@ -165,9 +171,17 @@ final class OutOfBandLink implements PeerLink {
 		return theirs;
 	}
 
-	/** INIT, RTR, RTS with the peer's values, as {@code pp_connect_ctx}. */
+	/**
+	 * INIT, RTR, RTS with the peer's values, as {@code pp_connect_ctx}. The path MTU is
+	 * the configured one, or (default, {@link ConnectionParameters#ACTIVE_MTU} in the
+	 * options) 1024 capped at the port's active MTU: the records carry no MTU, so both
+	 * ends must pick the same, and a port's active MTU may differ from the peer's.
+	 */
 	private static void connectQp(QueuePair qp, Endpoint mine, int gidIndex, Endpoint theirs, ExchangeOptions options) {
 		int mtu = theirs.mtu() == Endpoint.UNKNOWN_MTU ? mine.mtu() : Math.min(mine.mtu(), theirs.mtu());
+		if (options.parameters().pathMtu() == ConnectionParameters.ACTIVE_MTU) {
+			mtu = Math.min(mtu, DEFAULT_PATH_MTU);
+		}
 		ConnectionParameters p = options.parameters().withSqPsn(mine.psn()).withRqPsn(theirs.psn()).withPathMtu(mtu);
 		qp.connect(options.port(), Math.max(gidIndex, 0), theirs.gid(), theirs.lid(), theirs.qpn(), p);
 	}

@@ -152,6 +152,22 @@ class RdmaConnectionLimitsTests {
 	}
 
 	@Test
+	void outOfBandPathMtuAboveThePortsActiveMtuFails() {
+		FakeDevice device = new FakeDevice();
+		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.path-mtu=2048"),
+				device);
+		assertThat(ex.property()).isEqualTo(C + "out-of-band.path-mtu");
+		assertThat(ex.getMessage()).isEqualTo(C
+				+ "out-of-band.path-mtu=2048 exceeds the active MTU 1024 of port 1 of device rxe0 (active_mtu, ibv_query_port)");
+		assertThat(ex.action()).startsWith("Set " + C + "out-of-band.path-mtu to at most 1024");
+		assertThat(device.queries).containsExactly("port 1");
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
+			.check(properties(C + "exchange=out-of-band", C + "out-of-band.path-mtu=1024"), "nic0", new FakeDevice()));
+		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
+			.check(properties(C + "exchange=out-of-band", C + "out-of-band.path-mtu=512"), "nic0", new FakeDevice()));
+	}
+
+	@Test
 	void outOfBandGidIndexBeyondThePortsGidTableFails() {
 		FakeDevice device = new FakeDevice();
 		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.gid-index=16"),

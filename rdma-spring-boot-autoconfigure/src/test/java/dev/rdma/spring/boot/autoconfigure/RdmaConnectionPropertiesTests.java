@@ -27,6 +27,8 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.cm.CmParameters;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatNoException;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * {@code rdma.connections}: every bad value fails startup naming the property, on a
@@ -200,7 +202,9 @@ class RdmaConnectionPropertiesTests {
 				c + "cmlink.receive-queue=rx", c + "oob.listen=10.0.0.2:7472", c + "oob.send-queue=tx",
 				c + "oob.receive-queue=rx", c + "oob.exchange=out-of-band", c + "gid.connect=10.0.0.2:7473",
 				c + "gid.send-queue=tx", c + "gid.receive-queue=rx", c + "gid.exchange=OUT_OF_BAND",
-				c + "gid.out-of-band.gid-index=3", c + "gid.out-of-band.port=2")) {
+				c + "gid.out-of-band.gid-index=3", c + "gid.out-of-band.port=2", c + "mtu.connect=10.0.0.2:7474",
+				c + "mtu.send-queue=tx", c + "mtu.receive-queue=rx", c + "mtu.exchange=out-of-band",
+				c + "mtu.out-of-band.path-mtu=512")) {
 			int eq = property.indexOf('=');
 			values.put(property.substring(0, eq), property.substring(eq + 1));
 		}
@@ -218,6 +222,35 @@ class RdmaConnectionPropertiesTests {
 		assertThat(settings.get("oob").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1));
 		assertThat(settings.get("oob").server()).isTrue();
 		assertThat(settings.get("gid").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(2, 3));
+		assertThat(settings.get("oob").outOfBand().pathMtu())
+			.isEqualTo(ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU);
+		assertThat(settings.get("mtu").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 512));
+	}
+
+	@Test
+	void outOfBandPathMtuMustBeAnIbMtuAndNeedsTheOutOfBandExchange() {
+		String c = "rdma.connections.orders.";
+		RdmaProperties properties = new RdmaProperties();
+		properties.getDevices().put("nic0", new RdmaProperties.DeviceProperties());
+		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
+		RdmaProperties.ConnectionProperties p = new RdmaProperties.ConnectionProperties();
+		p.setConnect("10.0.0.2:7471");
+		p.setSendQueue("tx");
+		p.setReceiveQueue("tx");
+		p.getOutOfBand().setPathMtu(1000);
+		properties.getConnections().put("orders", p);
+		assertThatExceptionOfType(RdmaConfigurationException.class)
+			.isThrownBy(() -> RdmaConnectionProperties.validate(properties))
+			.satisfies(ex -> assertThat(ex.property()).isEqualTo(c + "out-of-band.path-mtu"))
+			.withMessageContaining(
+					"applies to " + "rdma.connections.orders.exchange=out-of-band, but the exchange is cm");
+		p.setExchange(RdmaProperties.ConnectionExchange.OUT_OF_BAND);
+		assertThatExceptionOfType(RdmaConfigurationException.class)
+			.isThrownBy(() -> RdmaConnectionProperties.validate(properties))
+			.satisfies(ex -> assertThat(ex.property()).isEqualTo(c + "out-of-band.path-mtu"))
+			.withMessage(c + "out-of-band.path-mtu=1000 is not an IB path MTU (256, 512, 1024, 2048 or 4096)");
+		p.getOutOfBand().setPathMtu(4096);
+		assertThatNoException().isThrownBy(() -> RdmaConnectionProperties.validate(properties));
 	}
 
 	@Test

@@ -13,6 +13,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import dev.rdma.verbs.QueuePair.ConnectionParameters;
+import dev.rdma.verbs.cm.CmParameters;
+import dev.rdma.verbs.exchange.ExchangeOptions;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -47,6 +51,26 @@ class OutOfBandLinkTests {
 		client.live();
 		accepted.live();
 		return new OutOfBandLink[] { client, accepted };
+	}
+
+	private static ConnectionSettings outOfBand(ConnectionSettings.OutOfBandOptions options) {
+		return new ConnectionSettings("link", false, new InetSocketAddress("10.0.0.2", 7471), null, 1,
+				Duration.ofSeconds(5),
+				new ConnectionSettings.Retry(Duration.ofMillis(100), 2, Duration.ofSeconds(5), 0), "tx", "rx", 16, 16,
+				16, 1024, Duration.ofSeconds(1), false, CmParameters.DEFAULTS, Duration.ofSeconds(5), 0, options);
+	}
+
+	@Test
+	void thePathMtuIsTheConfiguredOneOrByDefaultTheActiveOneCappedAt1024() {
+		ExchangeOptions configured = OutOfBandLink
+			.options(outOfBand(new ConnectionSettings.OutOfBandOptions(1, -1, 512)), Duration.ofSeconds(5));
+		assertThat(configured.parameters().pathMtu()).isEqualTo(512);
+		ExchangeOptions byDefault = OutOfBandLink.options(outOfBand(new ConnectionSettings.OutOfBandOptions(1, -1)),
+				Duration.ofSeconds(5));
+		// the active MTU, capped at ibv_rc_pingpong's 1024 when the QP is connected
+		assertThat(byDefault.parameters().pathMtu()).isEqualTo(ConnectionParameters.ACTIVE_MTU);
+		assertThat(OutOfBandLink.DEFAULT_PATH_MTU).isEqualTo(1024);
+		assertThat(byDefault.gidIndex()).isEqualTo(ExchangeOptions.FIND_GID);
 	}
 
 	@Test

@@ -91,16 +91,26 @@ final class ConnectionApps {
 	 * exchange on {@code peer}'s address; its QPs are on {@code peer}'s device (that of
 	 * its queues).
 	 */
-	static ConfigurableApplicationContext outOfBandServer(TwoDevices.Peer peer, int port) {
+	static ConfigurableApplicationContext outOfBandServer(TwoDevices.Peer peer, int port, String... more) {
 		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
 		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
+		for (String property : more) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
 		return start(EchoServer.class, p);
 	}
 
-	/** A client of {@link #outOfBandServer}, its QP on {@code peer}'s device. */
-	static ConfigurableApplicationContext outOfBandClient(TwoDevices.Peer peer, TwoDevices.Peer server, int port) {
+	/**
+	 * A client of {@link #outOfBandServer}, its QP on {@code peer}'s device; {@code more}
+	 * as for {@link #server}.
+	 */
+	static ConfigurableApplicationContext outOfBandClient(TwoDevices.Peer peer, TwoDevices.Peer server, int port,
+			String... more) {
 		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
 		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
+		for (String property : more) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
 		return start(Client.class, p);
 	}
 

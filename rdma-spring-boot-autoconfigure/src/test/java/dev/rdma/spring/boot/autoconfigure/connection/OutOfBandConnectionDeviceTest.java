@@ -35,6 +35,56 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 class OutOfBandConnectionDeviceTest {
 
+	/**
+	 * {@code out-of-band.path-mtu=512} on both ends: a 1000-byte message then takes two
+	 * packets each way instead of one (rxe's active MTU, and the default, is 1024), which
+	 * the devices' packet counters show against the same number of 64-byte messages.
+	 */
+	@Test
+	void aConfiguredPathMtuIsTheSizeOfThePackets() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = randomPort();
+		long baseline = NativeObjects.open();
+		ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port,
+				"out-of-band.path-mtu=512");
+		ConfigurableApplicationContext client = null;
+		try {
+			client = ConnectionApps.outOfBandClient(two.a(), two.b(), port, "out-of-band.path-mtu=512");
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			int n = 500;
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
+			exchange(link, collector, 0, n, 64);
+			TwoDevices.Traffic a1 = two.a().traffic();
+			TwoDevices.Traffic b1 = two.b().traffic();
+			exchange(link, collector, n, n, 1000);
+			long largeA = two.a().traffic().since(a1).sent();
+			long smallA = a1.since(a0).sent();
+			long largeB = two.b().traffic().since(b1).sent();
+			long smallB = b1.since(b0).sent();
+			// the same messages and acknowledgements, plus one packet per 1000-byte
+			// message
+			// each way
+			assertThat(largeA - smallA)
+				.as("packets sent by " + two.a() + ": " + largeA + " for the 1000-byte messages, " + smallA
+						+ " for the 64-byte ones")
+				.isBetween((long) (0.9 * n), (long) (1.1 * n));
+			assertThat(largeB - smallB)
+				.as("packets sent by " + two.b() + ": " + largeB + " for the 1000-byte echoes, " + smallB
+						+ " for the 64-byte ones")
+				.isBetween((long) (0.9 * n), (long) (1.1 * n));
+		}
+		finally {
+			if (client != null) {
+				client.close();
+			}
+			server.close();
+		}
+		assertNativeObjectsClosed(baseline, "both applications closed");
+	}
+
 	@Test
 	void outOfBandClientAndServerExchangeMessagesReconnectAndCloseAcrossTheTwoDevices() throws Exception {
 		TwoDevices two = TwoDevices.require();
