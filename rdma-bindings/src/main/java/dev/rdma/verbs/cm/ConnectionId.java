@@ -401,7 +401,9 @@ public final class ConnectionId extends CmObject {
 
 	/**
 	 * The next event of this id, waiting up to {@code timeout} for it: null on timeout or
-	 * after {@link #wakeUp()}. The event is already acknowledged.
+	 * after {@link #wakeUp()}. The event is already acknowledged. Reads the channel
+	 * ({@code rdma_get_cm_event}, non-blocking) at least once, also with a zero timeout:
+	 * an event already waiting on the channel is returned without waiting.
 	 * @throws IllegalStateException when the id is closed, before or during the wait
 	 */
 	public @Nullable CmEvent getEvent(Duration timeout) {
@@ -421,6 +423,7 @@ public final class ConnectionId extends CmObject {
 	private @Nullable CmEvent next(long deadline) {
 		acquire();
 		try {
+			boolean looked = false;
 			while (true) {
 				synchronized (queue) {
 					CmEvent e = queue.poll();
@@ -436,10 +439,13 @@ public final class ConnectionId extends CmObject {
 					return null;
 				}
 				long left = deadline - System.nanoTime();
-				if (left <= 0) {
+				if (left <= 0 && looked) {
 					return null;
 				}
-				channel.pump(this, left);
+				// look at the channel at least once, also with a zero timeout: an event
+				// already there is read even when no other thread pumps
+				channel.pump(this, Math.max(0, left));
+				looked = true;
 			}
 		}
 		finally {

@@ -1,5 +1,7 @@
 package dev.rdma.verbs.cm;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -22,6 +24,9 @@ import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.RdmaException;
 import dev.rdma.verbs.WorkCompletionSnapshot;
+import dev.rdma.verbs.ffm.Layouts;
+import dev.rdma.verbs.ffm.Libc;
+import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NoNativeLeaks;
 
@@ -608,6 +613,58 @@ class ConnectionManagerDeviceTest {
 				returned, refused);
 		assertThat(rounds).as("rounds within the budget").isGreaterThanOrEqualTo(20);
 		assertThat(returned + refused).isEqualTo(rounds);
+	}
+
+	/**
+	 * True once the channel's fd is readable (an event waits in the kernel's queue),
+	 * false after {@code timeout}. Reads nothing.
+	 */
+	static boolean eventWaiting(EventChannel channel, Duration timeout) {
+		try (Arena a = Arena.ofConfined()) {
+			MemorySegment fds = a.allocate(Layouts.POLLFD, 1);
+			MemorySegment capture = Native.allocateCapture(a);
+			long deadline = System.nanoTime() + timeout.toNanos();
+			while (true) {
+				Libc.pollfd(fds, 0, channel.fd());
+				long left = deadline - System.nanoTime();
+				int rc = Libc.poll(fds, 1, (int) Math.max(0, left / 1_000_000), capture);
+				if (rc > 0) {
+					return true;
+				}
+				if (left <= 0) {
+					return false;
+				}
+			}
+		}
+	}
+
+	/**
+	 * {@code getEvent} with a zero timeout looks at the channel once: an ADDR_RESOLVED
+	 * already in the kernel's queue (the channel fd is readable), with no other thread
+	 * pumping the channel, is returned. It returned null without reading the channel,
+	 * whatever was waiting there. Nothing waiting: null at once.
+	 */
+	@Test
+	void getEventWithAZeroTimeoutReadsAnEventWaitingOnTheChannel() throws Exception {
+		try (EventChannel ch = EventChannel.create()) {
+			ConnectionId id = ch.createId();
+			CmEvent e = null;
+			// an attempt that missed the neighbour update ends in ETIMEDOUT: ask again
+			for (int attempt = 0; attempt < 3; attempt++) {
+				id.resolveAddress(client(), server(), ConnectionId.RESOLVE_ATTEMPT);
+				assertThat(eventWaiting(ch, STEP)).as("an event on the channel fd").isTrue();
+				e = id.getEvent(Duration.ZERO);
+				assertThat(e).as("getEvent(ZERO) with an event waiting on the channel").isNotNull();
+				if (e.type() != CmEventType.ADDR_ERROR || e.status() != -dev.rdma.verbs.Errno.ETIMEDOUT) {
+					break;
+				}
+			}
+			assertThat(e.type()).isEqualTo(CmEventType.ADDR_RESOLVED);
+			assertThat(id.deviceName()).isEqualTo(clientEnd.device());
+			long t0 = System.nanoTime();
+			assertThat(id.getEvent(Duration.ZERO)).isNull();
+			assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(1));
+		}
 	}
 
 	/**
