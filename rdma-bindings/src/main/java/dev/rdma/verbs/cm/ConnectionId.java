@@ -453,6 +453,13 @@ public final class ConnectionId extends CmObject {
 		}
 	}
 
+	/** The events queued on this id and not yet taken (for tests and diagnostics). */
+	int queuedEvents() {
+		synchronized (queue) {
+			return queue.size();
+		}
+	}
+
 	void deliver(CmEvent event) {
 		switch (event.type()) {
 			case ESTABLISHED -> connected = true;

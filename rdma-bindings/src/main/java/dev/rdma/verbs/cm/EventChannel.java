@@ -3,6 +3,7 @@ package dev.rdma.verbs.cm;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.function.Consumer;
 
 import org.jspecify.annotations.Nullable;
 
@@ -33,8 +34,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * close, or when another thread read an event of that id) and on the channel's close
  * eventfd, with a timeout. Whichever thread reads an event ({@code rdma_get_cm_event})
  * copies it, acknowledges it ({@code rdma_ack_cm_event}) at once and queues it on the id
- * it belongs to (a connect request on its listener). Several ids, and several threads,
- * may share one channel.
+ * it belongs to (a connect request on its listener), under one lock: the events of an id
+ * queue in the order the channel reported them. Several ids, and several threads, may
+ * share one channel.
  *
  * <p>
  * Thread-safe. {@link #close()} is idempotent: it closes every connection id of the
@@ -52,7 +54,10 @@ public final class EventChannel extends CmObject {
 
 	private final Signal closeSignal = new Signal("the close signal of an rdma_cm event channel");
 
-	/** Serialises rdma_get_cm_event + ack with rdma_destroy_id. */
+	/**
+	 * Serialises rdma_get_cm_event + ack + delivery to the id's queue with each other and
+	 * with rdma_destroy_id.
+	 */
 	final Object eventLock = new Object();
 
 	private final IdRegistry<ConnectionId> ids = new IdRegistry<>();
@@ -230,7 +235,9 @@ public final class EventChannel extends CmObject {
 
 	/**
 	 * {@code rdma_get_cm_event} (non-blocking), copy, {@code rdma_ack_cm_event}, queue on
-	 * the id. Nothing when another thread took the event first (EAGAIN).
+	 * the id, all under {@link #eventLock}: the events of one id queue in the order the
+	 * channel gave them, whichever threads read them. Nothing when another thread took
+	 * the event first (EAGAIN).
 	 */
 	private void readOne() {
 		CmEvent event;
@@ -289,9 +296,23 @@ public final class EventChannel extends CmObject {
 			catch (Throwable t) {
 				throw Native.unchecked(t);
 			}
+			Consumer<CmEvent> hook = beforeDeliver;
+			if (hook != null) {
+				hook.accept(event);
+			}
+			// under the lock too: events read one after the other by two threads queue on
+			// their id in that order (a queue add and an eventfd write: nothing blocks,
+			// no application code runs)
+			target.deliver(event);
 		}
-		target.deliver(event);
 	}
+
+	/**
+	 * Tests only: run by the thread that read an event, between its
+	 * {@code rdma_ack_cm_event} and its delivery to the id's queue (under the event
+	 * lock). Null in production.
+	 */
+	static volatile @Nullable Consumer<CmEvent> beforeDeliver;
 
 	private static CmEvent copy(MemorySegment ev, CmEventType type, int code, ConnectionId target,
 			@Nullable ConnectionId listener) {

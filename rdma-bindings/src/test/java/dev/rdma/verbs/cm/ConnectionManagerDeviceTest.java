@@ -9,10 +9,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -664,6 +666,76 @@ class ConnectionManagerDeviceTest {
 			long t0 = System.nanoTime();
 			assertThat(id.getEvent(Duration.ZERO)).isNull();
 			assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(1));
+		}
+	}
+
+	/**
+	 * Two threads pump one server channel (through two other ids, as the shared-channel
+	 * setup does) while the server id's ESTABLISHED and DISCONNECTED both wait in the
+	 * kernel's queue. The hook holds the thread that read the first event of the server
+	 * id between its ack and its delivery until the second thread delivered something to
+	 * that id (at most 2 s): the server id's first event is still the one read first.
+	 * With the delivery outside the event lock, the second thread read and delivered
+	 * DISCONNECTED meanwhile, and the id saw DISCONNECTED before ESTABLISHED.
+	 */
+	@Test
+	void theEventsOfAnIdQueueInTheOrderReadWhenTwoThreadsPumpItsChannel() throws Exception {
+		try (EventChannel sc = EventChannel.create();
+				EventChannel cc = EventChannel.create();
+				CmSide s = new CmSide(serverEnd.device());
+				CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId listener = sc.createId();
+			listener.bind(new InetSocketAddress(port));
+			listener.listen(1);
+			ConnectionId pumpA = sc.createId();
+			ConnectionId pumpB = sc.createId();
+			CompletableFuture<ConnectionId> accepted = CompletableFuture.supplyAsync(() -> {
+				ConnectionId id = listener.awaitRequest(STEP);
+				id.moveQueuePair(s.qp, QueuePair.State.INIT);
+				id.moveQueuePair(s.qp, QueuePair.State.RTR);
+				id.moveQueuePair(s.qp, QueuePair.State.RTS);
+				// its ESTABLISHED is left queued: nobody pumps the channel until the hook
+				id.accept(s.qp, CmParameters.DEFAULTS, new byte[0]);
+				return id;
+			}, ConnectionManagerDeviceTest::ownThread);
+			ConnectionId cid = cc.createId();
+			cid.connect(server(), client(), k.qp, new byte[0], STEP);
+			ConnectionId sid = accepted.get(60, TimeUnit.SECONDS);
+			cid.disconnect(); // the server id's DISCONNECTED queues after its ESTABLISHED
+			assertThat(eventWaiting(sc, STEP)).isTrue();
+			Thread.sleep(1000); // the DREQ's DISCONNECTED too
+			AtomicReference<CmEvent> readFirst = new AtomicReference<>();
+			CountDownLatch holding = new CountDownLatch(1);
+			EventChannel.beforeDeliver = e -> {
+				if (e.id() == sid && readFirst.compareAndSet(null, e)) {
+					holding.countDown();
+					long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+					while (sid.queuedEvents() == 0 && System.nanoTime() - until < 0) {
+						LockSupport.parkNanos(1_000_000);
+					}
+				}
+			};
+			try {
+				CompletableFuture<CmEvent> a = CompletableFuture
+					.supplyAsync(() -> pumpA.getEvent(Duration.ofSeconds(4)), ConnectionManagerDeviceTest::ownThread);
+				assertThat(holding.await(15, TimeUnit.SECONDS)).as("thread A read an event of the server id").isTrue();
+				CompletableFuture<CmEvent> b = CompletableFuture
+					.supplyAsync(() -> pumpB.getEvent(Duration.ofSeconds(3)), ConnectionManagerDeviceTest::ownThread);
+				assertThat(a.get(15, TimeUnit.SECONDS)).as("pump A's own events").isNull();
+				assertThat(b.get(15, TimeUnit.SECONDS)).as("pump B's own events").isNull();
+			}
+			finally {
+				EventChannel.beforeDeliver = null;
+			}
+			CmEvent first = sid.getEvent(Duration.ZERO);
+			CmEvent second = sid.getEvent(Duration.ZERO);
+			System.out.printf("# two pumps: read first %s; the server id's queue: %s, then %s%n",
+					readFirst.get().type(), first == null ? null : first.type(), second == null ? null : second.type());
+			assertThat(readFirst.get().type()).isEqualTo(CmEventType.ESTABLISHED);
+			assertThat(first).as("the server id's first event is the one read first").isSameAs(readFirst.get());
+			assertThat(second).isNotNull();
+			assertThat(second.type()).isEqualTo(CmEventType.DISCONNECTED);
+			sid.close();
 		}
 	}
 
