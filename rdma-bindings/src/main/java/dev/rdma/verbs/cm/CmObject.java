@@ -16,7 +16,11 @@ abstract class CmObject implements AutoCloseable {
 
 	private static final long CLOSING = Long.MIN_VALUE;
 
-	private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+	/**
+	 * How long close() waits for calls in flight: 10 s. Tests only may shorten it (a
+	 * refused close in a test then takes milliseconds).
+	 */
+	static volatile long closeWaitNanos = TimeUnit.SECONDS.toNanos(10);
 
 	private final AtomicLong uses = new AtomicLong();
 
@@ -74,6 +78,15 @@ abstract class CmObject implements AutoCloseable {
 	void beforeClose() {
 	}
 
+	/**
+	 * Called after a close that failed half way (a call in flight did not return in time,
+	 * the destroy threw) has reopened the object: undoes what {@link #beforeClose()} did
+	 * that would otherwise keep the object from working (as
+	 * {@code NativeObject.closeRefused}).
+	 */
+	void closeRefused() {
+	}
+
 	/** Destroys the native object, after every call in flight has returned. */
 	abstract void destroy();
 
@@ -81,7 +94,7 @@ abstract class CmObject implements AutoCloseable {
 	 * Idempotent and thread-safe: closes the dependants, wakes waiting threads, waits (at
 	 * most 10 s) for calls in flight, then destroys the native object.
 	 * @throws IllegalStateException when a call in flight did not return within 10 s (the
-	 * object then stays open)
+	 * object then stays open and usable; its dependants are closed)
 	 */
 	@Override
 	public final void close() {
@@ -97,18 +110,21 @@ abstract class CmObject implements AutoCloseable {
 			while (!uses.compareAndSet(s, s | CLOSING));
 			try {
 				beforeClose();
-				long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+				long wait = closeWaitNanos;
+				long deadline = System.nanoTime() + wait;
 				while ((uses.get() & ~CLOSING) != 0) {
 					if (System.nanoTime() - deadline > 0) {
-						throw new IllegalStateException(
-								"cannot close " + describe() + ": still in use by another thread after 10 s");
+						throw new IllegalStateException("cannot close " + describe()
+								+ ": still in use by another thread after "
+								+ (wait % 1_000_000_000 == 0 ? wait / 1_000_000_000 + " s" : wait / 1_000_000 + " ms"));
 					}
 					LockSupport.parkNanos(100_000);
 				}
 				destroy();
 			}
 			catch (RuntimeException | Error e) {
-				uses.getAndAdd(-CLOSING);
+				uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
+				closeRefused();
 				throw e;
 			}
 			closed = true;

@@ -41,9 +41,11 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * <p>
  * Thread-safe. {@link #close()} is idempotent: it closes every connection id of the
  * channel first (newest first), wakes the threads waiting on it, then destroys the
- * channel. Requires librdmacm ({@link #create()} throws {@link RdmaUnavailableException}
- * naming the package {@code librdmacm1} when it is missing; the rest of the binding does
- * not need it).
+ * channel. A close refused because a call on another thread did not return within 10 s
+ * ({@link IllegalStateException}) leaves the channel open and delivering events (its ids
+ * are closed). Requires librdmacm ({@link #create()} throws
+ * {@link RdmaUnavailableException} naming the package {@code librdmacm1} when it is
+ * missing; the rest of the binding does not need it).
  */
 public final class EventChannel extends CmObject {
 
@@ -352,6 +354,15 @@ public final class EventChannel extends CmObject {
 	@Override
 	void beforeClose() {
 		closeSignal.raise();
+	}
+
+	/**
+	 * A refused close lowers the close signal again: raised, it made every wait on the
+	 * channel skip the read and spin until its timeout, so no event was delivered.
+	 */
+	@Override
+	void closeRefused() {
+		closeSignal.clear();
 	}
 
 	@Override

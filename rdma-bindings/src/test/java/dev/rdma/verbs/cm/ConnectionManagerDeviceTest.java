@@ -740,6 +740,44 @@ class ConnectionManagerDeviceTest {
 	}
 
 	/**
+	 * A close of a channel refused because a call stays in flight (here: held open by the
+	 * test, with the close's wait shortened to 300 ms) leaves the channel open and
+	 * working: a new id's ADDR_RESOLVED arrives. The close raised the channel's close
+	 * signal and left it raised, so every later wait saw the signal, skipped the read and
+	 * spun until its timeout: no event was ever delivered again.
+	 */
+	@Test
+	void aChannelWhoseCloseWasRefusedStillDeliversEvents() throws Exception {
+		try (EventChannel ch = EventChannel.create()) {
+			long wait = CmObject.closeWaitNanos;
+			CmObject.closeWaitNanos = TimeUnit.MILLISECONDS.toNanos(300);
+			ch.acquire(); // a call in flight, as another thread's would be
+			try {
+				long t0 = System.nanoTime();
+				assertThatThrownBy(ch::close).isInstanceOf(IllegalStateException.class)
+					.hasMessageContaining("still in use by another thread after 300 ms");
+				assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(5));
+			}
+			finally {
+				ch.release();
+				CmObject.closeWaitNanos = wait;
+			}
+			assertThat(ch.isClosed()).isFalse();
+			ConnectionId id = ch.createId();
+			CmEvent e = null;
+			for (int attempt = 0; attempt < 3; attempt++) {
+				id.resolveAddress(client(), server(), ConnectionId.RESOLVE_ATTEMPT);
+				e = id.getEvent(Duration.ofSeconds(10));
+				assertThat(e).as("an event of the channel after its refused close").isNotNull();
+				if (e.type() != CmEventType.ADDR_ERROR || e.status() != -dev.rdma.verbs.Errno.ETIMEDOUT) {
+					break;
+				}
+			}
+			assertThat(e.type()).isEqualTo(CmEventType.ADDR_RESOLVED);
+		}
+	}
+
+	/**
 	 * Runs {@code task} on a new thread of its own (never queued behind another task).
 	 */
 	static void ownThread(Runnable task) {
