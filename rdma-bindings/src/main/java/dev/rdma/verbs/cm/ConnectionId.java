@@ -10,8 +10,10 @@ import java.net.UnknownHostException;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -76,7 +78,12 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * the attached QP to the error state (its outstanding work requests then flush into the
  * application's CQs, which the application drains), and destroys the id
  * ({@code rdma_destroy_id}, which never waits: every event was acknowledged when it was
- * read). The QP itself stays open: the application closes it.
+ * read). The QP itself stays open: the application closes it. A listener's close first
+ * rejects ({@code rdma_reject}, no private data) and closes the ids of the connect
+ * requests still queued on it (read from the channel, not yet returned by
+ * {@link #awaitRequest} or {@link #getEvent}), also those read while it closes: their
+ * clients get REJECTED at once. A request already returned is the application's to
+ * accept, reject or close.
  */
 public final class ConnectionId extends CmObject {
 
@@ -254,7 +261,8 @@ public final class ConnectionId extends CmObject {
 
 	/**
 	 * {@code rdma_listen}: after {@link #bind}; requests arrive as CONNECT_REQUEST
-	 * events.
+	 * events. Closing the listener rejects the requests read and not yet taken (see the
+	 * class comment).
 	 */
 	public void listen(int backlog) {
 		if (backlog < 0) {
@@ -720,21 +728,85 @@ public final class ConnectionId extends CmObject {
 				// closed by the application meanwhile, or already in error
 			}
 		}
-		synchronized (channel.eventLock) {
-			// under the event lock: no event of this id is between get and ack
-			try (Arena a = Arena.ofConfined()) {
-				MemorySegment capture = Native.allocateCapture(a);
-				int rc = (int) Rdmacm.DESTROY_ID.invokeExact(capture, handle);
-				if (rc != 0) {
-					throw new VerbsException("rdma_destroy_id", Native.errno(capture), describe());
+		while (true) {
+			List<ConnectionId> requests;
+			synchronized (channel.eventLock) {
+				// under the event lock: no event of this id is between get and delivery
+				requests = takeQueuedRequests();
+				if (requests.isEmpty()) {
+					destroyId();
+					break;
 				}
 			}
-			catch (Throwable t) {
-				throw Native.unchecked(t);
-			}
+			// a listener's dependants first, outside the event lock (their close takes
+			// it); then look again: a request read meanwhile is queued by now
+			rejectAndClose(requests);
 		}
 		channel.forget(this);
 		signal.close();
+	}
+
+	private void destroyId() {
+		try (Arena a = Arena.ofConfined()) {
+			MemorySegment capture = Native.allocateCapture(a);
+			int rc = (int) Rdmacm.DESTROY_ID.invokeExact(capture, handle);
+			if (rc != 0) {
+				throw new VerbsException("rdma_destroy_id", Native.errno(capture), describe());
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+	/**
+	 * Removes the connect requests nobody took from this listener's queue and returns
+	 * their ids (none for an id that does not listen).
+	 */
+	private List<ConnectionId> takeQueuedRequests() {
+		List<ConnectionId> requests = new ArrayList<>();
+		synchronized (queue) {
+			queue.removeIf(e -> {
+				if (e.type() == CmEventType.CONNECT_REQUEST && e.id() != this) {
+					requests.add(e.id());
+					return true;
+				}
+				return false;
+			});
+		}
+		return requests;
+	}
+
+	/**
+	 * {@code rdma_reject} (no private data) and close of the ids of requests left on a
+	 * closing listener: the client's connect ends with REJECTED instead of its timeout. A
+	 * reject that fails (the client gave up, the id is being closed by its channel) is
+	 * ignored; the first close that fails is thrown after all were tried.
+	 */
+	private static void rejectAndClose(List<ConnectionId> requests) {
+		RuntimeException failure = null;
+		for (ConnectionId r : requests) {
+			try {
+				r.reject(new byte[0]);
+			}
+			catch (RuntimeException ignored) {
+				// nothing to answer any more: the id is still closed below
+			}
+			try {
+				r.close();
+			}
+			catch (RuntimeException e) {
+				if (failure == null) {
+					failure = e;
+				}
+				else {
+					failure.addSuppressed(e);
+				}
+			}
+		}
+		if (failure != null) {
+			throw failure;
+		}
 	}
 
 	/**

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.RdmaException;
@@ -640,6 +641,11 @@ class ConnectionManagerDeviceTest {
 		}
 	}
 
+	/** The open {@link ConnectionId}s of the process ({@link NativeObjects}). */
+	static long openIds() {
+		return NativeObjects.openByType().getOrDefault(ConnectionId.class.getSimpleName(), 0L);
+	}
+
 	/**
 	 * {@code getEvent} with a zero timeout looks at the channel once: an ADDR_RESOLVED
 	 * already in the kernel's queue (the channel fd is readable), with no other thread
@@ -774,6 +780,52 @@ class ConnectionManagerDeviceTest {
 				}
 			}
 			assertThat(e.type()).isEqualTo(CmEventType.ADDR_RESOLVED);
+		}
+	}
+
+	/**
+	 * A connect request already read into a listener's queue (by a wait of another id of
+	 * the channel) when the listener closes: the close rejects it and destroys its id, so
+	 * the open ids are back to their count before the listener, and the client's connect
+	 * ends at once with REJECTED (reason 28, consumer). The request's id stayed open,
+	 * unreachable, until the channel closed, and the client waited for its own timeout
+	 * (20 s).
+	 */
+	@Test
+	void closingAListenerRejectsTheRequestsQueuedOnIt() throws Exception {
+		try (EventChannel sc = EventChannel.create();
+				EventChannel cc = EventChannel.create();
+				CmSide k = new CmSide(clientEnd.device())) {
+			ConnectionId other = sc.createId();
+			ConnectionId cid = cc.createId();
+			long baseline = openIds();
+			ConnectionId listener = sc.createId();
+			listener.bind(new InetSocketAddress(port));
+			listener.listen(1);
+			CompletableFuture<Throwable> client = CompletableFuture.supplyAsync(
+					() -> catchThrowable(
+							() -> cid.connect(server(), client(), k.qp, new byte[0], Duration.ofSeconds(20))),
+					ConnectionManagerDeviceTest::ownThread);
+			long until = System.nanoTime() + STEP.toNanos();
+			while (listener.queuedEvents() == 0 && System.nanoTime() - until < 0) {
+				assertThat(other.getEvent(Duration.ofMillis(100))).isNull();
+			}
+			assertThat(listener.queuedEvents()).as("the connect request, read into the listener's queue").isEqualTo(1);
+			assertThat(openIds()).as("the listener and the request's id").isEqualTo(baseline + 2);
+			long t0 = System.nanoTime();
+			listener.close();
+			assertThat(openIds()).as("open ConnectionIds after the listener's close: " + NativeObjects.openByType())
+				.isEqualTo(baseline);
+			Throwable t = client.get(40, TimeUnit.SECONDS);
+			Duration took = Duration.ofNanos(System.nanoTime() - t0);
+			System.out.printf("# listener closed with a queued request: the client ended %d ms later: %s%n",
+					took.toMillis(), t);
+			assertThat(t).isInstanceOf(ConnectionException.class).hasMessageContaining("rdma_connect");
+			ConnectionException e = (ConnectionException) t;
+			assertThat(e.eventType()).isEqualTo(CmEventType.REJECTED);
+			assertThat(e.event().status()).isEqualTo(CmEvent.REJECT_CONSUMER);
+			assertThat(took).isLessThan(Duration.ofSeconds(5));
+			assertThat(other.isClosed()).isFalse();
 		}
 	}
 
