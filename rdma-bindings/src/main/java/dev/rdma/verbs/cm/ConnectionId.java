@@ -301,7 +301,12 @@ public final class ConnectionId extends CmObject {
 	 * mask the CM computed: INIT (port, P_Key, access), RTR (path, remote QPN and PSN,
 	 * responder resources) or RTS (PSN, timeout, retries, initiator depth); ERR is a
 	 * plain state change. RTR needs the remote side's answer (CONNECT_RESPONSE on the
-	 * active side, a CONNECT_REQUEST on the passive side).
+	 * active side, a CONNECT_REQUEST on the passive side). On the passive side (the id of
+	 * a request) RTR's responder resources ({@code max_dest_rd_atomic}, the client's
+	 * initiator depth) are lowered to the device's {@code max_qp_rd_atom}, as librdmacm's
+	 * {@code rdma_accept} does: the value that an accept with
+	 * {@link CmParameters#DEFAULTS} sends back to the client. An accept with explicit
+	 * {@code responderResources} should not give more than the QP got here.
 	 * @throws IllegalArgumentException when the QP is not on this id's device
 	 */
 	public void moveQueuePair(QueuePair qp, QueuePair.State state) {
@@ -325,13 +330,39 @@ public final class ConnectionId extends CmObject {
 			if (rc != 0) {
 				throw new VerbsException("rdma_init_qp_attr", Native.errno(capture), describe() + " for " + state);
 			}
-			QueuePairAccess.Holder.get().modify(qp, attr, mask.get(JAVA_INT, 0), state + " (rdma_init_qp_attr)");
+			int m = mask.get(JAVA_INT, 0);
+			if (state == QueuePair.State.RTR && listener != null) {
+				clampResponderResources(attr, m, qp.protectionDomain().context().queryDevice().maxQpRdAtom());
+			}
+			QueuePairAccess.Holder.get().modify(qp, attr, m, state + " (rdma_init_qp_attr)");
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
 		}
 		finally {
 			release();
+		}
+	}
+
+	/** {@code IBV_QP_MAX_DEST_RD_ATOMIC} of {@code enum ibv_qp_attr_mask}. */
+	static final int QP_MAX_DEST_RD_ATOMIC = 1 << 17;
+
+	/**
+	 * On the passive side's RTR: {@code max_dest_rd_atomic}, which the CM sets to the
+	 * client's initiator depth as it came in the request, lowered to the device's
+	 * {@code max_qp_rd_atom} (capped at 255, the field's width), as librdmacm's
+	 * {@code rdma_accept} does for its own QPs (responder resources
+	 * {@code min(request, device)}, the value its accept also sends back). Nothing when
+	 * {@code mask} has no {@code IBV_QP_MAX_DEST_RD_ATOMIC}.
+	 */
+	static void clampResponderResources(MemorySegment attr, int mask, int deviceMaxQpRdAtom) {
+		if ((mask & QP_MAX_DEST_RD_ATOMIC) == 0) {
+			return;
+		}
+		long offset = Layouts.off(Layouts.IBV_QP_ATTR, "max_dest_rd_atomic");
+		int max = Math.min(Math.max(deviceMaxQpRdAtom, 0), 0xFF);
+		if (Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset)) > max) {
+			attr.set(JAVA_BYTE, offset, (byte) max);
 		}
 	}
 

@@ -13,8 +13,10 @@ import org.junit.jupiter.api.Test;
 
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.VerbsException;
+import dev.rdma.verbs.ffm.Layouts;
 import dev.rdma.verbs.ffm.Rdmacm;
 
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -91,6 +93,39 @@ class ConnectionManagerHostTest {
 		ids.remove(address, "new id at the reused address");
 		assertThat(ids.get(address)).isNull();
 		assertThat(ids.addresses()).containsExactly(0x5555_0000_2000L);
+	}
+
+	/**
+	 * The passive side's RTR: the CM's {@code max_dest_rd_atomic} (the client's initiator
+	 * depth, unclamped) is lowered to the device's {@code max_qp_rd_atom}, as librdmacm's
+	 * rdma_accept does; a smaller value, and an attribute the mask leaves out, stay.
+	 */
+	@Test
+	void thePassiveRtrLowersTheResponderResourcesToTheDevicesMaximum() {
+		try (Arena a = Arena.ofConfined()) {
+			MemorySegment attr = a.allocate(Layouts.IBV_QP_ATTR);
+			long offset = Layouts.off(Layouts.IBV_QP_ATTR, "max_dest_rd_atomic");
+			int mask = ConnectionId.QP_MAX_DEST_RD_ATOMIC | 1; // and IBV_QP_STATE
+			assertThat(ConnectionId.QP_MAX_DEST_RD_ATOMIC).isEqualTo(0x20000);
+			attr.set(JAVA_BYTE, offset, (byte) 128);
+			ConnectionId.clampResponderResources(attr, mask, 16);
+			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("128 from the client, device 16")
+				.isEqualTo(16);
+			attr.set(JAVA_BYTE, offset, (byte) 200);
+			ConnectionId.clampResponderResources(attr, mask, 128);
+			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("200 from the client, device 128")
+				.isEqualTo(128);
+			attr.set(JAVA_BYTE, offset, (byte) 8);
+			ConnectionId.clampResponderResources(attr, mask, 16);
+			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("8 from the client, device 16").isEqualTo(8);
+			attr.set(JAVA_BYTE, offset, (byte) 250);
+			ConnectionId.clampResponderResources(attr, mask, 1024);
+			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("250 from the client, device 1024")
+				.isEqualTo(250);
+			attr.set(JAVA_BYTE, offset, (byte) 128);
+			ConnectionId.clampResponderResources(attr, 1, 16);
+			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("not in the mask").isEqualTo(128);
+		}
 	}
 
 	@Test
