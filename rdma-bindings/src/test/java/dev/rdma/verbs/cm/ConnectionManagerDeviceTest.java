@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
@@ -641,6 +642,28 @@ class ConnectionManagerDeviceTest {
 		}
 	}
 
+	/**
+	 * {@code resolveAddress} from the client's address to the server's, in attempts of
+	 * {@link ConnectionId#RESOLVE_ATTEMPT} as {@code connect} makes them: an attempt that
+	 * missed the neighbour update can end in ADDR_ERROR with ETIMEDOUT, and is then made
+	 * again (at most 5 attempts). {@code next} takes the event of an attempt. Returns the
+	 * first event that is not such a timeout, or the last timeout.
+	 */
+	CmEvent resolveAddress(ConnectionId id, String what, Supplier<CmEvent> next) throws Exception {
+		CmEvent e = null;
+		for (int attempt = 1; attempt <= 5; attempt++) {
+			long t0 = System.nanoTime();
+			id.resolveAddress(client(), server(), ConnectionId.RESOLVE_ATTEMPT);
+			e = next.get();
+			System.out.printf("# resolveAddress %s, attempt %d: %s, %s after %d ms%n", what, attempt, e.text(),
+					e.statusText(), (System.nanoTime() - t0) / 1_000_000);
+			if (e.type() != CmEventType.ADDR_ERROR || e.status() != -dev.rdma.verbs.Errno.ETIMEDOUT) {
+				break;
+			}
+		}
+		return e;
+	}
+
 	/** The open {@link ConnectionId}s of the process ({@link NativeObjects}). */
 	static long openIds() {
 		return NativeObjects.openByType().getOrDefault(ConnectionId.class.getSimpleName(), 0L);
@@ -656,17 +679,12 @@ class ConnectionManagerDeviceTest {
 	void getEventWithAZeroTimeoutReadsAnEventWaitingOnTheChannel() throws Exception {
 		try (EventChannel ch = EventChannel.create()) {
 			ConnectionId id = ch.createId();
-			CmEvent e = null;
-			// an attempt that missed the neighbour update ends in ETIMEDOUT: ask again
-			for (int attempt = 0; attempt < 3; attempt++) {
-				id.resolveAddress(client(), server(), ConnectionId.RESOLVE_ATTEMPT);
+			CmEvent e = resolveAddress(id, "getEvent(ZERO)", () -> {
 				assertThat(eventWaiting(ch, STEP)).as("an event on the channel fd").isTrue();
-				e = id.getEvent(Duration.ZERO);
-				assertThat(e).as("getEvent(ZERO) with an event waiting on the channel").isNotNull();
-				if (e.type() != CmEventType.ADDR_ERROR || e.status() != -dev.rdma.verbs.Errno.ETIMEDOUT) {
-					break;
-				}
-			}
+				CmEvent waiting = id.getEvent(Duration.ZERO);
+				assertThat(waiting).as("getEvent(ZERO) with an event waiting on the channel").isNotNull();
+				return waiting;
+			});
 			assertThat(e.type()).isEqualTo(CmEventType.ADDR_RESOLVED);
 			assertThat(id.deviceName()).isEqualTo(clientEnd.device());
 			long t0 = System.nanoTime();
@@ -770,15 +788,11 @@ class ConnectionManagerDeviceTest {
 			}
 			assertThat(ch.isClosed()).isFalse();
 			ConnectionId id = ch.createId();
-			CmEvent e = null;
-			for (int attempt = 0; attempt < 3; attempt++) {
-				id.resolveAddress(client(), server(), ConnectionId.RESOLVE_ATTEMPT);
-				e = id.getEvent(Duration.ofSeconds(10));
-				assertThat(e).as("an event of the channel after its refused close").isNotNull();
-				if (e.type() != CmEventType.ADDR_ERROR || e.status() != -dev.rdma.verbs.Errno.ETIMEDOUT) {
-					break;
-				}
-			}
+			CmEvent e = resolveAddress(id, "after a refused close", () -> {
+				CmEvent next = id.getEvent(Duration.ofSeconds(10));
+				assertThat(next).as("an event of the channel after its refused close").isNotNull();
+				return next;
+			});
 			assertThat(e.type()).isEqualTo(CmEventType.ADDR_RESOLVED);
 		}
 	}
