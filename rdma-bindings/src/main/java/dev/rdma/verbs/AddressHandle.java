@@ -57,7 +57,10 @@ public final class AddressHandle extends NativeObject {
 
 		/**
 		 * A global address (RoCE): {@code destGid} from the local GID at
-		 * {@code sgidIndex}, hop limit 1.
+		 * {@code sgidIndex}, hop limit 1, {@code dlid} 0, SL 0. On InfiniBand the
+		 * destination's LID is needed as well ({@link #withDlid}); rdma-core's
+		 * {@code ibv_ud_pingpong} uses hop limit 64 (see
+		 * {@link dev.rdma.verbs.exchange.DatagramEndpoint#addressFrom}).
 		 */
 		public static Attributes global(int port, Gid destGid, int sgidIndex) {
 			return new Attributes(port, true, destGid, sgidIndex, 1, 0, 0, 0, 0);
