@@ -32,6 +32,13 @@ import dev.rdma.verbs.VerbsException;
  * RESET).
  *
  * <p>
+ * What can be checked locally is checked before the TCP connection is opened (client) or
+ * a client is accepted (server), so that a peer never commits to a connection this side
+ * then refuses (an {@code ibv_rc_pingpong} server would wait in RTS for ever): the queue
+ * pair is RC and in RESET or INIT, the port exists, and the path MTU is at most the
+ * port's active MTU.
+ *
+ * <p>
  * Every step is bounded ({@link ExchangeOptions#connectTimeout()},
  * {@link ExchangeOptions#ioTimeout()}); a peer that is absent, silent, closes early or
  * sends something else ends in an {@link ExchangeException} naming the peer and the step.
@@ -78,6 +85,10 @@ public final class OutOfBand {
 	 * entries
 	 */
 	public static int gidIndex(Context context, ExchangeOptions options) {
+		return gidIndex(context, options, context.queryPort(options.port()));
+	}
+
+	private static int gidIndex(Context context, ExchangeOptions options, PortAttributes port) {
 		if (options.gidIndex() != ExchangeOptions.FIND_GID) {
 			return options.gidIndex();
 		}
@@ -85,7 +96,7 @@ public final class OutOfBand {
 		if (found >= 0) {
 			return found;
 		}
-		if (context.queryPort(options.port()).linkLayer() == PortAttributes.LinkLayer.INFINIBAND) {
+		if (port.linkLayer() == PortAttributes.LinkLayer.INFINIBAND) {
 			return ExchangeOptions.NO_GID;
 		}
 		throw new IllegalStateException("no IPv4 RoCE v2 GID among the first " + GID_SCAN_ENTRIES + " entries of "
@@ -94,19 +105,14 @@ public final class OutOfBand {
 	}
 
 	/**
-	 * The record of {@code qp} as {@code options} would announce it: the port's LID, the
-	 * QPN, {@code parameters.sqPsn()}, the GID at the selected index and the path MTU.
+	 * The record of {@code qp} as {@code options} would announce it: the port's LID
+	 * ({@code ibv_query_port}), the QPN, {@code parameters.sqPsn()}, the GID at the
+	 * selected index ({@code ibv_query_gid}) and the path MTU.
+	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
+	 * (a port or GID index the device does not have: EINVAL)
 	 */
 	public static Endpoint localEndpoint(QueuePair qp, ExchangeOptions options) {
-		return localEndpoint(qp, options, gidIndex(qp.protectionDomain().context(), options));
-	}
-
-	private static Endpoint localEndpoint(QueuePair qp, ExchangeOptions options, int gidIndex) {
-		Context ctx = qp.protectionDomain().context();
-		PortAttributes port = ctx.queryPort(options.port());
-		ConnectionParameters p = options.parameters();
-		int mtu = p.pathMtu() == ConnectionParameters.ACTIVE_MTU ? port.activeMtu() : p.pathMtu();
-		return new Endpoint(port.lid(), qp.qpNum(), p.sqPsn(), gid(ctx, options.port(), gidIndex), mtu);
+		return local(qp, options).endpoint();
 	}
 
 	/**
@@ -115,9 +121,57 @@ public final class OutOfBand {
 	 */
 	public static DatagramEndpoint localDatagramEndpoint(QueuePair qp, int qkey, ExchangeOptions options) {
 		Context ctx = qp.protectionDomain().context();
-		int gidIndex = gidIndex(ctx, options);
-		return new DatagramEndpoint(ctx.queryPort(options.port()).lid(), qp.qpNum(), qkey,
-				gid(ctx, options.port(), gidIndex));
+		PortAttributes port = ctx.queryPort(options.port());
+		int gidIndex = gidIndex(ctx, options, port);
+		return new DatagramEndpoint(port.lid(), qp.qpNum(), qkey, gid(ctx, options.port(), gidIndex));
+	}
+
+	/**
+	 * This side of an RC exchange, known before any TCP: the record, the GID index, the
+	 * port's attributes and its name ({@code "rxe0 port 1"}).
+	 */
+	private record Local(Endpoint endpoint, int gidIndex, PortAttributes port, String where) {
+	}
+
+	private static Local local(QueuePair qp, ExchangeOptions options) {
+		Context ctx = qp.protectionDomain().context();
+		PortAttributes port = ctx.queryPort(options.port());
+		String where = where(ctx, options.port());
+		int gidIndex = gidIndex(ctx, options, port);
+		Gid gid = gid(ctx, options.port(), gidIndex);
+		ConnectionParameters p = options.parameters();
+		int mtu = p.pathMtu() == ConnectionParameters.ACTIVE_MTU ? port.activeMtu() : p.pathMtu();
+		return new Local(new Endpoint(port.lid(), qp.qpNum(), p.sqPsn(), gid, mtu), gidIndex, port, where);
+	}
+
+	/**
+	 * What {@link #connect} and
+	 * {@link #accept(ExchangeListener, QueuePair, ExchangeOptions)} check before any TCP:
+	 * everything {@code qp.connect} would refuse after the peer committed, and the local
+	 * record.
+	 */
+	private static Local checkedLocal(QueuePair qp, ExchangeOptions options) {
+		if (qp.type() != QueuePair.Type.RC) {
+			throw new IllegalStateException(qp + " is a " + qp.type()
+					+ " queue pair: OutOfBand.connect and accept connect RC queue pairs (a UD queue pair exchanges "
+					+ "DatagramEndpoint records: OutOfBand.exchange and accept(listener, DatagramEndpoint, options))");
+		}
+		QueuePair.State state = qp.state();
+		if (state != QueuePair.State.RESET && state != QueuePair.State.INIT) {
+			throw new IllegalStateException(qp + " is in state " + state
+					+ ": OutOfBand.connect and accept move a queue pair from RESET or INIT to RTR and RTS");
+		}
+		Local local = local(qp, options);
+		ConnectionParameters p = options.parameters();
+		if (p.pathMtu() != ConnectionParameters.ACTIVE_MTU && p.pathMtu() > local.port().activeMtu()) {
+			throw new IllegalArgumentException("pathMtu (path_mtu) " + p.pathMtu() + " of ExchangeOptions.parameters "
+					+ "exceeds the active MTU " + local.port().activeMtu() + " of " + local.where());
+		}
+		return local;
+	}
+
+	private static String where(Context ctx, int port) {
+		return ctx.deviceName() + " port " + port;
 	}
 
 	private static Gid gid(Context ctx, int port, int gidIndex) {
@@ -128,15 +182,19 @@ public final class OutOfBand {
 	 * The client role of {@code ibv_rc_pingpong <server>}: exchanges records with the
 	 * server at {@code server}, then connects {@code qp} (in RESET or INIT) to it.
 	 * @return the server's record
+	 * @throws IllegalStateException before any TCP: {@code qp} is not RC, or not in RESET
+	 * or INIT
+	 * @throws IllegalArgumentException before any TCP: the path MTU exceeds the port's
+	 * active MTU
 	 * @throws ExchangeException when the exchange fails (nothing is changed on the QP)
-	 * @throws VerbsException when {@code ibv_modify_qp} refuses the peer's values
+	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
+	 * (before any TCP), or {@code ibv_modify_qp} refuses the peer's values
 	 */
 	public static Endpoint connect(QueuePair qp, InetSocketAddress server, ExchangeOptions options) {
-		int gidIndex = gidIndex(qp.protectionDomain().context(), options);
-		Endpoint local = localEndpoint(qp, options, gidIndex);
+		Local local = checkedLocal(qp, options);
 		Endpoint remote = PingpongWire
-			.decode(clientExchange(server, PingpongWire.encode(local), PingpongWire.MESSAGE_BYTES, options));
-		connectQp(qp, local, gidIndex, remote, options);
+			.decode(clientExchange(server, PingpongWire.encode(local.endpoint()), PingpongWire.MESSAGE_BYTES, options));
+		connectQp(qp, local, remote, options);
 		return remote;
 	}
 
@@ -146,18 +204,22 @@ public final class OutOfBand {
 	 * connects {@code qp} (in RESET or INIT) to it, answers with this side's record and
 	 * waits for the client's {@code "done"}.
 	 * @return the client's record
+	 * @throws IllegalStateException before a client is accepted: {@code qp} is not RC, or
+	 * not in RESET or INIT
+	 * @throws IllegalArgumentException before a client is accepted: the path MTU exceeds
+	 * the port's active MTU
 	 * @throws ExchangeException when the exchange fails
-	 * @throws VerbsException when {@code ibv_modify_qp} refuses the peer's values (the
-	 * client then gets no answer)
+	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
+	 * (before a client is accepted), or {@code ibv_modify_qp} refuses the peer's values
+	 * (the client then gets no answer)
 	 */
 	public static Endpoint accept(ExchangeListener listener, QueuePair qp, ExchangeOptions options) {
-		int gidIndex = gidIndex(qp.protectionDomain().context(), options);
-		Endpoint local = localEndpoint(qp, options, gidIndex);
+		Local local = checkedLocal(qp, options);
 		Endpoint[] remote = new Endpoint[1];
 		serverExchange(listener, PingpongWire.MESSAGE_BYTES, theirs -> {
 			remote[0] = PingpongWire.decode(theirs);
-			connectQp(qp, local, gidIndex, remote[0], options);
-			return PingpongWire.encode(local);
+			connectQp(qp, local, remote[0], options);
+			return PingpongWire.encode(local.endpoint());
 		}, options);
 		return remote[0];
 	}
@@ -185,11 +247,11 @@ public final class OutOfBand {
 	}
 
 	/** INIT, RTR, RTS with the peer's values, as {@code pp_connect_ctx}. */
-	private static void connectQp(QueuePair qp, Endpoint local, int gidIndex, Endpoint remote,
-			ExchangeOptions options) {
-		int mtu = remote.mtu() == Endpoint.UNKNOWN_MTU ? local.mtu() : Math.min(local.mtu(), remote.mtu());
-		ConnectionParameters p = options.parameters().withSqPsn(local.psn()).withRqPsn(remote.psn()).withPathMtu(mtu);
-		qp.connect(options.port(), Math.max(gidIndex, 0), remote.gid(), remote.lid(), remote.qpn(), p);
+	private static void connectQp(QueuePair qp, Local local, Endpoint remote, ExchangeOptions options) {
+		Endpoint mine = local.endpoint();
+		int mtu = remote.mtu() == Endpoint.UNKNOWN_MTU ? mine.mtu() : Math.min(mine.mtu(), remote.mtu());
+		ConnectionParameters p = options.parameters().withSqPsn(mine.psn()).withRqPsn(remote.psn()).withPathMtu(mtu);
+		qp.connect(options.port(), Math.max(local.gidIndex(), 0), remote.gid(), remote.lid(), remote.qpn(), p);
 	}
 
 	private static byte[] clientExchange(InetSocketAddress server, byte[] mine, int theirLength,
