@@ -7,7 +7,7 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.Gid;
@@ -16,6 +16,7 @@ import dev.rdma.verbs.PortAttributes;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.QueuePair.ConnectionParameters;
 import dev.rdma.verbs.VerbsException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Connects queue pairs without a connection manager: each side's endpoint record goes
@@ -27,16 +28,20 @@ import dev.rdma.verbs.VerbsException;
  * The order is {@code ibv_rc_pingpong}'s: the client ({@link #connect}) writes its
  * record, reads the server's, writes {@code "done"} and closes, then moves its QP; the
  * server ({@link #accept}) reads the client's record, moves its QP to RTR and RTS, and
- * only then answers, so the client's first send finds it ready. Post the receives before
- * calling either, after {@link QueuePair#moveToInit(int)} (rxe refuses receives in
+ * only then answers, so the client's first send finds it ready. A client that refuses the
+ * server's record closes without {@code "done"}, which ends an {@code ibv_rc_pingpong}
+ * server; a server that refuses the client's closes without answering. Post the receives
+ * before calling either, after {@link QueuePair#moveToInit(int)} (rxe refuses receives in
  * RESET).
  *
  * <p>
  * What can be checked locally is checked before the TCP connection is opened (client) or
  * a client is accepted (server), so that a peer never commits to a connection this side
  * then refuses (an {@code ibv_rc_pingpong} server would wait in RTS for ever): the queue
- * pair is RC and in RESET or INIT, the port exists, and the path MTU is at most the
- * port's active MTU.
+ * pair is RC and in RESET or INIT, the port exists, the path MTU is at most the port's
+ * active MTU, an InfiniBand port has a LID, a RoCE port is addressed by GID, and the
+ * selected GID table entry is not empty. A peer's record without a GID is refused on a
+ * RoCE port, naming the peer, before {@code ibv_modify_qp}.
  *
  * <p>
  * Every step is bounded ({@link ExchangeOptions#connectTimeout()},
@@ -108,6 +113,9 @@ public final class OutOfBand {
 	 * The record of {@code qp} as {@code options} would announce it: the port's LID
 	 * ({@code ibv_query_port}), the QPN, {@code parameters.sqPsn()}, the GID at the
 	 * selected index ({@code ibv_query_gid}) and the path MTU.
+	 * @throws IllegalStateException when the port cannot be reached with this record: an
+	 * InfiniBand port without a LID, {@link ExchangeOptions#NO_GID} on a RoCE port, or a
+	 * GID index whose table entry is empty (see {@link #localGid})
 	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
 	 * (a port or GID index the device does not have: EINVAL)
 	 */
@@ -118,12 +126,15 @@ public final class OutOfBand {
 	/**
 	 * The record of a UD queue pair that accepts {@code qkey}: the port's LID, the QPN,
 	 * the Q_Key and the GID at the index {@code options} selects.
+	 * @throws IllegalStateException on {@link ExchangeOptions#NO_GID} on a RoCE port, or
+	 * a GID index whose table entry is empty
+	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
 	 */
 	public static DatagramEndpoint localDatagramEndpoint(QueuePair qp, int qkey, ExchangeOptions options) {
 		Context ctx = qp.protectionDomain().context();
 		PortAttributes port = ctx.queryPort(options.port());
 		int gidIndex = gidIndex(ctx, options, port);
-		return new DatagramEndpoint(port.lid(), qp.qpNum(), qkey, gid(ctx, options.port(), gidIndex));
+		return new DatagramEndpoint(port.lid(), qp.qpNum(), qkey, localGid(ctx, options.port(), port, gidIndex));
 	}
 
 	/**
@@ -137,8 +148,9 @@ public final class OutOfBand {
 		Context ctx = qp.protectionDomain().context();
 		PortAttributes port = ctx.queryPort(options.port());
 		String where = where(ctx, options.port());
+		requireLid(port, where);
 		int gidIndex = gidIndex(ctx, options, port);
-		Gid gid = gid(ctx, options.port(), gidIndex);
+		Gid gid = localGid(ctx, options.port(), port, gidIndex);
 		ConnectionParameters p = options.parameters();
 		int mtu = p.pathMtu() == ConnectionParameters.ACTIVE_MTU ? port.activeMtu() : p.pathMtu();
 		return new Local(new Endpoint(port.lid(), qp.qpNum(), p.sqPsn(), gid, mtu), gidIndex, port, where);
@@ -174,8 +186,64 @@ public final class OutOfBand {
 		return ctx.deviceName() + " port " + port;
 	}
 
-	private static Gid gid(Context ctx, int port, int gidIndex) {
-		return gidIndex == ExchangeOptions.NO_GID ? Endpoint.NO_GID : ctx.queryGid(port, gidIndex);
+	/**
+	 * As {@code ibv_rc_pingpong}, which stops with "Couldn't get local LID": a port whose
+	 * link layer is not Ethernet is addressed by its LID, and LID 0 means the subnet
+	 * manager has not configured it.
+	 */
+	static void requireLid(PortAttributes port, String where) {
+		if (port.linkLayer() != PortAttributes.LinkLayer.ETHERNET && port.lid() == 0) {
+			throw new IllegalStateException(where + " (link layer " + port.linkLayer() + ", state " + port.state()
+					+ ") has LID 0: no subnet manager has configured it, and a peer cannot reach it "
+					+ "(ibv_rc_pingpong stops here with \"Couldn't get local LID\")");
+		}
+	}
+
+	/**
+	 * {@link ExchangeOptions#NO_GID} (LID addressing) is refused on a RoCE port: Ethernet
+	 * has no LIDs, the peer could reach it only by GID.
+	 */
+	static void requireGidOnRoce(PortAttributes port, int gidIndex, String where) {
+		if (gidIndex == ExchangeOptions.NO_GID && port.linkLayer() == PortAttributes.LinkLayer.ETHERNET) {
+			throw new IllegalStateException(
+					"ExchangeOptions.gidIndex is NO_GID (LID addressing), but the link layer of " + where
+							+ " is ETHERNET (RoCE), where a peer is addressed by GID only: set a GID index "
+							+ "(ibv_rc_pingpong -g) or FIND_GID");
+		}
+	}
+
+	/**
+	 * The local GID at {@code gidIndex} ({@code ibv_query_gid}), or
+	 * {@link Endpoint#NO_GID} for {@link ExchangeOptions#NO_GID}.
+	 * @throws IllegalStateException on NO_GID on a RoCE port, or when the entry is empty:
+	 * rdma-core's {@code ibv_query_gid} turns the ENODATA of an empty entry into success
+	 * with an all-zero GID, which a peer cannot reach
+	 */
+	private static Gid localGid(Context ctx, int portNum, PortAttributes port, int gidIndex) {
+		String where = where(ctx, portNum);
+		requireGidOnRoce(port, gidIndex, where);
+		if (gidIndex == ExchangeOptions.NO_GID) {
+			return Endpoint.NO_GID;
+		}
+		Gid gid = ctx.queryGid(portNum, gidIndex);
+		if (gid.isZero()) {
+			VerbsException why = null;
+			try {
+				ctx.queryGidEntry(portNum, gidIndex);
+			}
+			catch (VerbsException e) {
+				why = e;
+			}
+			throw emptyGid(gidIndex, where, why);
+		}
+		return gid;
+	}
+
+	static IllegalStateException emptyGid(int gidIndex, String where, @Nullable VerbsException why) {
+		return new IllegalStateException("GID index " + gidIndex + " of " + where
+				+ " is empty: ibv_query_gid gave an all-zero GID" + (why == null ? "" : " (" + why.getMessage() + ")")
+				+ ", which a peer cannot reach; set ExchangeOptions.gidIndex (ibv_rc_pingpong -g) to a populated "
+				+ "entry of /sys/class/infiniband/" + where.replace(" port ", "/ports/") + "/gids, or FIND_GID", why);
 	}
 
 	/**
@@ -183,17 +251,22 @@ public final class OutOfBand {
 	 * server at {@code server}, then connects {@code qp} (in RESET or INIT) to it.
 	 * @return the server's record
 	 * @throws IllegalStateException before any TCP: {@code qp} is not RC, or not in RESET
-	 * or INIT
+	 * or INIT, or the local address is unusable (see {@link #localEndpoint})
 	 * @throws IllegalArgumentException before any TCP: the path MTU exceeds the port's
 	 * active MTU
-	 * @throws ExchangeException when the exchange fails (nothing is changed on the QP)
+	 * @throws ExchangeException when the exchange fails, or the server's record has no
+	 * GID while the local port is RoCE (nothing is changed on the QP)
 	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
 	 * (before any TCP), or {@code ibv_modify_qp} refuses the peer's values
 	 */
 	public static Endpoint connect(QueuePair qp, InetSocketAddress server, ExchangeOptions options) {
 		Local local = checkedLocal(qp, options);
-		Endpoint remote = PingpongWire
-			.decode(clientExchange(server, PingpongWire.encode(local.endpoint()), PingpongWire.MESSAGE_BYTES, options));
+		Endpoint remote = clientExchange(server, PingpongWire.encode(local.endpoint()), PingpongWire.MESSAGE_BYTES,
+				options, (peer, theirs) -> {
+					Endpoint r = PingpongWire.decode(theirs);
+					requirePeerGidOnRoce(local.port(), local.where(), r, peer);
+					return r;
+				});
 		connectQp(qp, local, remote, options);
 		return remote;
 	}
@@ -205,10 +278,11 @@ public final class OutOfBand {
 	 * waits for the client's {@code "done"}.
 	 * @return the client's record
 	 * @throws IllegalStateException before a client is accepted: {@code qp} is not RC, or
-	 * not in RESET or INIT
+	 * not in RESET or INIT, or the local address is unusable (see {@link #localEndpoint})
 	 * @throws IllegalArgumentException before a client is accepted: the path MTU exceeds
 	 * the port's active MTU
-	 * @throws ExchangeException when the exchange fails
+	 * @throws ExchangeException when the exchange fails, or the client's record has no
+	 * GID while the local port is RoCE (the client then gets no answer)
 	 * @throws VerbsException when {@code ibv_query_port} or {@code ibv_query_gid} fails
 	 * (before a client is accepted), or {@code ibv_modify_qp} refuses the peer's values
 	 * (the client then gets no answer)
@@ -216,8 +290,9 @@ public final class OutOfBand {
 	public static Endpoint accept(ExchangeListener listener, QueuePair qp, ExchangeOptions options) {
 		Local local = checkedLocal(qp, options);
 		Endpoint[] remote = new Endpoint[1];
-		serverExchange(listener, PingpongWire.MESSAGE_BYTES, theirs -> {
+		serverExchange(listener, PingpongWire.MESSAGE_BYTES, (peer, theirs) -> {
 			remote[0] = PingpongWire.decode(theirs);
+			requirePeerGidOnRoce(local.port(), local.where(), remote[0], peer);
 			connectQp(qp, local, remote[0], options);
 			return PingpongWire.encode(local.endpoint());
 		}, options);
@@ -230,8 +305,8 @@ public final class OutOfBand {
 	 * {@link DatagramEndpoint#addressFrom}).
 	 */
 	public static DatagramEndpoint exchange(DatagramEndpoint local, InetSocketAddress server, ExchangeOptions options) {
-		return PingpongWire.decodeDatagram(
-				clientExchange(server, PingpongWire.encode(local), PingpongWire.DATAGRAM_MESSAGE_BYTES, options));
+		return clientExchange(server, PingpongWire.encode(local), PingpongWire.DATAGRAM_MESSAGE_BYTES, options,
+				(peer, theirs) -> PingpongWire.decodeDatagram(theirs));
 	}
 
 	/**
@@ -239,7 +314,7 @@ public final class OutOfBand {
 	 */
 	public static DatagramEndpoint accept(ExchangeListener listener, DatagramEndpoint local, ExchangeOptions options) {
 		DatagramEndpoint[] remote = new DatagramEndpoint[1];
-		serverExchange(listener, PingpongWire.DATAGRAM_MESSAGE_BYTES, theirs -> {
+		serverExchange(listener, PingpongWire.DATAGRAM_MESSAGE_BYTES, (peer, theirs) -> {
 			remote[0] = PingpongWire.decodeDatagram(theirs);
 			return PingpongWire.encode(local);
 		}, options);
@@ -254,8 +329,29 @@ public final class OutOfBand {
 		qp.connect(options.port(), Math.max(local.gidIndex(), 0), remote.gid(), remote.lid(), remote.qpn(), p);
 	}
 
-	private static byte[] clientExchange(InetSocketAddress server, byte[] mine, int theirLength,
-			ExchangeOptions options) {
+	/**
+	 * A peer record whose GID has a zero interface id gives an address without GRH
+	 * (rdma-core's rule), which a RoCE port cannot use: {@code ibv_modify_qp} to RTR
+	 * would fail with EINVAL naming neither the GID nor the peer.
+	 */
+	static void requirePeerGidOnRoce(PortAttributes port, String where, Endpoint remote, String peer) {
+		if (port.linkLayer() == PortAttributes.LinkLayer.ETHERNET && remote.gid().interfaceId() == 0) {
+			throw new ExchangeException(peer + " announced no GID (GID " + remote.gid() + ", LID "
+					+ String.format("0x%04x, QPN 0x%06x", remote.lid(), remote.qpn()) + "), but " + where
+					+ " is RoCE (link layer ETHERNET), where the peer is addressed by its GID only: "
+					+ "an ibv_rc_pingpong peer needs -g <gid index> on RoCE");
+		}
+	}
+
+	/**
+	 * Writes {@code mine}, reads the server's record and hands it to {@code take}, and
+	 * only when that accepted it writes {@code "done"}: a record this side refuses ends
+	 * the connection without {@code "done"}, so an {@code ibv_rc_pingpong} server fails
+	 * ("Couldn't send/recv local address") instead of waiting in RTS for a client that
+	 * never comes.
+	 */
+	private static <T> T clientExchange(InetSocketAddress server, byte[] mine, int theirLength, ExchangeOptions options,
+			BiFunction<String, byte[], T> take) {
 		if (server.isUnresolved()) {
 			throw new ExchangeException("cannot resolve the exchange server " + server);
 		}
@@ -277,8 +373,9 @@ public final class OutOfBand {
 				OutputStream out = s.getOutputStream();
 				write(out, mine, peer, "its endpoint record");
 				byte[] theirs = readFully(s, theirLength, peer, "endpoint record", options.ioTimeout());
+				T taken = take.apply(peer, theirs);
 				write(out, PingpongWire.done(), peer, "\"done\"");
-				return theirs;
+				return taken;
 			}
 			catch (IOException e) {
 				throw new ExchangeException("the exchange with " + peer + " failed: " + e.getMessage(), e);
@@ -289,14 +386,14 @@ public final class OutOfBand {
 		}
 	}
 
-	private static void serverExchange(ExchangeListener listener, int theirLength, Function<byte[], byte[]> answer,
-			ExchangeOptions options) {
+	private static void serverExchange(ExchangeListener listener, int theirLength,
+			BiFunction<String, byte[], byte[]> answer, ExchangeOptions options) {
 		try (Socket s = listener.accept(options.connectTimeout())) {
 			String peer = "the exchange client " + s.getRemoteSocketAddress();
 			try {
 				s.setTcpNoDelay(true);
 				byte[] theirs = readFully(s, theirLength, peer, "endpoint record", options.ioTimeout());
-				write(s.getOutputStream(), answer.apply(theirs), peer, "this side's endpoint record");
+				write(s.getOutputStream(), answer.apply(peer, theirs), peer, "this side's endpoint record");
 				byte[] done = readFully(s, PingpongWire.DONE_BYTES_LENGTH, peer, "\"done\"", options.ioTimeout());
 				if (!PingpongWire.isDone(done)) {
 					throw new ExchangeException(peer + " sent something else than \"done\" after the records");

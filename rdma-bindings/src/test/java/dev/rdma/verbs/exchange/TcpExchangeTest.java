@@ -169,6 +169,34 @@ class TcpExchangeTest {
 			.hasMessageContaining("HTTP/1.1 400");
 	}
 
+	/**
+	 * A client that refuses the server's record closes without {@code "done"}: an
+	 * {@code ibv_rc_pingpong} server then ends ("Couldn't send/recv local address")
+	 * instead of waiting in RTS for a client that will not come.
+	 */
+	@Test
+	void aClientThatRefusesTheServersRecordSendsNoDone() throws Exception {
+		try (ServerSocket fake = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+			CompletableFuture<byte[]> afterRecord = CompletableFuture.supplyAsync(() -> {
+				try (Socket s = fake.accept()) {
+					s.setSoTimeout(10_000);
+					InputStream in = s.getInputStream();
+					in.readNBytes(PingpongWire.DATAGRAM_MESSAGE_BYTES);
+					s.getOutputStream()
+						.write(java.util.Arrays.copyOf("HTTP/1.1 400".getBytes(StandardCharsets.US_ASCII), 54));
+					return in.readAllBytes();
+				}
+				catch (Exception e) {
+					throw new RuntimeException(e);
+				}
+			}, TcpExchangeTest::ownThread);
+			assertThatThrownBy(() -> OutOfBand.exchange(A, (InetSocketAddress) fake.getLocalSocketAddress(), FAST))
+				.isInstanceOf(ExchangeException.class)
+				.hasMessageContaining("not an endpoint record");
+			assertThat(afterRecord.get(10, TimeUnit.SECONDS)).as("what the client sent after the records").isEmpty();
+		}
+	}
+
 	@Test
 	void theServerRefusesAClientThatSendsGarbageOrNoDone() throws Exception {
 		try (ExchangeListener listener = ExchangeListener.bind(ANY_LOOPBACK)) {
