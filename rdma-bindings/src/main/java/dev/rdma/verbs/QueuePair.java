@@ -109,10 +109,11 @@ public final class QueuePair extends NativeObject {
 
 	/**
 	 * The parameters of an RC connection ({@code struct ibv_qp_attr} of the RTR and RTS
-	 * transitions). Immutable; {@link #DEFAULTS} are those of rdma-core's
-	 * {@code ibv_rc_pingpong} and of {@link #connect(int, int, Gid, int)}, and each
-	 * {@code withX} returns a copy with one value changed. Every value is range-checked
-	 * here ({@link IllegalArgumentException} naming the parameter); the path MTU is also
+	 * transitions). Immutable; {@link #DEFAULTS} are the values of
+	 * {@link #connect(int, int, Gid, int)} (rdma-core's {@code ibv_rc_pingpong}'s except
+	 * the path MTU and the PSNs, see there), and each {@code withX} returns a copy with
+	 * one value changed. Every value is range-checked here
+	 * ({@link IllegalArgumentException} naming the parameter); the path MTU is also
 	 * checked against the port's active MTU by {@code connect}.
 	 *
 	 * @param pathMtu {@code path_mtu} in bytes: 256, 512, 1024, 2048 or 4096, at most the
@@ -143,8 +144,16 @@ public final class QueuePair extends NativeObject {
 		public static final int MAX_PSN = (1 << 24) - 1;
 
 		/**
-		 * timeout 14, retry_cnt 7, rnr_retry 7, min_rnr_timer 12, PSNs 0, rd_atomic 1/1,
-		 * hop limit 1, SL 0.
+		 * The values of {@link QueuePair#connect(int, int, Gid, int)}. As rdma-core's
+		 * {@code ibv_rc_pingpong} sets them ({@code pp_connect_ctx}): timeout 14,
+		 * retry_cnt 7, rnr_retry 7, min_rnr_timer 12, max_rd_atomic 1, max_dest_rd_atomic
+		 * 1, hop limit 1, SL 0 (its {@code -l} default). Not {@code ibv_rc_pingpong}'s:
+		 * the path MTU is {@link #ACTIVE_MTU}, the local port's active MTU
+		 * ({@code ibv_rc_pingpong} uses {@code IBV_MTU_1024} unless {@code -m} says
+		 * otherwise), and both PSNs are 0 ({@code ibv_rc_pingpong} sends from a random
+		 * 24-bit PSN, {@code lrand48() & 0xffffff}, and expects the peer's).
+		 * {@link dev.rdma.verbs.exchange.ExchangeOptions#defaults()} has
+		 * {@code ibv_rc_pingpong}'s path MTU 1024 and a random PSN.
 		 */
 		public static final ConnectionParameters DEFAULTS = new ConnectionParameters(ACTIVE_MTU, 0, 0, 14, 7, 7, 12, 1,
 				1, 1, 0);

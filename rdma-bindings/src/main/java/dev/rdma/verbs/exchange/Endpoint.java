@@ -16,8 +16,10 @@ import dev.rdma.verbs.QueuePair;
  * bits
  * @param gid the GID the queue pair sends from; all zero when addressed by LID only
  * (InfiniBand without {@code -g})
- * @param mtu the path MTU in bytes the sender will use, or {@link #UNKNOWN_MTU} (what the
- * wire format decodes to)
+ * @param mtu in a local record ({@link OutOfBand#localEndpoint}), the path MTU in bytes
+ * this side connects with; in a peer's record {@link #UNKNOWN_MTU}, as the wire format
+ * carries no MTU (so {@link OutOfBand} never learns the peer's: configure both sides
+ * alike)
  */
 public record Endpoint(int lid, int qpn, int psn, Gid gid, int mtu) {
 

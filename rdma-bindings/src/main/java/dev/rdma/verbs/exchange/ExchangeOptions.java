@@ -16,8 +16,11 @@ import dev.rdma.verbs.QueuePair.ConnectionParameters;
  * RoCE v2 GID among the first {@value OutOfBand#GID_SCAN_ENTRIES} entries, on InfiniBand
  * none; {@link #NO_GID}: addressed by LID only
  * @param parameters the RC connection parameters: {@code sqPsn} is the PSN this side
- * announces, {@code rqPsn} is replaced by the peer's, the path MTU is lowered to the
- * peer's when its record says
+ * announces, {@code rqPsn} is replaced by the peer's. The path MTU is this side's alone
+ * ({@link ConnectionParameters#ACTIVE_MTU}: the local port's active MTU): the pingpong
+ * record carries no MTU ({@link PingpongWire}), so nothing is learnt from the peer, and
+ * both sides must be configured with the same path MTU (against {@code ibv_rc_pingpong}:
+ * 1024, the one of {@link #defaults()}, or the value of its {@code -m})
  * @param connectTimeout bound on the TCP connect (client) or accept (server)
  * @param ioTimeout bound on the arrival of each whole record of the peer (its endpoint
  * record, its {@code "done"}), however the peer splits it

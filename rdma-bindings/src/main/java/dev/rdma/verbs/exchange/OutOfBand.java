@@ -32,7 +32,9 @@ import org.jspecify.annotations.Nullable;
  * server's record closes without {@code "done"}, which ends an {@code ibv_rc_pingpong}
  * server; a server that refuses the client's closes without answering. Post the receives
  * before calling either, after {@link QueuePair#moveToInit(int)} (rxe refuses receives in
- * RESET).
+ * RESET). The record carries no path MTU: each side connects with the one of its own
+ * {@link ExchangeOptions#parameters()}, so configure both sides alike
+ * ({@code ibv_rc_pingpong}: 1024 unless {@code -m}).
  *
  * <p>
  * What can be checked locally is checked before the TCP connection is opened (client) or
@@ -321,11 +323,17 @@ public final class OutOfBand {
 		return remote[0];
 	}
 
-	/** INIT, RTR, RTS with the peer's values, as {@code pp_connect_ctx}. */
+	/**
+	 * INIT, RTR, RTS with the peer's values, as {@code pp_connect_ctx}. The path MTU is
+	 * this side's: the record carries none ({@code remote.mtu()} is always
+	 * {@link Endpoint#UNKNOWN_MTU}).
+	 */
 	private static void connectQp(QueuePair qp, Local local, Endpoint remote, ExchangeOptions options) {
 		Endpoint mine = local.endpoint();
-		int mtu = remote.mtu() == Endpoint.UNKNOWN_MTU ? mine.mtu() : Math.min(mine.mtu(), remote.mtu());
-		ConnectionParameters p = options.parameters().withSqPsn(mine.psn()).withRqPsn(remote.psn()).withPathMtu(mtu);
+		ConnectionParameters p = options.parameters()
+			.withSqPsn(mine.psn())
+			.withRqPsn(remote.psn())
+			.withPathMtu(mine.mtu());
 		qp.connect(options.port(), Math.max(local.gidIndex(), 0), remote.gid(), remote.lid(), remote.qpn(), p);
 	}
 
