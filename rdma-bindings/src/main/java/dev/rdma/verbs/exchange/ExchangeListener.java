@@ -3,11 +3,16 @@ package dev.rdma.verbs.exchange;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketException;
-import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.jspecify.annotations.Nullable;
 
@@ -16,72 +21,122 @@ import org.jspecify.annotations.Nullable;
  * {@code ibv_rc_pingpong} without a server name listens on). Bound when created, so a
  * client may connect before {@link OutOfBand#accept} is called; each accept takes one
  * peer. {@link #close()} is idempotent and, from another thread, ends a pending accept
- * with an {@link ExchangeException}. Thread-safe.
+ * with an {@link ExchangeException}. Thread-safe: concurrent accepts on one listener each
+ * wait at most their own timeout (each waits on a selector of its own over the
+ * non-blocking listening channel; none holds a lock while it waits), and each connection
+ * goes to one of them.
  */
 public final class ExchangeListener implements AutoCloseable {
 
-	private final ServerSocket socket;
+	private final ServerSocketChannel channel;
 
-	private ExchangeListener(ServerSocket socket) {
-		this.socket = socket;
+	private final InetSocketAddress address;
+
+	/** The selectors of the accepts in progress, woken by {@link #close()}. */
+	private final Set<Selector> waiting = ConcurrentHashMap.newKeySet();
+
+	private volatile boolean closed;
+
+	private ExchangeListener(ServerSocketChannel channel, InetSocketAddress address) {
+		this.channel = channel;
+		this.address = address;
 	}
 
 	/**
-	 * Binds to {@code address} (port 0: any free port, see {@link #port()}).
+	 * Binds to {@code address} (port 0: any free port, see {@link #port()}), with
+	 * {@code SO_REUSEADDR} as {@code ibv_rc_pingpong} sets it.
 	 * @throws UncheckedIOException when the address cannot be bound
 	 */
 	public static ExchangeListener bind(InetSocketAddress address) {
-		ServerSocket s = null;
+		ServerSocketChannel c = null;
 		try {
-			s = new ServerSocket();
-			s.setReuseAddress(true);
-			s.bind(address);
-			return new ExchangeListener(s);
+			c = ServerSocketChannel.open();
+			c.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+			c.bind(address);
+			c.configureBlocking(false);
+			return new ExchangeListener(c, (InetSocketAddress) c.getLocalAddress());
 		}
 		catch (IOException e) {
-			closeQuietly(s);
+			closeQuietly(c);
 			throw new UncheckedIOException("cannot listen on " + address + ": " + e.getMessage(), e);
 		}
 	}
 
 	/** The bound TCP port. */
 	public int port() {
-		return socket.getLocalPort();
+		return address.getPort();
 	}
 
 	/** The bound address. */
 	public InetSocketAddress address() {
-		return (InetSocketAddress) socket.getLocalSocketAddress();
+		return address;
 	}
 
-	/** The next peer, within {@code timeout}. */
+	/**
+	 * The next peer, within {@code timeout} measured from this call, whatever other
+	 * threads accept on this listener at the same time. The socket is in blocking mode;
+	 * its {@code SO_TIMEOUT} bounds its reads.
+	 */
 	Socket accept(Duration timeout) {
-		try {
-			synchronized (this) {
-				socket.setSoTimeout(ExchangeOptions.socketMillis(timeout.toNanos()));
+		long deadline = System.nanoTime() + timeout.toNanos();
+		try (Selector selector = Selector.open()) {
+			waiting.add(selector);
+			try {
+				requireOpen();
+				channel.register(selector, SelectionKey.OP_ACCEPT);
+				while (true) {
+					SocketChannel peer = channel.accept();
+					if (peer != null) {
+						peer.configureBlocking(true);
+						return peer.socket();
+					}
+					long left = deadline - System.nanoTime();
+					if (left <= 0) {
+						throw new ExchangeException("no peer connected to " + address + " within " + timeout);
+					}
+					selector.select(ExchangeOptions.socketMillis(left));
+					selector.selectedKeys().clear();
+					requireOpen();
+					if (Thread.currentThread().isInterrupted()) {
+						throw new ExchangeException("interrupted while accepting on " + address);
+					}
+				}
 			}
-			return socket.accept();
+			finally {
+				waiting.remove(selector);
+			}
 		}
-		catch (SocketTimeoutException e) {
-			throw new ExchangeException("no peer connected to " + address() + " within " + timeout, e);
-		}
-		catch (SocketException e) {
-			throw new ExchangeException("the listener on " + socket.getLocalSocketAddress() + " was closed", e);
+		catch (ClosedChannelException e) {
+			throw closedException(e);
 		}
 		catch (IOException e) {
-			throw new ExchangeException("accept on " + address() + " failed: " + e.getMessage(), e);
+			throw new ExchangeException("accept on " + address + " failed: " + e.getMessage(), e);
 		}
+	}
+
+	private void requireOpen() {
+		if (closed) {
+			throw closedException(null);
+		}
+	}
+
+	private ExchangeException closedException(@Nullable Throwable cause) {
+		return new ExchangeException("the listener on " + address + " was closed", cause);
 	}
 
 	@Override
 	public void close() {
-		closeQuietly(socket);
+		closed = true;
+		closeQuietly(channel);
+		for (Selector s : waiting) {
+			s.wakeup();
+		}
 	}
 
-	private static void closeQuietly(@Nullable ServerSocket s) {
-		if (s != null) {
+	private static void closeQuietly(@Nullable ServerSocketChannel c) {
+		if (c != null) {
 			try {
-				s.close();
+				c.close();
 			}
 			catch (IOException ignored) {
 				// closing a listening socket has nothing to flush
@@ -91,7 +146,7 @@ public final class ExchangeListener implements AutoCloseable {
 
 	@Override
 	public String toString() {
-		return "ExchangeListener[" + socket.getLocalSocketAddress() + "]";
+		return "ExchangeListener[" + address + "]";
 	}
 
 }
