@@ -527,8 +527,9 @@ public final class QueuePair extends NativeObject {
 	 * @param destGid the remote GID, or null (or all zero) for LID-only addressing
 	 * @param destLid the remote port's LID ({@code ah_attr.dlid}), 16 bits
 	 * @throws IllegalArgumentException when {@code destQpNum} is outside
-	 * 0..{@link #MAX_QP_NUM} (before any call), or {@code parameters.pathMtu()} exceeds
-	 * the port's active MTU
+	 * 0..{@link #MAX_QP_NUM} (before any call), {@code parameters.pathMtu()} exceeds the
+	 * port's active MTU, or {@code destGid} is null or zero on a RoCE port (before any
+	 * change to the QP)
 	 * @throws IllegalStateException on a UD QP
 	 */
 	public void connect(int port, int sgidIndex, @Nullable Gid destGid, int destLid, int destQpNum,
@@ -553,6 +554,14 @@ public final class QueuePair extends NativeObject {
 		Arguments.requireRange("destQpNum (dest_qp_num)", destQpNum, 0, MAX_QP_NUM);
 		PortAttributes portAttr = pd.context().queryPort(port);
 		int mtuCode = parameters.pathMtuCode(portAttr.activeMtu(), pd.context().deviceName() + " port " + port);
+		if (!global && portAttr.linkLayer() == PortAttributes.LinkLayer.ETHERNET) {
+			// the kernel refuses a RoCE address without a GRH (rdma_check_ah_attr): an
+			// EINVAL from ibv_modify_qp that names neither the GID nor the peer
+			throw new IllegalArgumentException("destGid is " + (destGid == null ? "null" : "all zero") + ", but "
+					+ pd.context().deviceName() + " port " + port
+					+ " is RoCE (link layer ETHERNET), where the peer is addressed by its GID only: pass the peer's "
+					+ "GID (ibv_rc_pingpong needs -g on both sides)");
+		}
 		acquire();
 		try (Arena a = Arena.ofConfined()) {
 			var l = Layouts.IBV_QP_ATTR;

@@ -349,6 +349,16 @@ class QueuePairDeviceTest {
 					.hasMessageStartingWith("destQpNum (dest_qp_num)");
 			}
 			assertThat(qp.state()).isEqualTo(QueuePair.State.RESET);
+			// a RoCE peer without a GID (e.g. a record of ibv_rc_pingpong run without
+			// -g):
+			// refused naming the GID and the link layer, before ibv_modify_qp's EINVAL
+			for (Gid none : new Gid[] { null, new Gid(new byte[16]) }) {
+				assertThatThrownBy(() -> qp.connect(PORT, gidIndex, none, 0, qp.qpNum(), ConnectionParameters.DEFAULTS))
+					.isInstanceOf(IllegalArgumentException.class)
+					.hasMessageStartingWith("destGid is " + (none == null ? "null" : "all zero"))
+					.hasMessageContaining(ctx.deviceName() + " port " + PORT + " is RoCE (link layer ETHERNET)");
+			}
+			assertThat(qp.state()).as("nothing changed on the QP").isEqualTo(QueuePair.State.RESET);
 			qp.connect(PORT, gidIndex, gid, qp.qpNum());
 
 			long far = Long.MAX_VALUE - 10;
