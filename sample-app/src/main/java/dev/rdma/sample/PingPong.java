@@ -57,6 +57,9 @@ public class PingPong implements ApplicationRunner, ExitCodeGenerator, Disposabl
 
 	private volatile CountDownLatch next = new CountDownLatch(1);
 
+	/** The first failed completion, as the summary names it; null while none failed. */
+	private volatile String firstFailure;
+
 	private volatile int exitCode = 1;
 
 	public PingPong(SampleProperties properties, @Qualifier("nic0") Context context,
@@ -80,6 +83,7 @@ public class PingPong implements ApplicationRunner, ExitCodeGenerator, Disposabl
 			if (wc.status() != WcStatus.WR_FLUSH_ERR) {
 				corrupt.incrementAndGet();
 			}
+			failed("receive", wc);
 			return;
 		}
 		int seq = wc.immData();
@@ -99,11 +103,27 @@ public class PingPong implements ApplicationRunner, ExitCodeGenerator, Disposabl
 	@RdmaCompletionListener(queue = "send", batch = true)
 	public void onSendBatch(CompletionBatch batch) {
 		for (int i = 0; i < batch.size(); i++) {
-			if (batch.get(i).status() != WcStatus.SUCCESS) {
+			WorkCompletion wc = batch.get(i);
+			if (wc.status() != WcStatus.SUCCESS) {
 				corrupt.incrementAndGet();
+				failed("send", wc);
 			}
 		}
 		sendCompletions.addAndGet(batch.size());
+	}
+
+	/**
+	 * Keeps the first failed completion (on a failed completion only wr_id, status,
+	 * qp_num and vendor_err are valid) and lets the runner stop at once instead of
+	 * waiting for its timeout: after a failed send, the QP is in error and nothing more
+	 * arrives.
+	 */
+	private void failed(String side, WorkCompletion wc) {
+		if (firstFailure == null) {
+			firstFailure = side + " completion wr_id " + wc.wrId() + ": " + wc.status() + " (vendor_err 0x"
+					+ Integer.toHexString(wc.vendorErr()) + ")";
+		}
+		next.countDown();
 	}
 
 	private boolean intact(int slot, int seq) {
@@ -141,6 +161,11 @@ public class PingPong implements ApplicationRunner, ExitCodeGenerator, Disposabl
 				System.out.printf("sample: timed out after %d of %d messages%n", received.get(), n);
 				break;
 			}
+			String failure = firstFailure;
+			if (failure != null) {
+				System.out.printf("sample: stopped after %d of %d messages: %s%n", received.get(), n, failure);
+				break;
+			}
 		}
 		long elapsed = System.nanoTime() - start;
 		while (sendCompletions.get() < received.get() && System.nanoTime() < deadline) {
@@ -167,7 +192,10 @@ public class PingPong implements ApplicationRunner, ExitCodeGenerator, Disposabl
 		}
 		System.out.printf("events:          send %d got / %d acked, recv %d got / %d acked%n", sendQueue.eventsGot(),
 				sendQueue.eventsAcked(), recvQueue.eventsGot(), recvQueue.eventsAcked());
-		exitCode = ok == n && corrupt.get() == 0 ? 0 : 1;
+		if (firstFailure != null) {
+			System.out.printf("first failure:   %s%n", firstFailure);
+		}
+		exitCode = ok == n && corrupt.get() == 0 && firstFailure == null ? 0 : 1;
 		System.out.println(exitCode == 0 ? "RESULT: PASS, all " + n + " messages delivered intact"
 				: "RESULT: FAIL, " + (n - ok + corrupt.get()) + " messages missing or corrupt");
 	}
