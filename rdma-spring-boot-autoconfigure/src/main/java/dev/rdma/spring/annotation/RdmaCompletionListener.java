@@ -10,8 +10,12 @@ import dev.rdma.spring.listener.RdmaCompletionErrorHandler;
 import dev.rdma.verbs.WcExFlag;
 
 /**
- * Marks a bean method that receives the completions of a configured completion queue, on
- * that queue's own poller thread ({@code rdma-poller-<queue>}), in CQ order.
+ * Marks a bean method that receives the completions of a configured completion queue, in
+ * CQ order, on the queue's poller thread: its own ({@code rdma-poller-<queue>}) with a
+ * dedicated poller, or a thread of its poller group ({@code rdma-poller-<group>-<n>}),
+ * which it shares with the group's other queues on that thread (by default the queues of
+ * one channel). A listener that blocks holds up those queues too; calls for one queue
+ * never overlap.
  *
  * <pre>
  * &#64;RdmaCompletionListener(queue = "rx")
