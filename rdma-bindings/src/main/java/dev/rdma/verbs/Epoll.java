@@ -26,8 +26,9 @@ import dev.rdma.verbs.ffm.Native;
  * that same thread between waits. {@link Waker#wake()} may be called from any thread.
  * {@link #await} allocates nothing. A channel must be {@link #remove removed} before it
  * is closed (a closed fd leaves the epoll set by itself, but its token would be reused
- * only by the caller's bookkeeping). {@link #close()} is idempotent; it closes neither
- * the channels nor the waker.
+ * only by the caller's bookkeeping). {@link #close()} is idempotent and may be called
+ * from any thread (it ends a wait in progress first); it closes neither the channels nor
+ * the waker.
  */
 public final class Epoll implements AutoCloseable {
 
@@ -45,9 +46,20 @@ public final class Epoll implements AutoCloseable {
 
 	private final int[] ready;
 
-	private int epfd;
+	private volatile int epfd;
 
 	private boolean woken;
+
+	/** Set by {@link #close()} before it waits for a thread in {@link #await}. */
+	private volatile boolean closing;
+
+	/** The thread inside {@link #await}, or null. */
+	private volatile Thread awaiting;
+
+	private final Object closeLock = new Object();
+
+	/** How long {@link #close()} waits for a thread in {@link #await} to return. */
+	private static final long CLOSE_WAIT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
 
 	/**
 	 * @param waker the waker whose wake-ups end a wait
@@ -72,7 +84,14 @@ public final class Epoll implements AutoCloseable {
 			throw new VerbsException("epoll_create1", -fd, "an epoll instance for completion channels");
 		}
 		this.epfd = fd;
-		int rc = Libc.epollCtl(fd, Libc.EPOLL_CTL_ADD, waker.fd(), WAKER_TOKEN);
+		int rc;
+		try {
+			rc = Libc.epollCtl(fd, Libc.EPOLL_CTL_ADD, waker.fd(), WAKER_TOKEN);
+		}
+		catch (RuntimeException closedWaker) {
+			close();
+			throw closedWaker;
+		}
 		if (rc < 0) {
 			close();
 			throw new VerbsException("epoll_ctl(EPOLL_CTL_ADD)", -rc, "the waker's eventfd");
@@ -115,7 +134,11 @@ public final class Epoll implements AutoCloseable {
 		int millis = timeoutNanos <= 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, (timeoutNanos + 999_999) / 1_000_000);
 		waker.claim();
 		int rc;
+		awaiting = Thread.currentThread();
 		try {
+			if (closing) {
+				throw new IllegalStateException("epoll instance is closed");
+			}
 			rc = Libc.epollWait(fd(), events, maxEvents, millis, capture);
 			woken = false;
 			if (rc < 0) {
@@ -138,6 +161,7 @@ public final class Epoll implements AutoCloseable {
 			return channels;
 		}
 		finally {
+			awaiting = null;
 			waker.unclaim();
 		}
 	}
@@ -160,11 +184,40 @@ public final class Epoll implements AutoCloseable {
 		return f;
 	}
 
-	/** Closes the epoll fd and frees its memory; idempotent. */
+	/**
+	 * Closes the epoll fd and frees its memory; idempotent. A thread inside
+	 * {@link #await} on another thread is woken first (through the waker, whose fd is in
+	 * the set) and waited for, at most 10 s: the kernel writes the ready events into this
+	 * instance's memory, which must not be freed under it.
+	 * @throws IllegalStateException when that thread did not return within 10 s (the
+	 * instance then stays open)
+	 */
 	@Override
 	public void close() {
-		int f = epfd;
-		if (f >= 0) {
+		synchronized (closeLock) {
+			int f = epfd;
+			if (f < 0) {
+				return;
+			}
+			closing = true;
+			Thread t = awaiting;
+			if (t != null && t != Thread.currentThread()) {
+				try {
+					waker.wake();
+				}
+				catch (IllegalStateException closedWaker) {
+					// the wait then ends at its timeout, or below
+				}
+				long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+				while (awaiting == t) {
+					if (System.nanoTime() - deadline > 0) {
+						closing = false;
+						throw new IllegalStateException("cannot close the epoll instance: " + t.getName()
+								+ " did not return from await within 10 s");
+					}
+					java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+				}
+			}
 			epfd = -1;
 			Libc.close(f);
 			arena.close();

@@ -53,4 +53,46 @@ class EpollTest {
 		}
 	}
 
+	@Test
+	void aCloseOnAnotherThreadEndsTheWaitBeforeItFreesTheMemory() throws Exception {
+		try (Waker waker = new Waker()) {
+			Epoll epoll = new Epoll(waker, 4);
+			long[] awaitReturned = new long[1];
+			CompletableFuture<Integer> wait = CompletableFuture.supplyAsync(() -> {
+				int n = epoll.await(TimeUnit.SECONDS.toNanos(30));
+				awaitReturned[0] = System.nanoTime();
+				return n;
+			});
+			Thread.sleep(200);
+			epoll.close();
+			long closeReturned = System.nanoTime();
+			// the kernel writes ready events into the instance's memory: the close must
+			// not
+			// free it while epoll_wait runs (before, the wait went on after the close)
+			assertThat(wait.get(5, TimeUnit.SECONDS)).isZero();
+			assertThat(awaitReturned[0]).as("the wait ended before the close returned")
+				.isLessThanOrEqualTo(closeReturned);
+			assertThatThrownBy(() -> epoll.await(0)).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("closed");
+		}
+	}
+
+	@Test
+	void aConstructorRefusingAClosedWakerLeavesNoFdOpen() throws Exception {
+		Waker waker = new Waker();
+		waker.close();
+		long before = openFds();
+		for (int i = 0; i < 5; i++) {
+			assertThatThrownBy(() -> new Epoll(waker, 4)).isInstanceOf(IllegalStateException.class);
+		}
+		assertThat(openFds()).as("fds after 5 refused constructors").isEqualTo(before);
+	}
+
+	private static long openFds() throws java.io.IOException {
+		try (java.util.stream.Stream<java.nio.file.Path> fds = java.nio.file.Files
+			.list(java.nio.file.Path.of("/proc/self/fd"))) {
+			return fds.count();
+		}
+	}
+
 }
