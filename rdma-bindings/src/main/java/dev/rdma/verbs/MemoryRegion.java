@@ -7,13 +7,17 @@ import dev.rdma.verbs.ffm.Layouts;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * A registered memory region ({@code struct ibv_mr *}, {@code ibv_reg_mr} /
  * {@code ibv_dereg_mr}) over native memory that the binding allocated and frees on
- * {@link #close()}. {@link #buffer()} is the memory; do not use it after close.
+ * {@link #close()}. {@link #buffer()} is the memory; do not use it after close. (An I/O
+ * operation of another thread still using it when the MR closes, e.g. a channel read into
+ * {@code buffer().asByteBuffer()}, delays the free of the memory until a later MR close
+ * after that operation: the close itself never fails for it.)
  */
 public final class MemoryRegion extends NativeObject {
 
@@ -97,10 +101,48 @@ public final class MemoryRegion extends NativeObject {
 		return buffer.address();
 	}
 
+	/**
+	 * {@code ibv_dereg_mr}, then the memory is freed. Once the MR is deregistered this
+	 * never fails: a close that threw here would reopen an object whose native MR is
+	 * gone, and its next close would deregister it twice. An I/O operation of another
+	 * thread that holds the memory (a channel read into {@code buffer().asByteBuffer()})
+	 * keeps the arena from closing; its memory is then freed by a later MR close, once
+	 * that operation has ended.
+	 */
 	@Override
 	void destroy() {
 		destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
-		arena.close();
+		closeArena(arena);
+	}
+
+	/**
+	 * Arenas whose close an I/O operation in progress refused: retried at later closes.
+	 */
+	private static final ConcurrentLinkedQueue<Arena> DEFERRED_ARENAS = new ConcurrentLinkedQueue<>();
+
+	private static void closeArena(Arena arena) {
+		for (int n = DEFERRED_ARENAS.size(); n > 0; n--) {
+			Arena deferred = DEFERRED_ARENAS.poll();
+			if (deferred == null) {
+				break;
+			}
+			tryClose(deferred);
+		}
+		tryClose(arena);
+	}
+
+	private static void tryClose(Arena arena) {
+		try {
+			arena.close();
+		}
+		catch (IllegalStateException inUse) {
+			DEFERRED_ARENAS.add(arena);
+		}
+	}
+
+	/** How many closed MRs' memory still waits for an I/O operation to end (tests). */
+	static int deferredArenas() {
+		return DEFERRED_ARENAS.size();
 	}
 
 }
