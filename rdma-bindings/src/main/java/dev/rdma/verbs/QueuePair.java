@@ -389,15 +389,17 @@ public final class QueuePair extends NativeObject {
 		if (attributes.sendCq().context() != pd.context() || attributes.recvCq().context() != pd.context()) {
 			throw new IllegalArgumentException("the CQs of a QP must belong to the PD's context");
 		}
-		if (Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_SEND))
-				|| Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_RECV))) {
-			throw new VerbsException("ibv_create_qp", Errno.EOPNOTSUPP, "the provider has no post_send/post_recv");
-		}
 		// each acquire paired with its own release: a closed CQ refused after the PD was
 		// acquired must not leave the
 		// PD held (its close would then wait for ever)
 		pd.acquire();
 		try {
+			// read with the PD held: an open PD keeps its context (and the ibv_context
+			// read here) from being freed by a close on another thread
+			if (Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_SEND))
+					|| Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_RECV))) {
+				throw new VerbsException("ibv_create_qp", Errno.EOPNOTSUPP, "the provider has no post_send/post_recv");
+			}
 			attributes.sendCq().acquire();
 			try {
 				attributes.recvCq().acquire();
@@ -528,8 +530,10 @@ public final class QueuePair extends NativeObject {
 	 * @param destLid the remote port's LID ({@code ah_attr.dlid}), 16 bits
 	 * @throws IllegalArgumentException when {@code destQpNum} is outside
 	 * 0..{@link #MAX_QP_NUM} (before any call), {@code parameters.pathMtu()} exceeds the
-	 * port's active MTU, or {@code destGid} is null or zero on a RoCE port (before any
-	 * change to the QP)
+	 * port's active MTU, {@code destGid} is null or zero on a RoCE port,
+	 * {@code sgidIndex} is beyond the port's GID table, or {@code maxRdAtomic} /
+	 * {@code maxDestRdAtomic} exceed the device's {@code max_qp_init_rd_atom} /
+	 * {@code max_qp_rd_atom} (all before any change to the QP)
 	 * @throws IllegalStateException on a UD QP
 	 */
 	public void connect(int port, int sgidIndex, @Nullable Gid destGid, int destLid, int destQpNum,
@@ -553,7 +557,25 @@ public final class QueuePair extends NativeObject {
 		Arguments.requireRange("sgidIndex", sgidIndex, 0, 255);
 		Arguments.requireRange("destQpNum (dest_qp_num)", destQpNum, 0, MAX_QP_NUM);
 		PortAttributes portAttr = pd.context().queryPort(port);
-		int mtuCode = parameters.pathMtuCode(portAttr.activeMtu(), pd.context().deviceName() + " port " + port);
+		String where = pd.context().deviceName() + " port " + port;
+		int mtuCode = parameters.pathMtuCode(portAttr.activeMtu(), where);
+		if (global && sgidIndex >= portAttr.gidTableLength()) {
+			throw new IllegalArgumentException("sgidIndex " + sgidIndex + " is beyond the GID table of " + where
+					+ " (gid_tbl_len " + portAttr.gidTableLength() + ", ibv_query_port)");
+		}
+		// checked here, not by ibv_modify_qp's EINVAL after RTR (which would leave the QP
+		// in RTR and name neither the value nor the limit)
+		DeviceAttributes device = pd.context().queryDevice();
+		if (parameters.maxRdAtomic() > device.maxQpInitRdAtom()) {
+			throw new IllegalArgumentException(
+					"maxRdAtomic (max_rd_atomic) " + parameters.maxRdAtomic() + " exceeds max_qp_init_rd_atom "
+							+ device.maxQpInitRdAtom() + " of " + pd.context().deviceName() + " (ibv_query_device)");
+		}
+		if (parameters.maxDestRdAtomic() > device.maxQpRdAtom()) {
+			throw new IllegalArgumentException(
+					"maxDestRdAtomic (max_dest_rd_atomic) " + parameters.maxDestRdAtomic() + " exceeds max_qp_rd_atom "
+							+ device.maxQpRdAtom() + " of " + pd.context().deviceName() + " (ibv_query_device)");
+		}
 		if (!global && portAttr.linkLayer() == PortAttributes.LinkLayer.ETHERNET) {
 			// the kernel refuses a RoCE address without a GRH (rdma_check_ah_attr): an
 			// EINVAL from ibv_modify_qp that names neither the GID nor the peer

@@ -358,6 +358,21 @@ class QueuePairDeviceTest {
 					.hasMessageStartingWith("destGid is " + (none == null ? "null" : "all zero"))
 					.hasMessageContaining(ctx.deviceName() + " port " + PORT + " is RoCE (link layer ETHERNET)");
 			}
+			// RDMA read depths above the device's: refused naming the parameter and the
+			// limit,
+			// not by ibv_modify_qp's EINVAL after RTR (which left the QP in RTR)
+			DeviceAttributes limits = ctx.queryDevice();
+			assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, qp.qpNum(),
+					ConnectionParameters.DEFAULTS.withMaxRdAtomic(limits.maxQpInitRdAtom() + 1)))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessage("maxRdAtomic (max_rd_atomic) " + (limits.maxQpInitRdAtom() + 1)
+						+ " exceeds max_qp_init_rd_atom " + limits.maxQpInitRdAtom() + " of " + ctx.deviceName()
+						+ " (ibv_query_device)");
+			assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, qp.qpNum(),
+					ConnectionParameters.DEFAULTS.withMaxDestRdAtomic(limits.maxQpRdAtom() + 1)))
+				.isInstanceOf(IllegalArgumentException.class)
+				.hasMessageStartingWith("maxDestRdAtomic (max_dest_rd_atomic) " + (limits.maxQpRdAtom() + 1)
+						+ " exceeds max_qp_rd_atom " + limits.maxQpRdAtom());
 			assertThat(qp.state()).as("nothing changed on the QP").isEqualTo(QueuePair.State.RESET);
 			qp.connect(PORT, gidIndex, gid, qp.qpNum());
 
