@@ -314,7 +314,8 @@ public class CompletionQueueListenerContainer {
 		}
 		Thread t = thread;
 		if (t != null) {
-			LockSupport.unpark(t); // a backoff poller may be sleeping
+			LockSupport.unpark(t); // a backoff poller, or one pausing after a failed
+									// poll, may be sleeping
 		}
 	}
 

@@ -174,7 +174,8 @@ final class PollLoop implements Runnable {
 					// 7. count our events and ack them in batches; the next turn drains
 					// and re-arms
 					countAndAck(false);
-					idleSince = System.nanoTime();
+					// idleSince stays the last delivery's: a wait that ended without work
+					// (timeout, a wake-up, an event a peer took) starts no new spin
 				}
 				catch (RuntimeException ex) {
 					pollFailed(ex);
@@ -260,11 +261,13 @@ final class PollLoop implements Runnable {
 			logger.error("Polling queue '" + queueName + "' failed (async CQ errors so far: " + queue.asyncErrors()
 					+ "); retrying every " + TimeUnit.NANOSECONDS.toMillis(ERROR_PAUSE_NANOS) + " ms", ex);
 		}
-		if (running && channel != null) {
-			channel.await(ERROR_PAUSE_NANOS, waker);
-		}
-		else if (running) {
-			LockSupport.parkNanos(ERROR_PAUSE_NANOS);
+		// a pause that ends at its deadline (or at stop: signalStop unparks this thread),
+		// not when the channel is readable: a failing queue's pending event would end a
+		// wait on the channel at once, and the loop would retry at full speed
+		long deadline = System.nanoTime() + ERROR_PAUSE_NANOS;
+		long left;
+		while (running && (left = deadline - System.nanoTime()) > 0) {
+			LockSupport.parkNanos(left);
 		}
 	}
 

@@ -1,0 +1,115 @@
+package dev.rdma.spring.listener;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+import dev.rdma.verbs.CompletionChannel;
+import dev.rdma.verbs.CompletionHandler;
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.Waker;
+import dev.rdma.verbs.WorkCompletionBuffer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.ArgumentMatchers.anyLong;
+import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.when;
+import static org.mockito.Mockito.withSettings;
+
+/**
+ * The pauses of a dedicated poller: an idle adaptive poller spins for {@code spin} after
+ * a completion only, not after every wait that ended without one; a poller whose polls
+ * fail pauses 100 ms between attempts also while its channel is readable.
+ */
+class PollLoopPauseTests {
+
+	private static CompletionQueue queueWithChannel(CompletionChannel channel) {
+		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
+		Context context = mock(Context.class, withSettings().stubOnly());
+		when(context.numCompVectors()).thenReturn(1);
+		when(queue.context()).thenReturn(context);
+		when(queue.channel()).thenReturn(channel);
+		return queue;
+	}
+
+	private static CompletionQueueListenerContainer container(CompletionQueue queue, PollerSettings settings) {
+		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("q", queue, settings,
+				new CompletionEventRouter());
+		container.setupListener("listener", completion -> {
+		}, false);
+		return container;
+	}
+
+	/** Polls and CPU time of the poller over {@code window}, from {@code after} on. */
+	private static long[] watch(CompletionQueueListenerContainer container, AtomicLong polls, Duration after,
+			Duration window) throws Exception {
+		ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+		container.start();
+		try {
+			Thread.sleep(after.toMillis());
+			Thread thread = container.thread();
+			assertThat(thread).isNotNull();
+			long polls0 = polls.get();
+			long cpu0 = threads.getThreadCpuTime(thread.threadId());
+			Thread.sleep(window.toMillis());
+			return new long[] { polls.get() - polls0, threads.getThreadCpuTime(thread.threadId()) - cpu0 };
+		}
+		finally {
+			long start = System.nanoTime();
+			assertThat(container.stop(Duration.ofSeconds(5))).as("poller stopped").isTrue();
+			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("the poller stops at once")
+				.isLessThan(Duration.ofMillis(500));
+		}
+	}
+
+	@Test
+	void anIdleAdaptivePollerDoesNotSpinAgainAfterEachWait() throws Exception {
+		CompletionChannel channel = mock(CompletionChannel.class, withSettings().stubOnly());
+		when(channel.await(anyLong(), any(Waker.class))).thenAnswer(call -> {
+			Thread.sleep(50); // a wait that ends without an event (timeout, a wake-up)
+			return CompletionChannel.WaitResult.TIMEOUT;
+		});
+		CompletionQueue queue = queueWithChannel(channel);
+		AtomicLong polls = new AtomicLong();
+		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+			polls.incrementAndGet();
+			return 0;
+		});
+		PollerSettings settings = new PollerSettings();
+		settings.setMode(PollingMode.ADAPTIVE);
+		settings.setSpin(Duration.ofMillis(100));
+		Duration window = Duration.ofMillis(1000);
+		long[] seen = watch(container(queue, settings), polls, Duration.ofMillis(300), window);
+		// two polls per 50 ms wait (drain, arm, drain): about 40 in 1 s; a poller that
+		// spins 100 ms after each wait polls tens of thousands of times
+		assertThat(seen[0]).as("polls of an idle adaptive poller in " + window).isLessThan(500);
+		assertThat(Duration.ofNanos(seen[1])).as("CPU time of an idle adaptive poller in " + window)
+			.isLessThan(window.dividedBy(4));
+	}
+
+	@Test
+	void aFailingPollPausesBetweenAttemptsAlsoWhileTheChannelIsReadable() throws Exception {
+		CompletionChannel channel = mock(CompletionChannel.class, withSettings().stubOnly());
+		// an event is pending on the fd for ever (nothing takes it)
+		when(channel.await(anyLong(), any(Waker.class))).thenReturn(CompletionChannel.WaitResult.READY);
+		CompletionQueue queue = queueWithChannel(channel);
+		AtomicLong polls = new AtomicLong();
+		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+			polls.incrementAndGet();
+			throw new IllegalStateException("ibv_poll_cq failed: a CQ in the error state");
+		});
+		PollerSettings settings = new PollerSettings();
+		settings.setMode(PollingMode.EVENT);
+		Duration window = Duration.ofMillis(1000);
+		long[] seen = watch(container(queue, settings), polls, Duration.ofMillis(50), window);
+		// one attempt per 100 ms pause: about 10; a pause that ends when the fd is
+		// readable retries thousands of times
+		assertThat(seen[0]).as("poll attempts of a failing queue in " + window).isBetween(5L, 15L);
+	}
+
+}
