@@ -171,8 +171,7 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 		if (errorHandler != null) {
 			checkErrorHandler(id, errorHandler);
 		}
-		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
-		ListenerInvoker invoker = ListenerInvoker.bind(bean, invocable);
+		ListenerInvoker invoker = ListenerMethods.invoker(id, bean, method);
 		RdmaListenerEndpoint endpoint = new RdmaListenerEndpoint(id, beanName, method, queue, annotation.batch(),
 				errorHandler, invoker);
 		endpointsByQueue.put(queue, endpoint);

@@ -117,9 +117,8 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 		if (checkOnly != null) {
 			RdmaConnectionRegistry.checkConnection(id, annotation.connection(), connections);
 		}
-		Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
 		Map.Entry<String, MessageListenerBinding> listener = Map.entry(annotation.connection(),
-				new MessageListenerBinding(id, ListenerInvoker.bind(bean, invocable)));
+				new MessageListenerBinding(id, ListenerMethods.invoker(id, bean, method)));
 		if (singletonsInstantiated) {
 			registerLate(beanName, listener);
 		}

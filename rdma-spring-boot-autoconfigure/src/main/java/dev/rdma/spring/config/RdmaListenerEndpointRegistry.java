@@ -23,10 +23,12 @@ import dev.rdma.spring.listener.Deadlines;
 
 /**
  * Holds one {@link CompletionQueueListenerContainer} per queue with a listener, each made
- * by a {@link RdmaListenerContainerFactory}, and runs them as a {@link SmartLifecycle}:
- * they start last and stop first. The registry registers itself as a dependant of every
- * queue it polls, so the container destroys it (stopping any poller still running) before
- * it closes those queues.
+ * by a {@link RdmaListenerContainerFactory}, and runs them as a {@link SmartLifecycle}
+ * (phase {@code Integer.MAX_VALUE - 100}): they start after the application's own
+ * lifecycle beans and stop before them, and the connections (phase
+ * {@code Integer.MAX_VALUE - 50}) start once the pollers run and stop before they stop.
+ * The registry registers itself as a dependant of every queue it polls, so the container
+ * destroys it (stopping any poller still running) before it closes those queues.
  *
  * <p>
  * Stopped on a poller thread (a listener that closes the context), it does not wait for

@@ -8,6 +8,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
@@ -103,6 +104,55 @@ class RdmaWithoutDeviceTests {
 		void onCompletion(WorkCompletion wc) {
 		}
 
+	}
+
+	/** The interface a JDK proxy of {@link ProxiedListener} exposes: not the listener. */
+	interface Named {
+
+		String name();
+
+	}
+
+	static class ProxiedListener implements Named {
+
+		@Override
+		public String name() {
+			return "proxied";
+		}
+
+		@RdmaCompletionListener(queue = "rx")
+		public void onCompletion(WorkCompletion wc) {
+		}
+
+	}
+
+	/**
+	 * A listener that the bean as created cannot invoke (a JDK proxy whose interfaces
+	 * lack the method) fails startup with a RdmaConfigurationException naming the
+	 * listener, like every other listener mistake (before: a bare IllegalStateException
+	 * of Spring's AopUtils that named no listener).
+	 */
+	@Test
+	void aListenerItsBeansJdkProxyCannotInvokeFailsNamingTheListener() {
+		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
+			.withBean("listener", Named.class, () -> {
+				ProxyFactory proxy = new ProxyFactory(new ProxiedListener());
+				proxy.addInterface(Named.class);
+				proxy.setProxyTargetClass(false);
+				return (Named) proxy.getProxy();
+			})
+			.run(context -> {
+				assertThat(context).hasFailed();
+				Throwable failure = context.getStartupFailure();
+				while (failure != null && !(failure instanceof RdmaConfigurationException)) {
+					failure = failure.getCause();
+				}
+				assertThat(failure).as("a RdmaConfigurationException in " + context.getStartupFailure())
+					.isInstanceOf(RdmaConfigurationException.class)
+					.hasMessageContaining("onCompletion")
+					.hasMessageContaining("cannot be invoked on bean");
+			});
 	}
 
 	@Test
