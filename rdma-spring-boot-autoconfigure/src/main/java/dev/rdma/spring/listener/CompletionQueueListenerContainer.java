@@ -328,7 +328,17 @@ public class CompletionQueueListenerContainer {
 		Thread current = Thread.currentThread();
 		GroupPollLoop.Member m = member;
 		if (m != null) {
-			return m.polledBy == current && m.left.getCount() > 0;
+			if (m.left.getCount() == 0) {
+				return false;
+			}
+			Thread poller = m.polledBy;
+			if (poller == null) {
+				// assigned but not taken in yet (its thread is busy, e.g. in the listener
+				// that is stopping this container): that thread will poll it
+				GroupPollLoop assigned = m.assigned;
+				poller = assigned == null ? null : assigned.thread();
+			}
+			return poller == current;
 		}
 		return thread == current;
 	}

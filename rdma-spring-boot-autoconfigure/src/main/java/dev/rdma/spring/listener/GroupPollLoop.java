@@ -658,6 +658,12 @@ final class GroupPollLoop implements Runnable {
 		volatile @Nullable Thread polledBy;
 
 		/**
+		 * The loop the queue was assigned to by its join (kept after it left): until the
+		 * thread takes the queue in, that thread is its poller all the same.
+		 */
+		volatile @Nullable GroupPollLoop assigned;
+
+		/**
 		 * Run by the thread once the queue has left it: the rest of the container's stop
 		 * (idempotent; also run by {@code awaitStop} on another thread).
 		 */

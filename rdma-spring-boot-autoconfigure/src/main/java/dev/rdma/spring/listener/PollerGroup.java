@@ -152,6 +152,7 @@ public final class PollerGroup {
 		}
 		loads[t]++;
 		member.loop = loop;
+		member.assigned = loop;
 		loop.join(member);
 		if (created) {
 			loop.start();

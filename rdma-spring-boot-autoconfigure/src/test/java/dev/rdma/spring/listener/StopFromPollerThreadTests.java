@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -99,6 +100,57 @@ class StopFromPollerThreadTests {
 		assertThat(thread.isAlive()).as("the poller thread ended").isFalse();
 		assertThat(container.isRunning()).isFalse();
 		assertThat(container.awaitStop(System.nanoTime())).as("stop, seen from another thread").isTrue();
+	}
+
+	/**
+	 * On a one-thread group, listener A (of queue a) starts container C (queue c is
+	 * assigned to A's thread, which is busy in A and has not taken c in), then stops it:
+	 * the thread that will poll c is the current one, so the stop does not wait for it
+	 * (before: it waited the whole timeout, since only that thread could let c leave),
+	 * and c leaves once A has returned.
+	 */
+	@Test
+	void aListenerStoppingAQueueAssignedToItsThreadButNotTakenInDoesNotWaitForItself() throws Exception {
+		PollerGroupSettings settings = new PollerGroupSettings();
+		settings.setMode(PollingMode.BUSY);
+		settings.setThreads(1);
+		PollerGroup group = new PollerGroup("g", settings, new CompletionEventRouter());
+		CompletionQueueListenerContainer a = new CompletionQueueListenerContainer("a", oneCompletion(),
+				new PollerSettings(), new CompletionEventRouter());
+		a.setPollerGroup(group);
+		CompletionQueueListenerContainer c = new CompletionQueueListenerContainer("c", oneCompletion(),
+				new PollerSettings(), new CompletionEventRouter());
+		c.setPollerGroup(group);
+		c.setupListener("c-listener", completion -> {
+		}, false);
+		AtomicBoolean polledByCurrent = new AtomicBoolean();
+		AtomicBoolean stopped = new AtomicBoolean(true);
+		long[] stopNanos = { Long.MAX_VALUE };
+		CountDownLatch done = new CountDownLatch(1);
+		a.setupListener("a-listener", completion -> {
+			c.start(); // assigned to this (only) thread, taken in once this listener
+						// returns
+			polledByCurrent.set(c.isPolledByCurrentThread());
+			long start = System.nanoTime();
+			stopped.set(c.stop(Duration.ofSeconds(3)));
+			stopNanos[0] = System.nanoTime() - start;
+			done.countDown();
+		}, false);
+		a.start();
+		try {
+			assertThat(done.await(30, TimeUnit.SECONDS)).as("a's listener ran").isTrue();
+			assertThat(polledByCurrent).as("c.isPolledByCurrentThread() on its assigned thread").isTrue();
+			assertThat(Duration.ofNanos(stopNanos[0])).as("c's stop from its assigned thread, timeout 3 s")
+				.isLessThan(Duration.ofSeconds(1));
+			assertThat(stopped).as("the stop reports that c has not left yet").isFalse();
+			assertThat(c.awaitStop(System.nanoTime() + TimeUnit.SECONDS.toNanos(10)))
+				.as("c left once a's listener returned")
+				.isTrue();
+			assertThat(c.isRunning()).isFalse();
+		}
+		finally {
+			assertThat(a.stop(Duration.ofSeconds(10))).isTrue();
+		}
 	}
 
 }
