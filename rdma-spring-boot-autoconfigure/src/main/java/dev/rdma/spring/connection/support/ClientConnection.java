@@ -22,10 +22,11 @@ import dev.rdma.verbs.CompletionQueue;
  * TCP exchange of {@code exchange: out-of-band} ({@link OutOfBandClientTransport}).
  *
  * <p>
- * <b>The connection's end</b>: DISCONNECTED, the peer connection closed (QP to error,
- * flushed work requests drained through the pollers, QP, buffers and link destroyed), and
- * a new attempt after the first back-off interval. Stopping wakes the attempt, waits up
- * to half the shutdown timeout for the thread, then closes the current peer connection.
+ * <b>The connection's end</b> (an rdma_cm event, the out-of-band link's end, or a failed
+ * completion of the QP): DISCONNECTED, the peer connection closed (QP to error, flushed
+ * work requests drained through the pollers, QP, buffers and link destroyed), and a new
+ * attempt after the first back-off interval. Stopping wakes the attempt, waits up to half
+ * the shutdown timeout for the thread, then closes the current peer connection.
  */
 public final class ClientConnection extends ConfiguredConnection {
 
@@ -66,6 +67,7 @@ public final class ClientConnection extends ConfiguredConnection {
 			attempt = a;
 			try {
 				PeerConnection peer = a.connect(Deadlines.after(settings.connectTimeout()));
+				peer.onFailure(a::wakeUp);
 				established(peer, failures);
 				failures = 0;
 				ClientTransport.End end = a.awaitEnd();

@@ -40,7 +40,11 @@ sealed interface ClientTransport permits RdmaCmClientTransport, OutOfBandClientT
 		 */
 		PeerConnection connect(long deadline);
 
-		/** Waits for the end of the connection: how it ended, or null when stopping. */
+		/**
+		 * Waits for the end of the connection: how it ended (also by a failed completion
+		 * of its QP, {@link PeerConnection#failure()}, which {@link #wakeUp}s this wait),
+		 * or null when stopping.
+		 */
 		@Nullable End awaitEnd();
 
 		/** Answers the peer's end before the peer connection is closed. */
@@ -64,6 +68,15 @@ sealed interface ClientTransport permits RdmaCmClientTransport, OutOfBandClientT
 	 * @param description what the log says
 	 */
 	record End(String kind, String description) {
+
+		/**
+		 * The end of {@code peer} by a failed completion, or null while none ended it.
+		 */
+		static @Nullable End failureOf(@Nullable PeerConnection peer) {
+			String status = (peer != null) ? peer.failure() : null;
+			return (status != null) ? new End(status, "a work request completed with " + status) : null;
+		}
+
 	}
 
 }

@@ -1,5 +1,7 @@
 package dev.rdma.spring.connection.support;
 
+import java.util.concurrent.locks.LockSupport;
+
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.verbs.QueuePair;
@@ -20,8 +22,10 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.remaining;
  * <p>
  * <b>The connection's end.</b> The TCP connection stays open as the liveness channel,
  * polled every 100 ms: its end of stream or reset (the server stopped, or closed this
- * peer) ends the connection. Stopping closes the peer connection in order: FIN on the
- * socket, up to half the shutdown timeout for the server's, QP to error, drain, destroy.
+ * peer) ends the connection, as does a failed completion of the QP
+ * ({@link PeerConnection#failure()}). Stopping closes the peer connection in order: FIN
+ * on the socket, up to half the shutdown timeout for the server's, QP to error, drain,
+ * destroy.
  */
 final class OutOfBandClientTransport implements ClientTransport {
 
@@ -55,6 +59,9 @@ final class OutOfBandClientTransport implements ClientTransport {
 		/** Exchanged: stopping no longer closes the link (the peer connection does). */
 		private volatile boolean exchanged;
 
+		/** The thread in {@link #awaitEnd}, unparked by {@link #wakeUp}. */
+		private volatile @Nullable Thread waiter;
+
 		LinkAttempt(ClientConnection connection, int port) {
 			super(connection);
 			this.port = port;
@@ -77,21 +84,28 @@ final class OutOfBandClientTransport implements ClientTransport {
 		}
 
 		@Override
-		public synchronized @Nullable End awaitEnd() {
+		public @Nullable End awaitEnd() {
 			OutOfBandLink link = this.link;
-			while (link != null && connection.running()) {
-				if (!link.alive()) {
-					return CLOSED;
+			waiter = Thread.currentThread();
+			try {
+				while (link != null && connection.running()) {
+					End failed = End.failureOf(peer());
+					if (failed != null) {
+						return failed;
+					}
+					if (!link.alive()) {
+						return CLOSED;
+					}
+					LockSupport.parkNanos(this, LIVENESS_POLL_MILLIS * 1_000_000);
+					if (Thread.currentThread().isInterrupted()) {
+						return null;
+					}
 				}
-				try {
-					wait(LIVENESS_POLL_MILLIS);
-				}
-				catch (InterruptedException ex) {
-					Thread.currentThread().interrupt();
-					return null;
-				}
+				return null;
 			}
-			return null;
+			finally {
+				waiter = null;
+			}
 		}
 
 		@Override
@@ -105,8 +119,9 @@ final class OutOfBandClientTransport implements ClientTransport {
 			if (l != null && !exchanged) {
 				l.close(); // ends a pending exchange read at once
 			}
-			synchronized (this) {
-				notifyAll();
+			Thread t = waiter;
+			if (t != null) {
+				LockSupport.unpark(t); // never blocks: also called on a poller thread
 			}
 		}
 

@@ -38,9 +38,10 @@ import dev.rdma.verbs.exchange.PingpongWire;
  * non-blocking and silent: its end of stream or a reset ({@link #alive()} false) means
  * the peer went away (its process ended or it closed the connection); closing it is the
  * orderly disconnect ({@link #disconnect}: FIN, then up to the timeout for the peer's).
- * TCP keep-alive is on. A peer whose host vanishes without a FIN or reset is noticed only
- * when TCP gives up; the QP's own failures (a send completing with RETRY_EXC) are counted
- * and logged by the {@link PeerConnection} but do not end the link.
+ * TCP keep-alive is on. A peer whose host vanishes without a FIN or reset is noticed by
+ * the QP (a send completing with RETRY_EXC_ERR ends the {@link PeerConnection}, see
+ * {@link PeerConnection#failure()}, and its owner closes this link), or when TCP gives
+ * up.
  *
  * <p>
  * Both ends must therefore keep the socket open: the peer is another application of this

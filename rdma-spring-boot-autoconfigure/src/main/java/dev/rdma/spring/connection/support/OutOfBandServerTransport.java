@@ -130,6 +130,14 @@ final class OutOfBandServerTransport implements ServerTransport {
 	}
 
 	@Override
+	public void peerEnded() {
+		Selector sel = selector;
+		if (sel != null) {
+			sel.wakeup();
+		}
+	}
+
+	@Override
 	public @Nullable String endOf(PeerConnection peer) {
 		return (peer.link() instanceof OutOfBandLink link && !link.alive()) ? "DISCONNECTED" : null;
 	}

@@ -134,6 +134,18 @@ public final class PeerConnection implements RdmaConnection {
 
 	private volatile boolean peerDisconnected;
 
+	/**
+	 * The status ({@link WcStatus} name) of the first failed completion that ended this
+	 * QP, or null while it lives; set once, on a poller thread.
+	 */
+	private volatile @Nullable String failure;
+
+	/**
+	 * Wakes the thread that waits for this connection's end (set by its owner once
+	 * connected); called once, on a poller thread, when {@link #failure} is set.
+	 */
+	private volatile @Nullable Runnable onFailure;
+
 	/** Whether a listener failure was logged at WARN (poller thread only). */
 	private boolean listenerFailureLogged;
 
@@ -250,6 +262,48 @@ public final class PeerConnection implements RdmaConnection {
 		STATE.compareAndSet(this, ConnectionState.ESTABLISHED, ConnectionState.DISCONNECTED);
 	}
 
+	/**
+	 * {@code wakeUp} is run (once, on a poller thread; it must neither block nor throw)
+	 * when a failed completion ends this connection; see {@link #failure()}.
+	 */
+	void onFailure(Runnable wakeUp) {
+		this.onFailure = wakeUp;
+	}
+
+	/**
+	 * How a failed completion ended this connection: the {@link WcStatus} name of its
+	 * status (its error kind), or null while none did. A completion that fails with
+	 * anything but WR_FLUSH_ERR, while this side is not closing and the peer has not
+	 * disconnected, means the QP went to the error state (RETRY_EXC_ERR after the peer's
+	 * host vanished, RNR_RETRY_EXC_ERR, LOC_QP_OP_ERR, ...), often without any rdma_cm
+	 * event or end of the out-of-band link: the owner ends the connection as for
+	 * DISCONNECTED.
+	 */
+	@Nullable String failure() {
+		return failure;
+	}
+
+	/**
+	 * A completion failed with {@code status}: the first failure that is not a flush ends
+	 * this connection (on a poller thread: no allocation, no blocking).
+	 */
+	private void completionFailed(int status) {
+		if (status == WcStatus.WR_FLUSH_ERR.code() || failure != null || closing.get() || peerDisconnected) {
+			return;
+		}
+		failure = WcStatus.of(status).name();
+		STATE.compareAndSet(this, ConnectionState.ESTABLISHED, ConnectionState.DISCONNECTED);
+		Runnable wakeUp = onFailure;
+		if (wakeUp != null) {
+			try {
+				wakeUp.run();
+			}
+			catch (RuntimeException ex) {
+				logger.debug("Waking up the owner of connection '" + settings.name() + "' failed: " + ex);
+			}
+		}
+	}
+
 	// ------------------------------------------------------------------ receiving
 
 	/**
@@ -299,6 +353,7 @@ public final class PeerConnection implements RdmaConnection {
 				logger.warn("Receive on connection '" + settings.name() + "' (" + this + ") failed: "
 						+ WcStatus.of(status));
 			}
+			completionFailed(status);
 			return;
 		}
 		if (state == ConnectionState.CONNECTING) {
@@ -353,6 +408,7 @@ public final class PeerConnection implements RdmaConnection {
 			logger.warn("Send of " + sendLengths[index] + " bytes on connection '" + settings.name() + "' (" + this
 					+ ") failed: " + WcStatus.of(status));
 		}
+		completionFailed(status);
 	}
 
 	// ------------------------------------------------------------------ sending
@@ -751,6 +807,7 @@ public final class PeerConnection implements RdmaConnection {
 				logger.warn("RDMA " + (read ? "READ" : "WRITE") + " of " + sendLengths[index] + " bytes on connection '"
 						+ settings.name() + "' (" + this + ") failed: " + WcStatus.of(status));
 			}
+			completionFailed(status);
 		}
 		if (!read) {
 			pool.release(index);

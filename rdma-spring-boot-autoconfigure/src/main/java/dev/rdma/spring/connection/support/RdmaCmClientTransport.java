@@ -22,8 +22,9 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.remaining;
  * queues) moved to INIT with every receive buffer posted, {@code rdma_connect} with the
  * configured parameters, then (CONNECT_RESPONSE) INIT, RTR, RTS and
  * {@code rdma_establish}; all within {@code connect-timeout}. The connection ends with
- * DISCONNECTED, DEVICE_REMOVAL, CONNECT_ERROR or UNREACHABLE on the id, answered with the
- * QP to error and the DREP the peer's {@code rdma_disconnect} waits for.
+ * DISCONNECTED, DEVICE_REMOVAL, CONNECT_ERROR or UNREACHABLE on the id, or with a failed
+ * completion of its QP ({@link PeerConnection#failure()}), answered with the QP to error
+ * and {@code rdma_disconnect} (the DREP the peer's disconnect waits for, or a DREQ).
  */
 final class RdmaCmClientTransport implements ClientTransport {
 
@@ -86,6 +87,10 @@ final class RdmaCmClientTransport implements ClientTransport {
 		public @Nullable End awaitEnd() {
 			ConnectionId id = this.id;
 			while (id != null && connection.running()) {
+				End failed = End.failureOf(peer());
+				if (failed != null) {
+					return failed;
+				}
 				CmEvent e;
 				try {
 					e = id.getEvent(Duration.ofMillis(500));

@@ -132,6 +132,14 @@ final class RdmaCmServerTransport implements ServerTransport {
 	}
 
 	@Override
+	public void peerEnded() {
+		ConnectionId id = listener;
+		if (id != null) {
+			id.wakeUp();
+		}
+	}
+
+	@Override
 	public @Nullable String endOf(PeerConnection peer) {
 		CmEvent e;
 		try {

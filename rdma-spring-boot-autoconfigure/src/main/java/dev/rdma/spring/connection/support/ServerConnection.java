@@ -25,10 +25,11 @@ import dev.rdma.verbs.CompletionQueue;
  * ({@link OutOfBandServerTransport}).
  *
  * <p>
- * <b>A peer's end</b>: the peer is DISCONNECTED and closed (QP to error, flushed work
- * requests drained through the pollers, QP, buffers and link destroyed). Stopping wakes
- * the thread, waits up to half the shutdown timeout for it, closes every peer, then the
- * listener.
+ * <b>A peer's end</b> (an rdma_cm event, the out-of-band link's end, or a failed
+ * completion of its QP, which wakes the thread): the peer is DISCONNECTED and closed (QP
+ * to error, flushed work requests drained through the pollers, QP, buffers and link
+ * destroyed). Stopping wakes the thread, waits up to half the shutdown timeout for it,
+ * closes every peer, then the listener.
  *
  * <p>
  * As an {@link RdmaConnection}, the server sends to its one peer; with none, or several,
@@ -81,6 +82,7 @@ public final class ServerConnection extends ConfiguredConnection {
 		}
 		try {
 			PeerConnection peer = request.accept(Deadlines.after(settings.connectTimeout()));
+			peer.onFailure(transport::peerEnded);
 			peer.established();
 			if (counters.established.incrementAndGet() > 1) {
 				logger.debug("RDMA connection '" + name() + "' accepted another peer");
@@ -102,14 +104,18 @@ public final class ServerConnection extends ConfiguredConnection {
 	/** Closes each peer whose link ended. */
 	private void checkPeers() {
 		for (PeerConnection peer : peers) {
-			String end = transport.endOf(peer);
+			String end = peer.failure();
+			if (end == null) {
+				end = transport.endOf(peer);
+			}
 			if (end == null) {
 				continue;
 			}
 			counters.connectionError(end);
 			peers.remove(peer);
 			peer.peerDisconnected();
-			logger.info("RDMA connection '" + name() + "': peer " + transport.describe(peer) + " disconnected");
+			logger.info("RDMA connection '" + name() + "': peer " + transport.describe(peer) + " disconnected (" + end
+					+ ")");
 			transport.acknowledgeEnd(peer);
 			peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 		}

@@ -39,6 +39,13 @@ sealed interface ServerTransport permits RdmaCmServerTransport, OutOfBandServerT
 	void wakeUp();
 
 	/**
+	 * A peer ended by a failed completion ({@link PeerConnection#failure()}): ends a wait
+	 * of {@link #awaitRequests} (not an accept in progress) so that the thread closes the
+	 * peer now. Called on a poller thread: never blocks for long, never throws.
+	 */
+	void peerEnded();
+
+	/**
 	 * How the link of an accepted {@code peer} ended (its error kind), null while it
 	 * lives.
 	 */

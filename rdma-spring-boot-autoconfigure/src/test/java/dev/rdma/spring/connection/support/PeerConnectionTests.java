@@ -1,19 +1,27 @@
 package dev.rdma.spring.connection.support;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.WcStatus;
+import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.verbs.cm.ConnectionId;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.ArgumentMatchers.anyLong;
@@ -24,9 +32,109 @@ import static org.mockito.Mockito.verify;
 /**
  * A {@link PeerConnection} whose construction fails after its queue pair and memory
  * regions exist destroys them: a failed connection attempt, repeated by the client's
- * retries, leaks nothing. Without a device: the verbs objects are mocks.
+ * retries, leaks nothing. A failed completion (not a flush) ends the connection and wakes
+ * its owner. Without a device: the verbs objects are mocks.
  */
 class PeerConnectionTests {
+
+	private static final int MESSAGE_SIZE = 64;
+
+	private final Arena arena = Arena.ofShared();
+
+	private final QueuePair qp = mock(QueuePair.class);
+
+	private final MemoryRegion sendRegion = mock(MemoryRegion.class);
+
+	private final MemoryRegion receiveRegion = mock(MemoryRegion.class);
+
+	@AfterEach
+	void closeArena() {
+		arena.close();
+	}
+
+	/** A peer connection on mocks: 2 send buffers, 1 receive buffer of 64 bytes. */
+	private PeerConnection peer(@Nullable MessageListenerBinding listener) {
+		ConnectionSettings settings = new ConnectionSettings("orders", false, new InetSocketAddress("10.0.0.2", 7471),
+				null, 1, Duration.ofSeconds(5),
+				new ConnectionSettings.Retry(Duration.ofMillis(100), 2, Duration.ofSeconds(5), 0), "tx", "rx", 2, 1, 1,
+				MESSAGE_SIZE, Duration.ofSeconds(1), false, CmParameters.DEFAULTS, Duration.ofSeconds(5));
+		ProtectionDomain pd = mock(ProtectionDomain.class);
+		given(pd.createQueuePair(any())).willReturn(qp);
+		given(pd.registerMemory(anyLong(), any())).willReturn(sendRegion, receiveRegion);
+		given(sendRegion.buffer()).willReturn(arena.allocate(2 * MESSAGE_SIZE));
+		given(receiveRegion.buffer()).willReturn(arena.allocate(MESSAGE_SIZE));
+		return new PeerConnection(settings, new ConnectionCounters(), new PeerLink.Cm(mock(ConnectionId.class)), pd,
+				mock(CompletionQueue.class), mock(CompletionQueue.class), listener,
+				List.of(new CompletionRouter("tx"), new CompletionRouter("rx")));
+	}
+
+	private static WorkCompletion completion(long wrId, WcStatus status, int byteLen) {
+		WorkCompletion wc = mock(WorkCompletion.class);
+		given(wc.wrId()).willReturn(wrId);
+		given(wc.statusCode()).willReturn(status.code());
+		given(wc.byteLen()).willReturn(byteLen);
+		return wc;
+	}
+
+	/** An established peer with one send in flight (send buffer 0). */
+	private PeerConnection establishedWithOneSend(AtomicInteger wakeUps) {
+		PeerConnection peer = peer(null);
+		peer.onFailure(wakeUps::incrementAndGet);
+		peer.postReceives();
+		peer.established();
+		peer.send(new byte[8], 0, 8);
+		return peer;
+	}
+
+	@Test
+	void aSendThatFailsWithRetryExceededEndsTheConnectionAndWakesItsOwner() {
+		AtomicInteger wakeUps = new AtomicInteger();
+		PeerConnection peer = establishedWithOneSend(wakeUps);
+		peer.onCompletion(completion(PeerConnection.SEND, WcStatus.RETRY_EXC_ERR, 0));
+		assertThat(peer.failure()).isEqualTo("RETRY_EXC_ERR");
+		assertThat(peer.state()).isEqualTo(ConnectionState.DISCONNECTED);
+		assertThat(wakeUps).hasValue(1);
+		ClientTransport.End end = ClientTransport.End.failureOf(peer);
+		assertThat(end).isNotNull();
+		assertThat(end.kind()).isEqualTo("RETRY_EXC_ERR");
+		assertThat(end.description()).contains("RETRY_EXC_ERR");
+		// later failures (the flushes of the QP in error) change nothing
+		peer.onCompletion(completion(0, WcStatus.WR_FLUSH_ERR, 0));
+		assertThat(peer.failure()).isEqualTo("RETRY_EXC_ERR");
+		assertThat(wakeUps).hasValue(1);
+	}
+
+	@Test
+	void aReceiveThatFailsEndsTheConnectionWithItsStatus() {
+		AtomicInteger wakeUps = new AtomicInteger();
+		PeerConnection peer = establishedWithOneSend(wakeUps);
+		peer.onCompletion(completion(0, WcStatus.LOC_QP_OP_ERR, 0));
+		assertThat(peer.failure()).isEqualTo("LOC_QP_OP_ERR");
+		assertThat(peer.state()).isEqualTo(ConnectionState.DISCONNECTED);
+		assertThat(wakeUps).hasValue(1);
+	}
+
+	@Test
+	void aFlushedCompletionDoesNotEndTheConnection() {
+		AtomicInteger wakeUps = new AtomicInteger();
+		PeerConnection peer = establishedWithOneSend(wakeUps);
+		peer.onCompletion(completion(PeerConnection.SEND, WcStatus.WR_FLUSH_ERR, 0));
+		peer.onCompletion(completion(0, WcStatus.WR_FLUSH_ERR, 0));
+		assertThat(peer.failure()).isNull();
+		assertThat(ClientTransport.End.failureOf(peer)).isNull();
+		assertThat(peer.state()).isEqualTo(ConnectionState.ESTABLISHED);
+		assertThat(wakeUps).hasValue(0);
+	}
+
+	@Test
+	void aFailureAfterThePeerDisconnectedDoesNotEndTheConnectionAgain() {
+		AtomicInteger wakeUps = new AtomicInteger();
+		PeerConnection peer = establishedWithOneSend(wakeUps);
+		peer.peerDisconnected();
+		peer.onCompletion(completion(PeerConnection.SEND, WcStatus.RETRY_EXC_ERR, 0));
+		assertThat(peer.failure()).isNull();
+		assertThat(wakeUps).hasValue(0);
+	}
 
 	@Test
 	void failedConstructionClosesTheQueuePairAndTheRegions() {
