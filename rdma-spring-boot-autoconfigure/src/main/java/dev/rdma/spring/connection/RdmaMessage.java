@@ -15,7 +15,10 @@ import java.nio.ByteBuffer;
  * {@link #copyTo}) or calls {@link #retain()}, and then {@link #release()} (from any
  * thread) when done: the buffer is posted again only then. A connection has a fixed
  * number of receive buffers ({@code receive-buffers}); every retained message holds one,
- * and with none posted the peer's sends wait (RNR) and finally fail.
+ * and with none posted the peer's sends wait (RNR) and finally fail. Closing the
+ * connection (its end, or stopping) waits for its retained messages to be released, up to
+ * {@code rdma.shutdown-timeout}; then it destroys the buffers, and a message still
+ * retained must no longer be read ({@link #release()} is then harmless).
  *
  * <p>
  * <b>Threading.</b> Called on the poller thread of the connection's receive queue; the

@@ -55,8 +55,9 @@ import dev.rdma.verbs.cm.ConnectionId;
  * ever: no new sends, the {@link PeerLink}'s disconnect ({@code rdma_disconnect} waiting
  * for DISCONNECTED, or the out-of-band link's FIN waiting for the peer's, up to the
  * timeout), QP to the error state, wait (up to the deadline) until every posted receive
- * and send has come back through the pollers (flushed), leave the routers, then destroy
- * the link (id or socket), the QP and the memory regions.
+ * and send has come back through the pollers (flushed), every listener call has returned
+ * and every retained message has been released, leave the routers, then destroy the link
+ * (id or socket), the QP and the memory regions.
  */
 public final class PeerConnection implements RdmaConnection {
 
@@ -115,6 +116,11 @@ public final class PeerConnection implements RdmaConnection {
 
 	private final long sendTimeoutNanos;
 
+	/**
+	 * Receive buffers not given back: posted, in their listener call, or retained by the
+	 * application ({@link ReceivedMessage#retain()}) until released; {@link #close}
+	 * destroys the receive region only once this is 0 (or its timeout passed).
+	 */
 	private final AtomicInteger postedReceives = new AtomicInteger();
 
 	/** The region the peer may write and read, or null (remote-access-size 0). */
@@ -347,14 +353,31 @@ public final class PeerConnection implements RdmaConnection {
 			return;
 		}
 		int index = (int) wrId;
-		postedReceives.decrementAndGet();
+		// the buffer stays outstanding (close waits for it) until its listener call
+		// returned, or, retained, until its release()
+		boolean retained = false;
+		try {
+			retained = received(index, status, completion);
+		}
+		finally {
+			if (!retained) {
+				postedReceives.decrementAndGet();
+			}
+		}
+	}
+
+	/**
+	 * Hands the message of receive buffer {@code index} to the listener and posts the
+	 * buffer again; true when the listener retained it.
+	 */
+	private boolean received(int index, int status, WorkCompletion completion) {
 		if (status != 0) {
 			if (!closing.get() && status != WcStatus.WR_FLUSH_ERR.code()) {
 				logger.warn("Receive on connection '" + settings.name() + "' (" + this + ") failed: "
 						+ WcStatus.of(status));
 			}
 			completionFailed(status);
-			return;
+			return false;
 		}
 		if (state == ConnectionState.CONNECTING) {
 			// The peer's first message can be delivered before the thread that accepted
@@ -381,6 +404,21 @@ public final class PeerConnection implements RdmaConnection {
 		}
 		if (message.returnAfterCall()) {
 			repost(index);
+			return false;
+		}
+		return true;
+	}
+
+	/**
+	 * A retained message of receive buffer {@code index} was released: the buffer is
+	 * posted again (unless closing) and no longer holds up {@link #close}.
+	 */
+	void released(int index) {
+		try {
+			repost(index);
+		}
+		finally {
+			postedReceives.decrementAndGet();
 		}
 	}
 
@@ -546,7 +584,7 @@ public final class PeerConnection implements RdmaConnection {
 			if (System.nanoTime() - deadline >= 0) {
 				drained = false;
 				logger.warn("Connection '" + settings.name() + "' closes with " + postedReceives.get()
-						+ " receives and " + pool.inFlight()
+						+ " receives (posted, in a listener call, or retained and not released) and " + pool.inFlight()
 						+ " sends not flushed back within the timeout (are the pollers of queues '"
 						+ settings.sendQueue() + "' and '" + settings.receiveQueue() + "' running?)");
 				break;

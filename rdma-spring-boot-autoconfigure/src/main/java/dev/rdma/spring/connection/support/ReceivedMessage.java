@@ -115,7 +115,7 @@ final class ReceivedMessage implements RdmaMessage {
 			throw new IllegalStateException("message of receive buffer " + index + " of " + connection.name()
 					+ " is not retained (or was released already)");
 		}
-		connection.repost(index);
+		connection.released(index);
 	}
 
 	@Override

@@ -5,13 +5,20 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaMessage;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
@@ -27,6 +34,8 @@ import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.BDDMockito.given;
 import static org.mockito.Mockito.mock;
+import static org.mockito.Mockito.never;
+import static org.mockito.Mockito.timeout;
 import static org.mockito.Mockito.verify;
 
 /**
@@ -47,8 +56,11 @@ class PeerConnectionTests {
 
 	private final MemoryRegion receiveRegion = mock(MemoryRegion.class);
 
+	private final ExecutorService threads = Executors.newCachedThreadPool();
+
 	@AfterEach
 	void closeArena() {
+		threads.shutdownNow();
 		arena.close();
 	}
 
@@ -162,6 +174,69 @@ class PeerConnectionTests {
 		verify(send).close();
 		verify(receive).close();
 		verify(access).close();
+	}
+
+	@Test
+	void closeWaitsForTheListenerCallBeforeItDestroysTheReceiveBuffers() throws Exception {
+		CountDownLatch inCall = new CountDownLatch(1);
+		CountDownLatch proceed = new CountDownLatch(1);
+		PeerConnection peer = peer(new MessageListenerBinding("listener", (message) -> {
+			inCall.countDown();
+			proceed.await(10, TimeUnit.SECONDS);
+		}));
+		peer.postReceives();
+		peer.established();
+		// the poller: the listener reads the message in the receive buffer
+		WorkCompletion received = completion(0, WcStatus.SUCCESS, 8);
+		CompletableFuture<Void> poller = CompletableFuture.runAsync(() -> peer.onCompletion(received), threads);
+		assertThat(inCall.await(5, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> close = CompletableFuture
+			.supplyAsync(() -> peer.close(Duration.ofSeconds(2), ConnectionState.CLOSED), threads);
+		verify(qp, timeout(5000)).moveToError(); // close is waiting
+		Thread.sleep(300);
+		assertThat(close).isNotDone();
+		verify(receiveRegion, never()).close();
+		proceed.countDown();
+		assertThat(close.get(5, TimeUnit.SECONDS)).as("drained in time").isTrue();
+		poller.get(5, TimeUnit.SECONDS);
+		verify(receiveRegion).close();
+	}
+
+	@Test
+	void closeWaitsForARetainedMessageUntilItIsReleased() throws Exception {
+		AtomicReference<RdmaMessage> retained = new AtomicReference<>();
+		PeerConnection peer = peer(new MessageListenerBinding("listener", (message) -> {
+			RdmaMessage m = (RdmaMessage) message;
+			m.retain();
+			retained.set(m);
+		}));
+		peer.postReceives();
+		peer.established();
+		peer.onCompletion(completion(0, WcStatus.SUCCESS, 8));
+		assertThat(retained.get()).isNotNull();
+		CompletableFuture<Boolean> close = CompletableFuture
+			.supplyAsync(() -> peer.close(Duration.ofSeconds(2), ConnectionState.CLOSED), threads);
+		verify(qp, timeout(5000)).moveToError(); // close is waiting
+		Thread.sleep(300);
+		assertThat(close).isNotDone();
+		verify(receiveRegion, never()).close();
+		retained.get().release();
+		assertThat(close.get(5, TimeUnit.SECONDS)).as("drained in time").isTrue();
+		verify(receiveRegion).close();
+	}
+
+	@Test
+	void closeWaitsForARetainedMessageNoLongerThanItsTimeout() throws Exception {
+		PeerConnection peer = peer(
+				new MessageListenerBinding("listener", (message) -> ((RdmaMessage) message).retain()));
+		peer.postReceives();
+		peer.established();
+		peer.onCompletion(completion(0, WcStatus.SUCCESS, 8));
+		long start = System.nanoTime();
+		assertThat(peer.close(Duration.ofMillis(300), ConnectionState.CLOSED)).as("drained").isFalse();
+		assertThat(Duration.ofNanos(System.nanoTime() - start)).isBetween(Duration.ofMillis(250),
+				Duration.ofSeconds(3));
+		verify(receiveRegion).close();
 	}
 
 }
