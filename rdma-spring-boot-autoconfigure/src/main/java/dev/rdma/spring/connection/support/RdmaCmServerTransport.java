@@ -40,6 +40,9 @@ final class RdmaCmServerTransport implements ServerTransport {
 
 	private volatile @Nullable ConnectionId listener;
 
+	/** The request id of the accept in progress (woken by {@link #wakeUp}). */
+	private volatile @Nullable ConnectionId accepting;
+
 	@Override
 	public void listen(ServerConnection server) {
 		server.open();
@@ -129,6 +132,12 @@ final class RdmaCmServerTransport implements ServerTransport {
 		if (id != null) {
 			id.wakeUp();
 		}
+		// an accept waits on its request id (rdma_accept, then ESTABLISHED): its wake-up
+		// is sticky, so an accept that has not begun to wait yet ends at its first wait
+		ConnectionId request = accepting;
+		if (request != null) {
+			request.wakeUp();
+		}
 	}
 
 	@Override
@@ -180,7 +189,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 	}
 
 	/** A CONNECT_REQUEST's id. */
-	private static final class CmRequest extends PendingPeer implements Request {
+	private final class CmRequest extends PendingPeer implements Request {
 
 		private final ConnectionId request;
 
@@ -206,17 +215,28 @@ final class RdmaCmServerTransport implements ServerTransport {
 
 		@Override
 		public PeerConnection accept(long deadline) {
-			PeerConnection peer = newPeer(request);
-			QueuePair qp = peer.queuePair();
-			request.moveQueuePair(qp, QueuePair.State.INIT);
-			peer.postReceives();
-			request.moveQueuePair(qp, QueuePair.State.RTR);
-			request.moveQueuePair(qp, QueuePair.State.RTS);
-			CmEvent connectRequest = request.request();
-			peer.remoteRegion((connectRequest != null) ? RemoteRegion.parse(connectRequest.privateData()) : null);
-			request.accept(qp, settings.cm(), peer.privateData());
-			expect(request, "rdma_accept from " + request.peerAddress(), deadline, CmEventType.ESTABLISHED);
-			return peer;
+			accepting = request;
+			try {
+				// after publishing the id: a stop that did not see it has cleared running
+				if (!connection.running()) {
+					throw new AttemptFailedException("STOPPED",
+							"rdma_accept from " + request.peerAddress() + ": stopping");
+				}
+				PeerConnection peer = newPeer(request);
+				QueuePair qp = peer.queuePair();
+				request.moveQueuePair(qp, QueuePair.State.INIT);
+				peer.postReceives();
+				request.moveQueuePair(qp, QueuePair.State.RTR);
+				request.moveQueuePair(qp, QueuePair.State.RTS);
+				CmEvent connectRequest = request.request();
+				peer.remoteRegion((connectRequest != null) ? RemoteRegion.parse(connectRequest.privateData()) : null);
+				request.accept(qp, settings.cm(), peer.privateData());
+				expect(request, "rdma_accept from " + request.peerAddress(), deadline, CmEventType.ESTABLISHED);
+				return peer;
+			}
+			finally {
+				accepting = null;
+			}
 		}
 
 		@Override

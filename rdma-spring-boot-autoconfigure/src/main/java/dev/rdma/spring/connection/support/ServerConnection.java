@@ -28,7 +28,8 @@ import dev.rdma.verbs.CompletionQueue;
  * <b>A peer's end</b> (an rdma_cm event, the out-of-band link's end, or a failed
  * completion of its QP, which wakes the thread): the peer is DISCONNECTED and closed (QP
  * to error, flushed work requests drained through the pollers, QP, buffers and link
- * destroyed). Stopping wakes the thread, waits up to half the shutdown timeout for it,
+ * destroyed). Stopping wakes the thread (and an accept in progress: a peer accepted once
+ * stopping began is closed, never listed), waits up to half the shutdown timeout for it,
  * closes every peer, then the listener.
  *
  * <p>
@@ -84,10 +85,14 @@ public final class ServerConnection extends ConfiguredConnection {
 			PeerConnection peer = request.accept(Deadlines.after(settings.connectTimeout()));
 			peer.onFailure(transport::peerEnded);
 			peer.established();
+			if (!addPeer(peer)) {
+				// accepted while stopping, after stop() took the peers: never listed
+				peer.close(settings.closeTimeout(), ConnectionState.CLOSED);
+				return;
+			}
 			if (counters.established.incrementAndGet() > 1) {
 				logger.debug("RDMA connection '" + name() + "' accepted another peer");
 			}
-			peers.add(peer);
 			logger.info("RDMA connection '" + name() + "' accepted a peer from " + peer.peerAddress() + exchange.via()
 					+ " on " + peer.deviceName());
 		}
@@ -99,6 +104,19 @@ public final class ServerConnection extends ConfiguredConnection {
 			}
 			request.close();
 		}
+	}
+
+	/**
+	 * Lists {@code peer}, unless stopping began: {@link #stop} takes the peers after it
+	 * cleared {@code running} under the same lock, so a peer is either listed (and closed
+	 * by stop) or refused here (and closed by the accepting thread).
+	 */
+	private synchronized boolean addPeer(PeerConnection peer) {
+		if (!running) {
+			return false;
+		}
+		peers.add(peer);
+		return true;
 	}
 
 	/** Closes each peer whose link ended. */
