@@ -42,8 +42,15 @@ public final class ClientConnection extends ConfiguredConnection {
 
 	public ClientConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
+		this(settings, sendCq, receiveCq, routers, listener, ClientTransport.of(settings));
+	}
+
+	/** A client connecting through {@code transport} (tests give one of their own). */
+	ClientConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
+			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener,
+			ClientTransport transport) {
 		super(settings, sendCq, receiveCq, routers, listener);
-		this.transport = ClientTransport.of(settings);
+		this.transport = transport;
 	}
 
 	@Override
@@ -58,7 +65,7 @@ public final class ClientConnection extends ConfiguredConnection {
 
 	private void run() {
 		int failures = 0;
-		while (running) {
+		while (running()) {
 			state = ConnectionState.CONNECTING;
 			ClientTransport.Attempt a = transport.newAttempt(this);
 			if (a == null) {
@@ -68,7 +75,11 @@ public final class ClientConnection extends ConfiguredConnection {
 			try {
 				PeerConnection peer = a.connect(Deadlines.after(settings.connectTimeout()));
 				peer.onFailure(a::wakeUp);
-				established(peer, failures);
+				if (!established(peer, failures)) {
+					a.close(); // stopped (or restarted) meanwhile: this thread's peer is
+								// not listed
+					return;
+				}
 				failures = 0;
 				ClientTransport.End end = a.awaitEnd();
 				if (end == null) {
@@ -78,11 +89,11 @@ public final class ClientConnection extends ConfiguredConnection {
 				failures = 1;
 			}
 			catch (RuntimeException ex) {
-				current = null;
-				if (!running) {
+				if (!running()) {
 					a.close();
 					return;
 				}
+				current = null;
 				failures++;
 				a.close(); // first: nothing in the log line may leak the attempt
 				failed(ex, failures);
@@ -99,13 +110,22 @@ public final class ClientConnection extends ConfiguredConnection {
 		}
 	}
 
-	private void established(PeerConnection peer, int failures) {
+	/**
+	 * Lists {@code peer} as the current connection, unless this thread no longer runs:
+	 * under the lock of {@link #stopRunning} and {@link #startThread}, so that a peer is
+	 * either listed (and closed by stop) or refused (and closed by its thread).
+	 */
+	private synchronized boolean established(PeerConnection peer, int failures) {
+		if (!running()) {
+			return false;
+		}
 		current = peer;
 		peer.established();
 		state = ConnectionState.ESTABLISHED;
 		counters.established.incrementAndGet();
 		logger.info("RDMA connection '" + name() + "' established" + exchange.via() + " to " + settings.address()
 				+ " on " + peer.deviceName() + (failures > 0 ? " after " + failures + " failed attempt(s)" : ""));
+		return true;
 	}
 
 	private void ended(PeerConnection peer, ClientTransport.End end, ClientTransport.Attempt a) {
@@ -135,7 +155,7 @@ public final class ClientConnection extends ConfiguredConnection {
 	private void backOff(Duration wait) {
 		long deadline = Deadlines.after(wait);
 		synchronized (sleeper) {
-			while (running) {
+			while (running()) {
 				long left = deadline - System.nanoTime();
 				if (left <= 0) {
 					return;

@@ -58,10 +58,14 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 
 	volatile ConnectionState state = ConnectionState.NEW;
 
-	/** Started and not stopped: the condition of the thread's loop. */
+	/** Started and not stopped (see {@link #running()} for the thread's loop). */
 	volatile boolean running;
 
-	private @Nullable Thread thread;
+	/**
+	 * The thread of the latest start; a thread of an earlier start that outlived its stop
+	 * is no longer this, and never resumes ({@link #running()}).
+	 */
+	private volatile @Nullable Thread thread;
 
 	ConfiguredConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
@@ -135,21 +139,42 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	abstract void stop(long deadline);
 
 	/**
-	 * Whether started and not stopped (what the transports check between their steps).
+	 * Whether started and not stopped (what the loops and the transports check between
+	 * their steps). False on a thread of an earlier start of this connection: one that
+	 * outlived its {@link #stop} (its join timed out, e.g. in a connect that could not be
+	 * woken) must end, not run as a second loop next to the thread of a later
+	 * {@link #start}.
 	 */
 	boolean running() {
-		return running;
+		if (!running) {
+			return false;
+		}
+		return !(Thread.currentThread() instanceof LoopThread loop) || loop.connection != this || loop == thread;
 	}
 
 	/**
-	 * Marks this connection running and starts its daemon thread {@code <prefix><name>}.
+	 * Marks this connection running and starts its daemon thread {@code <prefix><name>},
+	 * which replaces the thread of an earlier start (that one sees {@link #running()}
+	 * false from now on).
 	 */
 	final synchronized void startThread(String prefix, Runnable loop) {
-		running = true;
-		Thread t = new Thread(loop, prefix + name());
+		Thread t = new LoopThread(this, loop, prefix + name());
 		t.setDaemon(true);
 		thread = t;
+		running = true;
 		t.start();
+	}
+
+	/** The thread of one start of a connection. */
+	private static final class LoopThread extends Thread {
+
+		final ConfiguredConnection connection;
+
+		LoopThread(ConfiguredConnection connection, Runnable loop, String name) {
+			super(loop, name);
+			this.connection = connection;
+		}
+
 	}
 
 	/**
@@ -166,10 +191,7 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 
 	/** Waits for the thread to end, up to half the time left until {@code deadline}. */
 	final void joinThread(long deadline) {
-		Thread t;
-		synchronized (this) {
-			t = thread;
-		}
+		Thread t = thread;
 		if (t != null) {
 			try {
 				t.join(Math.max(1, (deadline - System.nanoTime()) / 2_000_000));

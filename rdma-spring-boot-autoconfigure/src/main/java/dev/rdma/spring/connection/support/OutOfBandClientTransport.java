@@ -1,5 +1,7 @@
 package dev.rdma.spring.connection.support;
 
+import java.io.IOException;
+import java.nio.channels.SocketChannel;
 import java.util.concurrent.locks.LockSupport;
 
 import org.jspecify.annotations.Nullable;
@@ -62,6 +64,16 @@ final class OutOfBandClientTransport implements ClientTransport {
 		/** The thread in {@link #awaitEnd}, unparked by {@link #wakeUp}. */
 		private volatile @Nullable Thread waiter;
 
+		/**
+		 * The channel of the TCP connect in progress (closed by {@link #wakeUp}: a
+		 * connect to a host that does not answer would otherwise block a stop for up to
+		 * {@code connect-timeout}).
+		 */
+		private volatile @Nullable SocketChannel connecting;
+
+		/** {@link #wakeUp} was called before the connection was exchanged. */
+		private volatile boolean woken;
+
 		LinkAttempt(ClientConnection connection, int port) {
 			super(connection);
 			this.port = port;
@@ -69,7 +81,28 @@ final class OutOfBandClientTransport implements ClientTransport {
 
 		@Override
 		public PeerConnection connect(long deadline) {
-			OutOfBandLink link = OutOfBandLink.connect(settings.address(), remaining(deadline));
+			SocketChannel ch = OutOfBandLink.open(settings.address());
+			connecting = ch;
+			OutOfBandLink link;
+			try {
+				// after publishing the channel: a wake-up that missed it set woken first
+				if (woken || !connection.running()) {
+					closeQuietly(ch);
+					throw new AttemptFailedException("STOPPED",
+							"connecting to the exchange server " + settings.address() + ": stopping");
+				}
+				link = OutOfBandLink.connect(ch, settings.address(), remaining(deadline));
+			}
+			catch (AttemptFailedException ex) {
+				if (woken && !"STOPPED".equals(ex.kind())) {
+					throw new AttemptFailedException("STOPPED", "connecting to the exchange server "
+							+ settings.address() + ": woken up (stopping), the connect was closed", ex);
+				}
+				throw ex;
+			}
+			finally {
+				connecting = null;
+			}
 			this.link = link;
 			if (!connection.running()) {
 				throw new AttemptFailedException("STOPPED", "stopping");
@@ -115,6 +148,13 @@ final class OutOfBandClientTransport implements ClientTransport {
 
 		@Override
 		public void wakeUp() {
+			if (!exchanged) {
+				woken = true;
+				SocketChannel ch = connecting;
+				if (ch != null) {
+					closeQuietly(ch); // ends a pending connect at once
+				}
+			}
 			OutOfBandLink l = link;
 			if (l != null && !exchanged) {
 				l.close(); // ends a pending exchange read at once
@@ -122,6 +162,15 @@ final class OutOfBandClientTransport implements ClientTransport {
 			Thread t = waiter;
 			if (t != null) {
 				LockSupport.unpark(t); // never blocks: also called on a poller thread
+			}
+		}
+
+		private static void closeQuietly(SocketChannel ch) {
+			try {
+				ch.close();
+			}
+			catch (IOException ignored) {
+				// never connected: nothing to flush
 			}
 		}
 

@@ -76,9 +76,33 @@ final class OutOfBandLink implements PeerLink {
 	 * @throws AttemptFailedException when it cannot (kind TIMEOUT or UNREACHABLE)
 	 */
 	static OutOfBandLink connect(InetSocketAddress server, Duration timeout) {
-		SocketChannel ch = null;
+		return connect(open(server), server, timeout);
+	}
+
+	/**
+	 * A new (unconnected) channel for
+	 * {@link #connect(SocketChannel, InetSocketAddress, Duration)}.
+	 * @throws AttemptFailedException when it cannot be opened (kind IO_ERROR)
+	 */
+	static SocketChannel open(InetSocketAddress server) {
 		try {
-			ch = SocketChannel.open();
+			return SocketChannel.open();
+		}
+		catch (IOException ex) {
+			throw new AttemptFailedException("IO_ERROR",
+					"cannot open a socket for the exchange server " + server + ": " + ex.getMessage(), ex);
+		}
+	}
+
+	/**
+	 * Connects {@code ch} to the exchange server at {@code server} within
+	 * {@code timeout}; closing {@code ch} from another thread ends the connect at once
+	 * (kind UNREACHABLE, "closed").
+	 * @throws AttemptFailedException when it cannot (kind TIMEOUT or UNREACHABLE); the
+	 * channel is closed then
+	 */
+	static OutOfBandLink connect(SocketChannel ch, InetSocketAddress server, Duration timeout) {
+		try {
 			ch.socket().connect(server, millis(timeout));
 			return new OutOfBandLink(ch);
 		}

@@ -62,7 +62,7 @@ public final class ServerConnection extends ConfiguredConnection {
 	}
 
 	private void run() {
-		while (running) {
+		while (running()) {
 			if (!transport.awaitRequests(this)) {
 				return;
 			}
@@ -98,7 +98,7 @@ public final class ServerConnection extends ConfiguredConnection {
 		}
 		catch (RuntimeException ex) {
 			counters.connectionError(kindOf(ex));
-			if (running) {
+			if (running()) {
 				logger.warn("RDMA connection '" + name() + "': accepting a peer from " + request.from() + " failed: "
 						+ ex.getMessage());
 			}
@@ -112,7 +112,7 @@ public final class ServerConnection extends ConfiguredConnection {
 	 * by stop) or refused here (and closed by the accepting thread).
 	 */
 	private synchronized boolean addPeer(PeerConnection peer) {
-		if (!running) {
+		if (!running()) {
 			return false;
 		}
 		peers.add(peer);

@@ -1,0 +1,280 @@
+package dev.rdma.spring.connection.support;
+
+import java.lang.foreign.Arena;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.Context;
+import dev.rdma.verbs.MemoryRegion;
+import dev.rdma.verbs.ProtectionDomain;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.cm.CmParameters;
+import dev.rdma.verbs.cm.ConnectionId;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.ArgumentMatchers.anyLong;
+import static org.mockito.BDDMockito.given;
+import static org.mockito.Mockito.mock;
+
+/**
+ * The loop of a {@link ClientConnection}: its attempts, back-off, reconnects and
+ * stopping, on a transport of the test's own (or, for the out-of-band connect, a TCP
+ * server that never answers). Without a device: the verbs objects are mocks.
+ */
+class ClientConnectionTests {
+
+	private final Arena arena = Arena.ofShared();
+
+	private final List<ClientConnection> connections = new ArrayList<>();
+
+	private final List<AutoCloseable> closeables = new ArrayList<>();
+
+	@AfterEach
+	void stopEverything() throws Exception {
+		for (ClientConnection c : connections) {
+			c.stop(System.nanoTime() + Duration.ofSeconds(2).toNanos());
+		}
+		for (AutoCloseable c : closeables) {
+			c.close();
+		}
+		arena.close();
+	}
+
+	private static ConnectionSettings settings(String name, InetSocketAddress address, Duration connectTimeout,
+			ConnectionSettings.Retry retry, ConnectionSettings.@Nullable OutOfBandOptions outOfBand) {
+		return new ConnectionSettings(name, false, address, null, 1, connectTimeout, retry, "tx", "rx", 2, 1, 1, 64,
+				Duration.ofSeconds(1), true, CmParameters.DEFAULTS, Duration.ofSeconds(2), 0, outOfBand);
+	}
+
+	private static ConnectionSettings settings(String name, ConnectionSettings.Retry retry) {
+		return settings(name, new InetSocketAddress("10.0.0.2", 7471), Duration.ofSeconds(5), retry, null);
+	}
+
+	/** Completion queues whose device gives protection domains of mocks. */
+	private CompletionQueue queue() {
+		CompletionQueue cq = mock(CompletionQueue.class);
+		Context context = mock(Context.class);
+		ProtectionDomain pd = mock(ProtectionDomain.class);
+		given(cq.context()).willReturn(context);
+		given(context.deviceName()).willReturn("rxe0");
+		given(context.allocateProtectionDomain()).willReturn(pd);
+		given(pd.context()).willReturn(context);
+		given(pd.createQueuePair(any())).willAnswer((invocation) -> {
+			QueuePair qp = mock(QueuePair.class);
+			given(qp.protectionDomain()).willReturn(pd);
+			return qp;
+		});
+		given(pd.registerMemory(anyLong(), any())).willAnswer((invocation) -> {
+			MemoryRegion mr = mock(MemoryRegion.class);
+			given(mr.buffer()).willReturn(arena.allocate((long) invocation.getArgument(0)));
+			return mr;
+		});
+		return cq;
+	}
+
+	private ClientConnection client(ConnectionSettings settings, @Nullable ClientTransport transport) {
+		CompletionQueue cq = queue();
+		List<CompletionRouter> routers = List.of(new CompletionRouter("tx"), new CompletionRouter("rx"));
+		ClientConnection c = (transport != null)
+				? new ClientConnection(settings, cq, cq, routers, () -> null, transport)
+				: new ClientConnection(settings, cq, cq, routers, () -> null);
+		connections.add(c);
+		return c;
+	}
+
+	private static List<Thread> threads(String name) {
+		return Thread.getAllStackTraces()
+			.keySet()
+			.stream()
+			.filter((t) -> t.isAlive() && t.getName().equals(name))
+			.toList();
+	}
+
+	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+		long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+		while (!condition.getAsBoolean()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new AssertionError("not within 10 s: " + what);
+			}
+			Thread.sleep(5);
+		}
+	}
+
+	/** What one attempt of the {@link FakeTransport} does. */
+	interface Step {
+
+		/** Connects (a peer of {@code attempt}) or throws. */
+		PeerConnection connect(FakeAttempt attempt) throws Exception;
+
+	}
+
+	/**
+	 * A transport whose attempts follow {@code steps} (the last one repeats); each
+	 * attempt is recorded with its thread and time; an established connection ends at
+	 * once (DISCONNECTED).
+	 */
+	static final class FakeTransport implements ClientTransport {
+
+		final List<Step> steps;
+
+		final List<Thread> attemptThreads = new CopyOnWriteArrayList<>();
+
+		final List<Long> attemptTimes = new CopyOnWriteArrayList<>();
+
+		FakeTransport(Step... steps) {
+			this.steps = List.of(steps);
+		}
+
+		@Override
+		public void open(ConfiguredConnection connection) {
+			connection.openProtectionDomain();
+		}
+
+		@Override
+		public Attempt newAttempt(ClientConnection connection) {
+			return new FakeAttempt(connection, this);
+		}
+
+		int attempts() {
+			return attemptThreads.size();
+		}
+
+	}
+
+	static final class FakeAttempt extends PendingPeer implements ClientTransport.Attempt {
+
+		private final FakeTransport transport;
+
+		FakeAttempt(ClientConnection connection, FakeTransport transport) {
+			super(connection);
+			this.transport = transport;
+		}
+
+		PeerConnection connected() {
+			return newPeer(new PeerLink.Cm(mock(ConnectionId.class)));
+		}
+
+		@Override
+		public PeerConnection connect(long deadline) {
+			int n = transport.attempts();
+			transport.attemptThreads.add(Thread.currentThread());
+			transport.attemptTimes.add(System.nanoTime());
+			try {
+				return transport.steps.get(Math.min(n, transport.steps.size() - 1)).connect(this);
+			}
+			catch (RuntimeException ex) {
+				throw ex;
+			}
+			catch (Exception ex) {
+				throw new IllegalStateException(ex);
+			}
+		}
+
+		@Override
+		public ClientTransport.End awaitEnd() {
+			return new ClientTransport.End("DISCONNECTED", "the test ended it");
+		}
+
+		@Override
+		public void acknowledgeEnd() {
+		}
+
+		@Override
+		public void wakeUp() {
+			// a connect that cannot be woken up
+		}
+
+		@Override
+		void release() {
+		}
+
+	}
+
+	private static PeerConnection refused(FakeAttempt attempt) {
+		throw new AttemptFailedException("UNREACHABLE", "refused by the test");
+	}
+
+	@Test
+	void aThreadThatOutlivedStopNeverResumesAfterTheNextStart() throws Exception {
+		CountDownLatch release = new CountDownLatch(1);
+		CountDownLatch blocked = new CountDownLatch(1);
+		FakeTransport transport = new FakeTransport((attempt) -> {
+			blocked.countDown();
+			release.await(10, TimeUnit.SECONDS); // ignores wakeUp
+			throw new AttemptFailedException("TIMEOUT", "the stuck connect gave up");
+		}, ClientConnectionTests::refused);
+		ClientConnection client = client(
+				settings("stale", new ConnectionSettings.Retry(Duration.ofMillis(20), 1, Duration.ofMillis(20), 0)),
+				transport);
+		client.start();
+		assertThat(blocked.await(5, TimeUnit.SECONDS)).isTrue();
+		Thread old = transport.attemptThreads.get(0);
+		client.stop(System.nanoTime() + Duration.ofMillis(200).toNanos());
+		assertThat(old.isAlive()).as("the stuck thread outlived stop (the test's premise)").isTrue();
+
+		client.start();
+		await("the new thread's attempts", () -> transport.attempts() >= 3);
+		Thread current = transport.attemptThreads.get(transport.attempts() - 1);
+		assertThat(current).isNotSameAs(old);
+
+		release.countDown();
+		old.join(5000);
+		assertThat(old.isAlive()).as("the old thread ended").isFalse();
+		Thread.sleep(200);
+		assertThat(transport.attemptThreads.stream().filter((t) -> t == old).count())
+			.as("attempts made by the old thread")
+			.isEqualTo(1);
+		assertThat(threads("rdma-connect-stale")).containsExactly(current);
+	}
+
+	@Test
+	void stopEndsAnOutOfBandConnectToAServerThatDoesNotAnswer() throws Exception {
+		// a listening socket whose accept queue is full: the kernel drops further SYNs,
+		// so a connect to it waits until its timeout
+		ServerSocketChannel silent = ServerSocketChannel.open();
+		closeables.add(silent);
+		silent.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
+		InetSocketAddress address = (InetSocketAddress) silent.getLocalAddress();
+		for (int i = 0; i < 8; i++) {
+			SocketChannel filler = SocketChannel.open();
+			closeables.add(filler);
+			filler.configureBlocking(false);
+			filler.connect(address);
+		}
+		Thread.sleep(100);
+		ClientConnection client = client(settings("silent", address, Duration.ofSeconds(20),
+				new ConnectionSettings.Retry(Duration.ofMillis(100), 1, Duration.ofMillis(100), 0),
+				new ConnectionSettings.OutOfBandOptions(1, -1)), null);
+		client.start();
+		Thread.sleep(500);
+		assertThat(client.statistics().connectionErrors()).as("the connect still waits (the test's premise)").isEmpty();
+		List<Thread> loop = threads("rdma-connect-silent");
+		assertThat(loop).hasSize(1);
+
+		long start = System.nanoTime();
+		client.stop(System.nanoTime() + Duration.ofSeconds(4).toNanos());
+		Duration took = Duration.ofNanos(System.nanoTime() - start);
+		assertThat(took).as("stop during the connect").isLessThan(Duration.ofMillis(1500));
+		assertThat(loop.get(0).isAlive()).as("the connect thread ended").isFalse();
+
+		client.start();
+		Thread.sleep(300);
+		assertThat(threads("rdma-connect-silent")).as("one loop after the restart").hasSize(1);
+	}
+
+}
