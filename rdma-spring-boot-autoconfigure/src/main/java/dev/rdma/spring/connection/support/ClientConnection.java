@@ -86,7 +86,9 @@ public final class ClientConnection extends ConfiguredConnection {
 					return; // stopping: stop() closes the peer
 				}
 				ended(peer, end, a);
-				failures = 1;
+				// a new count: retry.max-attempts failed attempts after this end, the
+				// first reconnect after interval(1), as the attempts of a first connect
+				failures = 0;
 			}
 			catch (RuntimeException ex) {
 				if (!running()) {

@@ -97,8 +97,8 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 	 * @param initialInterval wait after the first failure
 	 * @param multiplier growth of the wait per failure
 	 * @param maxInterval the longest wait
-	 * @param maxAttempts attempts before the client gives up (state DISCONNECTED), 0 =
-	 * never
+	 * @param maxAttempts failed attempts in a row (counted afresh after each established
+	 * connection) before the client gives up (state DISCONNECTED), 0 = never
 	 */
 	public record Retry(Duration initialInterval, double multiplier, Duration maxInterval, int maxAttempts) {
 

@@ -277,4 +277,25 @@ class ClientConnectionTests {
 		assertThat(threads("rdma-connect-silent")).as("one loop after the restart").hasSize(1);
 	}
 
+	@Test
+	void maxAttemptsCountsTheFailedReconnectAttemptsAfterAnEndAndTheBackOffStartsAgain() throws Exception {
+		FakeTransport transport = new FakeTransport(FakeAttempt::connected, ClientConnectionTests::refused);
+		ClientConnection client = client(
+				settings("retry", new ConnectionSettings.Retry(Duration.ofMillis(20), 10, Duration.ofSeconds(5), 3)),
+				transport);
+		client.start();
+		await("the client gave up", () -> threads("rdma-connect-retry").isEmpty());
+		// the connection, then max-attempts (3) failed reconnect attempts
+		assertThat(transport.attempts()).isEqualTo(4);
+		assertThat(client.statistics().connectionErrors()).containsEntry("DISCONNECTED", 1L)
+			.containsEntry("UNREACHABLE", 3L);
+		List<Long> t = transport.attemptTimes;
+		// after the end: interval(1) = 20 ms before the first reconnect, interval(1)
+		// after its failure, interval(2) = 200 ms after the second failure
+		assertThat(Duration.ofNanos(t.get(2) - t.get(1))).as("back-off after the first failed reconnect")
+			.isLessThan(Duration.ofMillis(150));
+		assertThat(Duration.ofNanos(t.get(3) - t.get(2))).as("back-off after the second failed reconnect")
+			.isGreaterThanOrEqualTo(Duration.ofMillis(190));
+	}
+
 }
