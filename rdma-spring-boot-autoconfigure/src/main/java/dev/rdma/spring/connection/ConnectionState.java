@@ -21,7 +21,10 @@ public enum ConnectionState {
 	ESTABLISHED,
 
 	/**
-	 * The peer or the network ended the connection; a client reconnects with back-off.
+	 * A client that gave up: {@code retry.max-attempts} attempts failed in a row (until
+	 * the connection is stopped and started again); a peer connection (a server's peer,
+	 * {@code message.connection()}) that the peer, the network or a failed completion
+	 * ended. A client whose connection ended is CONNECTING: it reconnects with back-off.
 	 */
 	DISCONNECTED,
 

@@ -22,11 +22,17 @@ import dev.rdma.verbs.CompletionQueue;
  * TCP exchange of {@code exchange: out-of-band} ({@link OutOfBandClientTransport}).
  *
  * <p>
+ * <b>States.</b> CONNECTING while an attempt runs and during the back-off before the next
+ * one (also after an end), ESTABLISHED while connected, DISCONNECTED only once it gave up
+ * ({@code retry.max-attempts} failed attempts in a row), CLOSED once stopped.
+ *
+ * <p>
  * <b>The connection's end</b> (an rdma_cm event, the out-of-band link's end, or a failed
- * completion of the QP): DISCONNECTED, the peer connection closed (QP to error, flushed
- * work requests drained through the pollers, QP, buffers and link destroyed), and a new
- * attempt after the first back-off interval. Stopping wakes the attempt, waits up to half
- * the shutdown timeout for the thread, then closes the current peer connection.
+ * completion of the QP): the client CONNECTING again, the peer connection closed as
+ * DISCONNECTED (QP to error, flushed work requests drained through the pollers, QP,
+ * buffers and link destroyed), and a new attempt after the first back-off interval.
+ * Stopping wakes the attempt, waits up to half the shutdown timeout for the thread, then
+ * closes the current peer connection.
  */
 public final class ClientConnection extends ConfiguredConnection {
 
@@ -98,12 +104,18 @@ public final class ClientConnection extends ConfiguredConnection {
 				current = null;
 				failures++;
 				a.close(); // first: nothing in the log line may leak the attempt
-				failed(ex, failures);
-				state = ConnectionState.DISCONNECTED;
-				if (settings.retry().maxAttempts() > 0 && failures >= settings.retry().maxAttempts()) {
-					logger.error("RDMA connection '" + name() + "' gives up after " + failures + " attempts");
+				boolean givesUp = settings.retry().maxAttempts() > 0 && failures >= settings.retry().maxAttempts();
+				failed(ex, failures, givesUp);
+				if (givesUp) {
+					state = ConnectionState.DISCONNECTED; // until stopped and started
+															// again
+					logger.error("RDMA connection '" + name() + "' gives up after " + failures
+							+ " failed attempts in a row (rdma.connections." + name() + ".retry.max-attempts="
+							+ settings.retry().maxAttempts() + ")");
 					return;
 				}
+				state = ConnectionState.CONNECTING; // the back-off before the next
+													// attempt
 			}
 			finally {
 				attempt = null;
@@ -134,19 +146,19 @@ public final class ClientConnection extends ConfiguredConnection {
 		counters.connectionError(end.kind());
 		current = null;
 		peer.peerDisconnected();
-		state = ConnectionState.DISCONNECTED;
+		state = ConnectionState.CONNECTING; // the back-off, then the next attempt
 		logger.warn("RDMA connection '" + name() + "' to " + settings.address() + " ended (" + end.description()
 				+ "); reconnecting");
 		a.acknowledgeEnd();
 		peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
 	}
 
-	private void failed(RuntimeException ex, int failures) {
+	private void failed(RuntimeException ex, int failures, boolean givesUp) {
 		counters.connectionError(kindOf(ex));
 		String message = "RDMA connection '" + name() + "' to " + settings.address() + exchange.qualifier()
-				+ ": attempt " + failures + " failed (" + ex.getMessage() + "); next attempt in "
-				+ settings.retry().interval(failures).toMillis() + " ms";
-		if (failures == 1 || failures % 10 == 0) {
+				+ ": attempt " + failures + " failed (" + ex.getMessage() + ")"
+				+ (givesUp ? "" : "; next attempt in " + settings.retry().interval(failures).toMillis() + " ms");
+		if (givesUp || failures == 1 || failures % 10 == 0) {
 			logger.warn(message);
 		}
 		else {

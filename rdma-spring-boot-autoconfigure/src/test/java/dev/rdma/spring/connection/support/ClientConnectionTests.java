@@ -17,6 +17,7 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.MemoryRegion;
@@ -296,6 +297,38 @@ class ClientConnectionTests {
 			.isLessThan(Duration.ofMillis(150));
 		assertThat(Duration.ofNanos(t.get(3) - t.get(2))).as("back-off after the second failed reconnect")
 			.isGreaterThanOrEqualTo(Duration.ofMillis(190));
+	}
+
+	@Test
+	void aClientWaitingForItsNextAttemptIsConnectingAndOneThatGaveUpIsDisconnected() throws Exception {
+		FakeTransport transport = new FakeTransport(ClientConnectionTests::refused);
+		ClientConnection client = client(settings("gives-up",
+				new ConnectionSettings.Retry(Duration.ofMillis(500), 1, Duration.ofMillis(500), 2)), transport);
+		client.start();
+		await("the first failed attempt", () -> client.statistics().connectionErrors().containsKey("UNREACHABLE"));
+		Thread.sleep(100); // within the back-off of 500 ms
+		assertThat(transport.attempts()).isEqualTo(1);
+		assertThat(client.state()).as("waiting (back-off) before the next attempt")
+			.isEqualTo(ConnectionState.CONNECTING);
+		assertThat(client.isUp()).isFalse();
+		await("the client gave up", () -> threads("rdma-connect-gives-up").isEmpty());
+		assertThat(transport.attempts()).isEqualTo(2);
+		assertThat(client.state()).as("gave up after max-attempts").isEqualTo(ConnectionState.DISCONNECTED);
+	}
+
+	@Test
+	void aClientWhoseConnectionEndedIsConnectingDuringItsBackOff() throws Exception {
+		FakeTransport transport = new FakeTransport(FakeAttempt::connected, ClientConnectionTests::refused);
+		ClientConnection client = client(
+				settings("ended", new ConnectionSettings.Retry(Duration.ofMillis(500), 1, Duration.ofMillis(500), 0)),
+				transport);
+		client.start();
+		await("the end of the connection", () -> client.statistics().connectionErrors().containsKey("DISCONNECTED")
+				&& client.state() != ConnectionState.ESTABLISHED);
+		Thread.sleep(100); // within the back-off of 500 ms
+		assertThat(transport.attempts()).isEqualTo(1);
+		assertThat(client.state()).as("waiting (back-off) to reconnect").isEqualTo(ConnectionState.CONNECTING);
+		assertThat(client.isUp()).isFalse();
 	}
 
 }
