@@ -5,6 +5,9 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+
+import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionStatistics;
 
@@ -37,8 +40,39 @@ public final class ConnectionCounters {
 
 	private final Map<String, AtomicLong> connectionErrors = new ConcurrentHashMap<>();
 
+	/** Told each kind of connection error when it is first counted (the meters). */
+	private volatile @Nullable Consumer<String> newErrorKind;
+
+	/**
+	 * Counts a connection error of {@code kind}: a connection's end or a failed attempt
+	 * (never per message); allocates only for a kind counted for the first time.
+	 */
 	void connectionError(String kind) {
-		connectionErrors.computeIfAbsent(kind, k -> new AtomicLong()).incrementAndGet();
+		AtomicLong n = connectionErrors.get(kind);
+		if (n == null) {
+			AtomicLong created = new AtomicLong();
+			n = connectionErrors.putIfAbsent(kind, created);
+			if (n == null) {
+				n = created;
+				Consumer<String> listener = newErrorKind;
+				if (listener != null) {
+					listener.accept(kind);
+				}
+			}
+		}
+		n.incrementAndGet();
+	}
+
+	/**
+	 * Calls {@code listener} with every kind of connection error counted so far, and from
+	 * now on with each kind when it is first counted (a kind may be reported twice when
+	 * it is first counted meanwhile). One listener; a later one replaces it.
+	 */
+	public void onErrorKind(Consumer<String> listener) {
+		newErrorKind = listener;
+		for (String kind : connectionErrors.keySet()) {
+			listener.accept(kind);
+		}
 	}
 
 	public long messagesSent() {

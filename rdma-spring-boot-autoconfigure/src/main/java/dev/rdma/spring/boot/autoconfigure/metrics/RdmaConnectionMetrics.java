@@ -19,13 +19,18 @@ import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
  * Meters of each connection under {@code rdma.connections}, tagged
  * {@code connection=<name>}: messages and bytes sent (acknowledged) and received, bytes
  * written and read by one-sided operations, send-queue full, send errors, listener
- * errors, reconnects, connection errors by kind (rdma_cm event type, TIMEOUT, ...), and a
+ * errors, reconnects, connection errors by kind (rdma_cm event type, TIMEOUT, a failed
+ * completion's status, ...: every kind counted, registered when first counted), and a
  * gauge {@code rdma.connection.established} (1 when established, a server: its peers).
  * They read the connection's counters when scraped; nothing is recorded per message.
  */
 public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 
-	/** The kinds of connection error that get a counter from the start. */
+	/**
+	 * The kinds of connection error that get a counter from the start; any other kind
+	 * (EXCHANGE, IO_ERROR, CLOSED, STOPPED, a failed completion's status such as
+	 * RETRY_EXC_ERR, ...) gets one when it is first counted.
+	 */
 	static final List<String> ERROR_KINDS = List.of("ADDR_ERROR", "ROUTE_ERROR", "UNREACHABLE", "REJECTED",
 			"CONNECT_ERROR", "DISCONNECTED", "DEVICE_REMOVAL", "TIMEOUT", "DEVICE_MISMATCH", "MAX_PEERS", "VERB_ERROR",
 			"ERROR");
@@ -73,17 +78,23 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 			counter(meters, "rdma.connection.reconnects", name, n, ConnectionCounters::reconnects,
 					"Connections established after the first");
 			for (String kind : ERROR_KINDS) {
-				FunctionCounter.builder("rdma.connection.errors", n, x -> x.connectionErrors(kind))
-					.tag("connection", name)
-					.tag("kind", kind)
-					.description("Failed connection attempts and ended connections, by rdma_cm event or cause")
-					.register(meters);
+				errors(meters, name, n, kind);
 			}
+			n.onErrorKind((kind) -> errors(meters, name, n, kind));
 			Gauge.builder("rdma.connection.established", c, RdmaConnectionMetrics::established)
 				.tag("connection", name)
 				.description("1 when the connection is established; a server: its connected peers")
 				.register(meters);
 		}
+	}
+
+	/** The counter of one kind (registering it again returns the one registered). */
+	private static void errors(MeterRegistry meters, String connection, ConnectionCounters counters, String kind) {
+		FunctionCounter.builder("rdma.connection.errors", counters, x -> x.connectionErrors(kind))
+			.tag("connection", connection)
+			.tag("kind", kind)
+			.description("Failed connection attempts and ended connections, by rdma_cm event, status or cause")
+			.register(meters);
 	}
 
 	private static double established(ConfiguredConnection c) {
