@@ -82,8 +82,8 @@ public final class ClientConnection extends ConfiguredConnection {
 				PeerConnection peer = a.connect(Deadlines.after(settings.connectTimeout()));
 				peer.onFailure(a::wakeUp);
 				if (!established(peer, failures)) {
-					a.close(); // stopped (or restarted) meanwhile: this thread's peer is
-								// not listed
+					// stopped (or restarted) meanwhile: this thread's peer is not listed
+					a.close();
 					return;
 				}
 				failures = 0;
@@ -107,15 +107,15 @@ public final class ClientConnection extends ConfiguredConnection {
 				boolean givesUp = settings.retry().maxAttempts() > 0 && failures >= settings.retry().maxAttempts();
 				failed(ex, failures, givesUp);
 				if (givesUp) {
-					state = ConnectionState.DISCONNECTED; // until stopped and started
-															// again
+					// until stopped and started again
+					state = ConnectionState.DISCONNECTED;
 					logger.error("RDMA connection '" + name() + "' gives up after " + failures
 							+ " failed attempts in a row (rdma.connections." + name() + ".retry.max-attempts="
 							+ settings.retry().maxAttempts() + ")");
 					return;
 				}
-				state = ConnectionState.CONNECTING; // the back-off before the next
-													// attempt
+				// the back-off before the next attempt
+				state = ConnectionState.CONNECTING;
 			}
 			finally {
 				attempt = null;

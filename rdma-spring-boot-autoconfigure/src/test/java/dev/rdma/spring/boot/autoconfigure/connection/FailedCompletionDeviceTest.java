@@ -1,0 +1,80 @@
+package dev.rdma.spring.boot.autoconfigure.connection;
+
+import java.util.concurrent.TimeUnit;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDevices;
+
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A queue pair that goes to the error state without any rdma_cm event ends its
+ * connection: the client (4096-byte buffers) sends 2048 bytes to a server whose receive
+ * buffers hold 1024, so the server's receive fails (rxe: LOC_QP_OP_ERR) and its QP goes
+ * to error; nobody sends a DREQ first. The server must end the peer by that status (its
+ * rdma_disconnect then ends the client's side). The server must drop the peer (it keeps
+ * one at most: {@code max-peers} 1), the client must reconnect, and messages flow again
+ * on the new connection.
+ */
+@Tag(DeviceTestSupport.TAG)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class FailedCompletionDeviceTest {
+
+	@Test
+	void aReceiveThatFailsEndsTheConnectionOnBothSidesAndTheClientReconnects() throws Exception {
+		TwoDevices two = TwoDevices.require();
+		int port = randomPort();
+		long baseline = NativeObjects.open();
+		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port, "max-peers=1");
+				ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port,
+						"message-size=4096")) {
+			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
+			await("the server accepted", () -> serverLink.peers().size() == 1);
+			exchange(link, collector, 0, 10, 64);
+
+			link.send(new byte[2048]); // more than the server's 1024-byte receive buffers
+
+			await("the server dropped the peer whose receive failed",
+					() -> serverLink.statistics()
+						.connectionErrors()
+						.keySet()
+						.stream()
+						.anyMatch((k) -> k.endsWith("_ERR")));
+			await("the client reconnected",
+					() -> link.statistics().reconnects() == 1 && link.state() == ConnectionState.ESTABLISHED);
+			await("the server accepted the new connection", () -> serverLink.peers().size() == 1);
+			assertThat(link.statistics().connectionErrors()).as("how the client's connection ended").isNotEmpty();
+			exchange(link, collector, 10, 10, 64);
+
+			// the failed completion's status is a kind with a meter of its own
+			MeterRegistry meters = server.getBean(MeterRegistry.class);
+			for (String kind : serverLink.statistics().connectionErrors().keySet()) {
+				assertThat(meters.get("rdma.connection.errors")
+					.tag("connection", ConnectionApps.NAME)
+					.tag("kind", kind)
+					.functionCounter()
+					.count()).as(kind).isEqualTo(serverLink.statistics().connectionErrors().get(kind).doubleValue());
+			}
+		}
+		await("every native object closed", () -> NativeObjects.open() == baseline);
+		assertNativeObjectsClosed(baseline, "both applications closed");
+	}
+
+}
