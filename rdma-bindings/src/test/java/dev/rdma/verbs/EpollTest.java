@@ -66,9 +66,9 @@ class EpollTest {
 			Thread.sleep(200);
 			epoll.close();
 			long closeReturned = System.nanoTime();
-			// the kernel writes ready events into the instance's memory: the close must
-			// not
-			// free it while epoll_wait runs (before, the wait went on after the close)
+			// the kernel writes ready events into the instance's memory: the close
+			// must not free it while epoll_wait runs (before, the wait went on after
+			// the close)
 			assertThat(wait.get(5, TimeUnit.SECONDS)).isZero();
 			assertThat(awaitReturned[0]).as("the wait ended before the close returned")
 				.isLessThanOrEqualTo(closeReturned);

@@ -358,9 +358,8 @@ class QueuePairDeviceTest {
 					.hasMessageStartingWith("destGid is " + (none == null ? "null" : "all zero"))
 					.hasMessageContaining(ctx.deviceName() + " port " + PORT + " is RoCE (link layer ETHERNET)");
 			}
-			// RDMA read depths above the device's: refused naming the parameter and the
-			// limit,
-			// not by ibv_modify_qp's EINVAL after RTR (which left the QP in RTR)
+			// RDMA read depths above the device's: refused naming the parameter and
+			// the limit (ibv_modify_qp's EINVAL came after RTR, leaving the QP there)
 			DeviceAttributes limits = ctx.queryDevice();
 			assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, qp.qpNum(),
 					ConnectionParameters.DEFAULTS.withMaxRdAtomic(limits.maxQpInitRdAtom() + 1)))

@@ -128,8 +128,8 @@ class StopFromPollerThreadTests {
 		long[] stopNanos = { Long.MAX_VALUE };
 		CountDownLatch done = new CountDownLatch(1);
 		a.setupListener("a-listener", completion -> {
-			c.start(); // assigned to this (only) thread, taken in once this listener
-						// returns
+			// assigned to this (only) thread, taken in once this listener returns
+			c.start();
 			polledByCurrent.set(c.isPolledByCurrentThread());
 			long start = System.nanoTime();
 			stopped.set(c.stop(Duration.ofSeconds(3)));

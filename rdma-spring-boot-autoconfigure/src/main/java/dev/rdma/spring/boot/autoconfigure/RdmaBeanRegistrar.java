@@ -159,9 +159,8 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 		RootBeanDefinition monitor = new RootBeanDefinition(RdmaAsyncEventMonitor.class,
 				() -> new RdmaAsyncEventMonitor(resources(factory), deviceKeys));
 		monitor.setDependsOn(deviceKeys.toArray(String[]::new));
-		// eager even under spring.main.lazy-initialization=true: nothing injects it, and
-		// a
-		// lazy monitor would read no async event (CQ overrun, port down) at all
+		// eager even under spring.main.lazy-initialization=true: nothing injects
+		// it, and a lazy monitor would read no async event (CQ overrun, port down)
 		monitor.setLazyInit(false);
 		registry.registerBeanDefinition(MONITOR_BEAN_NAME, monitor);
 	}

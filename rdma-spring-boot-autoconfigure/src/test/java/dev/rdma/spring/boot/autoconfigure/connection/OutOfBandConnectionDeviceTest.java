@@ -64,9 +64,8 @@ class OutOfBandConnectionDeviceTest {
 			long smallA = a1.since(a0).sent();
 			long largeB = two.b().traffic().since(b1).sent();
 			long smallB = b1.since(b0).sent();
-			// the same messages and acknowledgements, plus one packet per 1000-byte
-			// message
-			// each way
+			// the same messages and acknowledgements, plus one packet per
+			// 1000-byte message each way
 			assertThat(largeA - smallA)
 				.as("packets sent by " + two.a() + ": " + largeA + " for the 1000-byte messages, " + smallA
 						+ " for the 64-byte ones")

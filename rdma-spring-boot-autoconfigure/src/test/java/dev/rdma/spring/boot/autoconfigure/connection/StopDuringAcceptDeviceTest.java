@@ -63,8 +63,8 @@ class StopDuringAcceptDeviceTest {
 				expect(id, CmEventType.ROUTE_RESOLVED);
 				id.moveQueuePair(qp, QueuePair.State.INIT);
 				id.connect(qp, CmParameters.DEFAULTS, new byte[0]);
-				// the server accepted (rdma_accept answered) and now waits for
-				// ESTABLISHED
+				// the server accepted (rdma_accept answered) and now waits
+				// for ESTABLISHED
 				expect(id, CmEventType.CONNECT_RESPONSE);
 				Thread.sleep(200);
 				assertThat(link.peers()).as("no peer before its RTU").isEmpty();
