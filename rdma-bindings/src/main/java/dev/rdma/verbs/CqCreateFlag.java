@@ -13,7 +13,9 @@ public enum CqCreateFlag {
 	 * {@code IBV_CREATE_CQ_ATTR_SINGLE_THREADED} (1): the CQ is used from a single
 	 * thread: the provider may skip its locks (the binding still runs the polls and
 	 * resizes of one CQ one at a time, and a close of one of its QPs on another thread,
-	 * whose {@code ibv_destroy_qp} cleans the CQ, waits for them).
+	 * whose {@code ibv_destroy_qp} cleans the CQ, waits for them; such a close takes the
+	 * CQ's slot from another thread, so from then on each poll of the CQ enters it with a
+	 * compare-and-set instead of the polling thread's plain store).
 	 */
 	SINGLE_THREADED(1),
 	/**

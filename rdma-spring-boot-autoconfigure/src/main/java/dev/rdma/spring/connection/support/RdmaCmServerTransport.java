@@ -128,10 +128,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 
 	@Override
 	public void wakeUp() {
-		ConnectionId id = listener;
-		if (id != null) {
-			id.wakeUp();
-		}
+		peerEnded(); // ends the listener's wait
 		// an accept waits on its request id (rdma_accept, then ESTABLISHED): its wake-up
 		// is sticky, so an accept that has not begun to wait yet ends at its first wait
 		ConnectionId request = accepting;

@@ -61,7 +61,14 @@ class FailedCompletionDeviceTest {
 					() -> link.statistics().reconnects() == 1 && link.state() == ConnectionState.ESTABLISHED);
 			await("the server accepted the new connection", () -> serverLink.peers().size() == 1);
 			assertThat(link.statistics().connectionErrors()).as("how the client's connection ended").isNotEmpty();
+			// the reconnected link crosses the two devices: the client's QP on rxeA, the
+			// server's peer on rxeB, and their packet counters carry the new traffic
+			assertThat(link.deviceName()).isEqualTo(two.a().device());
+			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
+			TwoDevices.Traffic a0 = two.a().traffic();
+			TwoDevices.Traffic b0 = two.b().traffic();
 			exchange(link, collector, 10, 10, 64);
+			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 10);
 
 			// the failed completion's status is a kind with a meter of its own
 			MeterRegistry meters = server.getBean(MeterRegistry.class);
