@@ -118,8 +118,9 @@ final class BlockingRead {
 	 * in every case.
 	 */
 	void begin(long deadline) {
-		// A platform thread keeps its pthread_t: asked once per thread (a downcall per
-		// event costs the event loop a measurable share: docs/benchmarks.md, run 8).
+		// A platform thread keeps its pthread_t: asked once per thread (a downcall
+		// per event costs the event loop a measurable share:
+		// docs/benchmarks-history.md, run 8).
 		// A virtual thread is asked every time: it may run on another carrier than last
 		// time (it cannot move between here and its read: nothing in between blocks,
 		// and the native read pins it to its carrier). Thread ids are never reused.

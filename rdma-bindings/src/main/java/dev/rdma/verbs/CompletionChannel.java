@@ -259,8 +259,9 @@ public final class CompletionChannel extends NativeObject {
 				// The channel's own scratch: a wait without a waker allocates nothing and
 				// opens no eventfd (a Waker per wait cost an eventfd, a shared arena and
 				// its close's handshake with every Java thread per completion event: the
-				// cross-device benchmark's 7x gap, docs/benchmarks.md). A second thread
-				// waiting at the same time gets a confined arena of its own.
+				// cross-device benchmark's 7x gap, docs/benchmarks-history.md). A
+				// second thread waiting at the same time gets a confined arena of its
+				// own.
 				if (SCRATCH_BUSY.compareAndSet(this, false, true)) {
 					try {
 						return poll(timeoutNanos, scratchFds, scratchCapture, null);
@@ -460,9 +461,9 @@ public final class CompletionChannel extends NativeObject {
 				}
 				long deadline = System.nanoTime() + timeoutNanos;
 				// The first read goes without errno capture (the capture cost 1.3-2.4 us
-				// per event in the emulated guest's probe: docs/benchmarks.md, runs 8 and
-				// 9); a read that failed is repeated with errno captured, which names an
-				// error (it fails again) or reads.
+				// per event in the emulated guest's probe: docs/benchmarks-history.md,
+				// runs 8 and 9); a read that failed is repeated with errno captured,
+				// which names an error (it fails again) or reads.
 				boolean capture = false;
 				while (true) {
 					read.begin(deadline);

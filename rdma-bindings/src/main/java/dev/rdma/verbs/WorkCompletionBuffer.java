@@ -63,7 +63,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 	 * view can therefore ever touch freed memory, even when another thread closes the
 	 * buffer during the read; and the views read through the arena's segments, whose
 	 * implicit session costs nothing to check (a shared arena's explicit close would cost
-	 * a session check per field and measurably more: see docs/benchmarks.md).
+	 * a session check per field and measurably more: see docs/benchmarks-history.md).
 	 */
 	private final int capacity;
 
@@ -179,7 +179,7 @@ public final class WorkCompletionBuffer implements AutoCloseable, CompletionBatc
 		wc.set(JAVA_LONG, base + Layouts.WC_WR_ID, r.wrId());
 		// One field after the other rather than zeroing the entry and looping over a
 		// table of readers: straight-line
-		// code is what the JIT compiles best here (docs/benchmarks.md, "What the
+		// code is what the JIT compiles best here (docs/benchmarks-history.md, "What the
 		// profiling changed")
 		boolean ok = status == 0;
 		wc.set(JAVA_INT, base + Layouts.WC_STATUS, status);

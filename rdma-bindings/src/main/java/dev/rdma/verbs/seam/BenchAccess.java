@@ -23,11 +23,11 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * Benchmarks only (the diagnosis cases of docs/benchmarks.md, "Where the time goes"):
- * what the binding's poll path calls, without the binding around it, so that a run can
- * split the Java/C gap into the FFM downcall itself and the binding's own work; and CQs
- * over the device-less completion ring of libcqbench_ring.so. Never used by the binding
- * or the starter.
+ * Benchmarks only (the diagnosis cases of docs/benchmarks-history.md, "Where the time
+ * goes"): what the binding's poll path calls, without the binding around it, so that a
+ * run can split the Java/C gap into the FFM downcall itself and the binding's own work;
+ * and CQs over the device-less completion ring of libcqbench_ring.so. Never used by the
+ * binding or the starter.
  */
 public final class BenchAccess {
 
