@@ -91,7 +91,7 @@ final class RdmaPropertiesBinding {
 		return new RdmaConfigurationException(first, reason,
 				"The starter owns the rdma.* namespace and refuses keys it does not know, so that a typo does not"
 						+ " silently leave a default in place: " + String.join(", ", suggestions)
-						+ ". The properties are listed in the README and the configuration metadata.");
+						+ ". The properties are listed in docs/configuration.md and the configuration metadata.");
 	}
 
 }

@@ -388,15 +388,15 @@ class RdmaWithoutDeviceTests {
 	}
 
 	@Test
-	void theReadmesApplicationYmlPassesTheChecks() throws Exception {
+	void theDocumentedApplicationYmlPassesTheChecks() throws Exception {
 		assumeThat(hostHasDevice()).as("host without RDMA device (the yml names mlx5_0)").isFalse();
-		String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
-		String start = "### application.yml\n\n```yaml\n";
+		String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "docs", "configuration.md"));
+		String start = "## application.yml\n\n```yaml\n";
 		int from = readme.indexOf(start) + start.length();
 		String yaml = readme.substring(from, readme.indexOf("```", from));
-		var sources = new org.springframework.boot.env.YamlPropertySourceLoader().load("README.md application.yml",
-				new org.springframework.core.io.ByteArrayResource(
-						yaml.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+		var sources = new org.springframework.boot.env.YamlPropertySourceLoader()
+			.load("docs/configuration.md application.yml", new org.springframework.core.io.ByteArrayResource(
+					yaml.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
 		assertThat(sources).isNotEmpty();
 		runner.withInitializer(context -> sources.forEach(context.getEnvironment().getPropertySources()::addFirst))
 			.run(context -> {

@@ -32,17 +32,32 @@ import org.springframework.core.io.ByteArrayResource;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Every snippet of README.md is one that the test command compiles, binds or runs: the
- * Java snippets are compiled here as the README shows them (imports included), the YAML
- * snippets are bound to {@link RdmaProperties} (no key left unbound) and validated, the
- * XML snippets are the build of the fresh application that {@code scripts/test} builds
- * and runs on the device ({@code scripts/fresh-app}, {@code scripts/lib/fresh-app.sh}),
- * and every shell command is one that the test command runs, or is listed below with
- * where its equivalent runs.
+ * Every snippet of README.md and of the reference in docs/ ({@link #DOCUMENTS}) is one
+ * that the test command compiles, binds or runs: the Java snippets are compiled here as
+ * the documents show them (imports included), the YAML snippets are bound to
+ * {@link RdmaProperties} (no key left unbound) and validated, the XML snippets are the
+ * build of the fresh application that {@code scripts/test} builds and runs on the device
+ * ({@code scripts/fresh-app}, {@code scripts/lib/fresh-app.sh}), and every shell command
+ * is one that the test command runs, or is listed below with where its equivalent runs.
  */
 class ReadmeTests {
 
 	private static final Path ROOT = Path.of("..");
+
+	/**
+	 * The documents whose snippets are checked: the README and the reference under docs/.
+	 */
+	static final List<String> DOCUMENTS = List.of("README.md", "docs/configuration.md", "docs/listeners-and-polling.md",
+			"docs/connections.md", "docs/running.md", "docs/bindings.md", "docs/troubleshooting.md", "docs/testing.md",
+			"docs/benchmarks.md");
+
+	/**
+	 * Notes under docs/ whose blocks are records or instructions for the project's own
+	 * tools (the VM, the reliability runs, the benchmark history), not snippets for
+	 * users.
+	 */
+	static final List<String> NOTES = List.of("docs/architecture.md", "docs/reliability.md", "docs/softroce-vm.md",
+			"docs/benchmarks-history.md");
 
 	/**
 	 * Each README command, and the file and text that show the test command running it
@@ -71,10 +86,31 @@ class ReadmeTests {
 			"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=client",
 			List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=client"),
 			// documented as not part of the test command
-			"scripts/bench", List.of("README.md", "Benchmarks are not part of the test command."));
+			"scripts/bench", List.of("docs/benchmarks.md", "Benchmarks are not part of the test command."));
 
 	private static String readme() throws IOException {
 		return Files.readString(ROOT.resolve("README.md"));
+	}
+
+	/** Every checked document, one after the other. */
+	private static String documents() throws IOException {
+		StringBuilder all = new StringBuilder();
+		for (String document : DOCUMENTS) {
+			all.append(Files.readString(ROOT.resolve(document))).append('\n');
+		}
+		return all.toString();
+	}
+
+	@Test
+	void everyMarkdownFileUnderDocsIsCheckedOrANote() throws IOException {
+		List<String> found = new ArrayList<>();
+		try (var files = Files.list(ROOT.resolve("docs"))) {
+			files.filter(file -> file.toString().endsWith(".md"))
+				.forEach(file -> found.add("docs/" + file.getFileName()));
+		}
+		List<String> known = new ArrayList<>(DOCUMENTS);
+		known.addAll(NOTES);
+		assertThat(known).as("docs/*.md: add a new document to DOCUMENTS").containsAll(found);
 	}
 
 	private static List<String> blocks(String readme, String language) {
@@ -89,15 +125,15 @@ class ReadmeTests {
 
 	@Test
 	void everyJavaSnippetCompilesAsWritten(@TempDir Path out) throws IOException {
-		List<String> snippets = blocks(readme(), "java");
+		List<String> snippets = blocks(documents(), "java");
 		assertThat(snippets).hasSizeGreaterThanOrEqualTo(4);
 		JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
 		for (String snippet : snippets) {
-			assertThat(snippet).as("a README Java snippet without imports:%n%s", snippet)
+			assertThat(snippet).as("a Java snippet without imports:%n%s", snippet)
 				.containsPattern("(?m)^import [\\w.]+;$");
 			Matcher type = Pattern.compile("(?m)^(?:public )?(?:final )?(?:class|record|interface) (\\w+)")
 				.matcher(snippet);
-			assertThat(type.find()).as("a README Java snippet that declares no class:%n%s", snippet).isTrue();
+			assertThat(type.find()).as("a Java snippet that declares no class:%n%s", snippet).isTrue();
 			JavaFileObject source = new SimpleJavaFileObject(URI.create("string:///" + type.group(1) + ".java"),
 					JavaFileObject.Kind.SOURCE) {
 				@Override
@@ -112,16 +148,16 @@ class ReadmeTests {
 								System.getProperty("java.class.path"), "-d", out.toString()),
 						null, List.of(source))
 				.call();
-			assertThat(compiled).as("README snippet %s:%n%s%n%s", type.group(1), snippet, diagnostics).isTrue();
+			assertThat(compiled).as("snippet %s:%n%s%n%s", type.group(1), snippet, diagnostics).isTrue();
 		}
 	}
 
 	@Test
 	void everyYamlSnippetBindsEveryKeyAndValidates() throws IOException {
-		List<String> snippets = blocks(readme(), "yaml");
+		List<String> snippets = blocks(documents(), "yaml");
 		assertThat(snippets).hasSizeGreaterThanOrEqualTo(2);
 		for (String snippet : snippets) {
-			List<PropertySource<?>> sources = new YamlPropertySourceLoader().load("README.md",
+			List<PropertySource<?>> sources = new YamlPropertySourceLoader().load("README.md or docs/",
 					new ByteArrayResource(snippet.getBytes(StandardCharsets.UTF_8)));
 			Binder binder = new Binder(ConfigurationPropertySources.from(sources));
 			RdmaProperties properties = binder
@@ -136,7 +172,7 @@ class ReadmeTests {
 	@Test
 	void everyXmlSnippetIsInTheFreshApplicationsBuild() throws IOException {
 		String pom = normalized(Files.readString(ROOT.resolve("scripts/fresh-app/pom.xml")));
-		List<String> snippets = blocks(readme(), "xml");
+		List<String> snippets = blocks(documents(), "xml");
 		assertThat(snippets).hasSizeGreaterThanOrEqualTo(2);
 		assertThat(snippets).allSatisfy(snippet -> assertThat(pom).contains(normalized(snippet)));
 	}
@@ -156,7 +192,7 @@ class ReadmeTests {
 
 	@Test
 	void everyCommandIsRunByTheTestCommand() throws IOException {
-		String readme = readme();
+		String readme = documents();
 		List<String> commands = new ArrayList<>();
 		for (String block : blocks(readme, "bash")) {
 			block.lines()
@@ -177,7 +213,7 @@ class ReadmeTests {
 		return xml.replaceAll("\\s+", " ").replace("> <", "><").strip();
 	}
 
-	/** The README's "Running with and without RDMA" snippet. */
+	/** The "Running with and without RDMA" snippet of docs/running.md. */
 	@org.springframework.stereotype.Component
 	static class Transport {
 

@@ -21,7 +21,7 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 /**
- * Every meter the README lists exists at startup, at zero, before anything happened:
+ * Every meter docs/running.md lists exists at startup, at zero, before anything happened:
  * {@code rdma.listener.failures} included.
  */
 class RdmaMicrometerMetricsTests {
@@ -53,11 +53,12 @@ class RdmaMicrometerMetricsTests {
 		assertThat(registry.get("rdma.listener.failures").tag("queue", "rx").counter().count()).isZero();
 	}
 
-	/** The meter names README.md lists under Metrics. */
+	/** The meter names docs/running.md lists under "Metrics and health". */
 	private static Set<String> documentedMeters() throws Exception {
-		String readme = Files.readString(Path.of("..", "README.md"));
-		String section = readme.substring(readme.indexOf("### Metrics"));
-		section = section.substring(0, section.indexOf("\n#", 5));
+		String readme = Files.readString(Path.of("..", "docs", "running.md"));
+		String section = readme.substring(readme.indexOf("## Metrics"));
+		int end = section.indexOf("\n#", 5);
+		section = (end < 0) ? section : section.substring(0, end);
 		Set<String> names = new LinkedHashSet<>();
 		Matcher m = Pattern.compile("`(rdma\\.[a-z.]+)`").matcher(section);
 		while (m.find()) {
