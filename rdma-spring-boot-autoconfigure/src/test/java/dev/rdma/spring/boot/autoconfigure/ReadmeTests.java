@@ -63,30 +63,34 @@ class ReadmeTests {
 	 * Each README command, and the file and text that show the test command running it
 	 * (or what it runs).
 	 */
-	private static final Map<String, List<String>> COMMANDS = Map.of(
+	private static final Map<String, List<String>> COMMANDS = Map.ofEntries(
 			// the test command itself (.ci/run runs it)
-			"scripts/test", List.of(".ci/run", "scripts/test"),
+			Map.entry("scripts/test", List.of(".ci/run", "scripts/test")),
+			// the device tier repeated: scripts/test's own loop
+			Map.entry("scripts/test --repeat 5", List.of("scripts/test", "--repeat) [[ ${2:-} =~")),
 			// its host tier
-			"./mvnw install", List.of("scripts/test", "\"${MVN[@]}\" install"),
+			Map.entry("./mvnw install", List.of("scripts/test", "\"${MVN[@]}\" install")),
 			// scripts/sample builds and runs sample-app.jar; the device tier runs the
 			// same jar
-			"scripts/sample", List.of("scripts/lib/device-tests.sh", "-jar \"$DT_SAMPLE_JAR\""),
+			Map.entry("scripts/sample", List.of("scripts/lib/device-tests.sh", "-jar \"$DT_SAMPLE_JAR\"")),
 			// the fresh application's build and run (scripts/test: host, then device
 			// tier)
-			"./mvnw package", List.of("scripts/lib/fresh-app.sh", "package -DskipTests"),
-			"java -jar target/demo-0.0.1-SNAPSHOT.jar", List.of("scripts/lib/fresh-app.sh", "-jar \"$jar\""),
+			Map.entry("./mvnw package", List.of("scripts/lib/fresh-app.sh", "package -DskipTests")),
+			Map.entry("java -jar target/demo-0.0.1-SNAPSHOT.jar", List.of("scripts/lib/fresh-app.sh", "-jar \"$jar\"")),
 			// needs a device on the host; what it adds to the sample's JVM is checked
 			// here
-			"./mvnw spring-boot:run -pl sample-app",
-			List.of("sample-app/pom.xml", "<jvmArguments>--enable-native-access=ALL-UNNAMED</jvmArguments>"),
+			Map.entry("./mvnw spring-boot:run -pl sample-app",
+					List.of("sample-app/pom.xml", "<jvmArguments>--enable-native-access=ALL-UNNAMED</jvmArguments>")),
 			// the sample's two-process mode: the device tier runs both (server on
 			// rxeB, client on rxeA)
-			"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=server",
-			List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=server"),
-			"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=client",
-			List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=client"),
+			Map.entry(
+					"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=server",
+					List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=server")),
+			Map.entry(
+					"java --enable-native-access=ALL-UNNAMED -jar sample-app/target/sample-app.jar --spring.profiles.active=client",
+					List.of("scripts/lib/device-tests.sh", "--spring.profiles.active=client")),
 			// documented as not part of the test command
-			"scripts/bench", List.of("docs/benchmarks.md", "Benchmarks are not part of the test command."));
+			Map.entry("scripts/bench", List.of("docs/benchmarks.md", "Benchmarks are not part of the test command.")));
 
 	private static String readme() throws IOException {
 		return Files.readString(ROOT.resolve("README.md"));
