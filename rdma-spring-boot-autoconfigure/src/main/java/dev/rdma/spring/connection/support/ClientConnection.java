@@ -203,6 +203,11 @@ public final class ClientConnection extends ConfiguredConnection {
 		if (peer != null) {
 			peer.close(remaining(deadline), ConnectionState.CLOSED);
 		}
+		// an attempt that ended with this stop, or a peer whose end the thread was
+		// handling, when this stop runs on a poller thread
+		for (PeerConnection handed : takeHandedOver()) {
+			handed.finishClose();
+		}
 		state = ConnectionState.CLOSED;
 		closeShared();
 	}

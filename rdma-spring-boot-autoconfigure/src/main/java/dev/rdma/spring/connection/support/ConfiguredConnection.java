@@ -3,6 +3,7 @@ package dev.rdma.spring.connection.support;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
 
@@ -66,6 +67,16 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	 * is no longer this, and never resumes ({@link #running()}).
 	 */
 	private volatile @Nullable Thread thread;
+
+	/**
+	 * While a stop that runs on a poller thread waits for this connection's thread: the
+	 * peers whose close that thread handed over to the stopper ({@link #handOver}); null
+	 * otherwise. Guarded by {@code this}.
+	 */
+	private @Nullable List<PeerConnection> handedOver;
+
+	/** Whether {@link #handedOver} is set (the lock-free check of {@link #handOver}). */
+	private volatile boolean stoppingOnPoller;
 
 	ConfiguredConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
@@ -179,14 +190,55 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 
 	/**
 	 * Ends the loop of the thread: false when this connection is not running (stopping is
-	 * idempotent).
+	 * idempotent). On a poller thread (a listener closing the context), the thread hands
+	 * the peers it closes from now on over to this stop ({@link #handOver}) until
+	 * {@link #takeHandedOver()}.
 	 */
 	final synchronized boolean stopRunning() {
 		if (!running) {
 			return false;
 		}
 		running = false;
+		if (PollerThreads.isPollerThread()) {
+			handedOver = new ArrayList<>();
+			stoppingOnPoller = true;
+		}
 		return true;
+	}
+
+	/**
+	 * Asked by the close of one of this connection's peers (on a thread that is not a
+	 * poller) before it waits for the pollers or destroys the QP: true when a stop on a
+	 * poller thread waits for this connection's thread, which must then not wait for that
+	 * poller (it may have to deliver the flushed work requests, to return from the
+	 * listener call the close waits for, or to end the batch {@code ibv_destroy_qp} waits
+	 * for, and it waits in {@link #joinThread}): the peer is listed for the stopper,
+	 * which finishes its close once the thread ended.
+	 */
+	private boolean handOver(PeerConnection peer) {
+		if (!stoppingOnPoller) {
+			return false;
+		}
+		synchronized (this) {
+			List<PeerConnection> list = handedOver;
+			if (list == null) {
+				return false;
+			}
+			list.add(peer);
+			return true;
+		}
+	}
+
+	/**
+	 * After {@link #joinThread}: the peers whose close the thread handed over, for the
+	 * caller to finish ({@link PeerConnection#finishClose()}); from now on a thread that
+	 * outlived its join closes its peers itself.
+	 */
+	final synchronized List<PeerConnection> takeHandedOver() {
+		List<PeerConnection> list = handedOver;
+		handedOver = null;
+		stoppingOnPoller = false;
+		return (list != null) ? list : List.of();
 	}
 
 	/** Waits for the thread to end, up to half the time left until {@code deadline}. */
@@ -224,7 +276,8 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 		if (p == null) {
 			throw new IllegalStateException("connection '" + name() + "' is not started");
 		}
-		return new PeerConnection(settings, counters, link, p, sendCq, receiveCq, listener.get(), routers);
+		return new PeerConnection(settings, counters, link, p, sendCq, receiveCq, listener.get(), routers,
+				this::handOver);
 	}
 
 	abstract String describeAddress();

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -114,6 +115,13 @@ public final class PeerConnection implements RdmaConnection {
 
 	private final List<CompletionRouter> routers;
 
+	/**
+	 * Asked by a {@link #close} that runs on a thread that is not a poller, before it
+	 * waits for the pollers and before it destroys the QP: true when the close is taken
+	 * over (see {@link #close}).
+	 */
+	private final Predicate<PeerConnection> handOver;
+
 	private final long sendTimeoutNanos;
 
 	/**
@@ -158,11 +166,24 @@ public final class PeerConnection implements RdmaConnection {
 	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
 			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
 			List<CompletionRouter> routers) {
+		this(settings, counters, link, pd, sendCq, receiveCq, listener, routers, (peer) -> false);
+	}
+
+	/**
+	 * A peer connection whose close, on a thread that is not a poller, may be taken over:
+	 * {@code handOver} is asked before the close waits for the pollers and before it
+	 * destroys the QP, and when it answers true the close returns at once, leaving the
+	 * rest to whoever took it over ({@link #finishClose()}).
+	 */
+	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
+			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
+			List<CompletionRouter> routers, Predicate<PeerConnection> handOver) {
 		this.settings = settings;
 		this.counters = counters;
 		this.link = link;
 		this.listener = listener;
 		this.routers = routers;
+		this.handOver = handOver;
 		this.sendTimeoutNanos = SendBufferPool.nanos(settings.sendTimeout());
 		int size = settings.messageSize();
 		QueuePair createdQp = null;
@@ -538,6 +559,16 @@ public final class PeerConnection implements RdmaConnection {
 	/**
 	 * Closes this connection as the class comment says, within {@code timeout}; true when
 	 * every work request came back before the deadline.
+	 *
+	 * <p>
+	 * <b>Taken over.</b> On a thread that is not a poller, the close asks its
+	 * {@code handOver} before it waits for the pollers and again before it destroys the
+	 * QP. A stop that runs on a poller thread (a listener closing the context) and waits
+	 * for the connection's own thread takes over the closes of that thread: the poller it
+	 * waits on may be the very thread that must deliver the flushed work requests, return
+	 * from the listener call this close waits for, or end the batch an
+	 * {@code ibv_destroy_qp} waits for. This close then returns false at once, and the
+	 * stopper calls {@link #finishClose()} once the thread ended.
 	 */
 	boolean close(Duration timeout, ConnectionState finalState) {
 		if (!closing.compareAndSet(false, true)) {
@@ -568,6 +599,9 @@ public final class PeerConnection implements RdmaConnection {
 		boolean drained = !onPoller || (postedReceives.get() == 0 && pool.inFlight() == 0);
 		long nextKick = System.nanoTime() + 100_000_000L;
 		while (!onPoller && (postedReceives.get() > 0 || pool.inFlight() > 0)) {
+			if (handOver.test(this)) {
+				return false; // the stopper, on a poller thread, finishes the close
+			}
 			if (System.nanoTime() - nextKick >= 0) {
 				// rxe flushes a receive posted to a QP already in ERR only when the
 				// kernel
@@ -591,6 +625,19 @@ public final class PeerConnection implements RdmaConnection {
 			}
 			LockSupport.parkNanos(200_000);
 		}
+		if (!onPoller && handOver.test(this)) {
+			return drained; // the stopper destroys the QP once its poll has ended
+		}
+		finishClose();
+		return drained;
+	}
+
+	/**
+	 * The end of {@link #close}: leave the routers, destroy the link (id or socket), the
+	 * QP and the memory regions (on a poller thread once its poll has ended). Called by
+	 * {@link #close}, or by the stopper that took a close over, once.
+	 */
+	void finishClose() {
 		routers.forEach(r -> r.remove(this));
 		link.close();
 		closeQuietly(qp);
@@ -599,7 +646,6 @@ public final class PeerConnection implements RdmaConnection {
 		if (accessRegion != null) {
 			closeQuietly(accessRegion);
 		}
-		return drained;
 	}
 
 	/**

@@ -151,6 +151,11 @@ public final class ServerConnection extends ConfiguredConnection {
 		for (PeerConnection peer : open) {
 			peer.close(remaining(deadline), ConnectionState.CLOSED);
 		}
+		// an accept that ended with this stop, or a peer whose end the thread was
+		// handling, when this stop runs on a poller thread
+		for (PeerConnection peer : takeHandedOver()) {
+			peer.finishClose();
+		}
 		transport.close();
 		state = ConnectionState.CLOSED;
 		closeShared();

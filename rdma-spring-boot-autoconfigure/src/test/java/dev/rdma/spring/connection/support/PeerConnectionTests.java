@@ -10,8 +10,11 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
@@ -66,6 +69,13 @@ class PeerConnectionTests {
 
 	/** A peer connection on mocks: 2 send buffers, 1 receive buffer of 64 bytes. */
 	private PeerConnection peer(@Nullable MessageListenerBinding listener) {
+		return peer(listener, (peer) -> false);
+	}
+
+	/**
+	 * As {@link #peer(MessageListenerBinding)}, its close taken over by {@code handOver}.
+	 */
+	private PeerConnection peer(@Nullable MessageListenerBinding listener, Predicate<PeerConnection> handOver) {
 		ConnectionSettings settings = new ConnectionSettings("orders", false, new InetSocketAddress("10.0.0.2", 7471),
 				null, 1, Duration.ofSeconds(5),
 				new ConnectionSettings.Retry(Duration.ofMillis(100), 2, Duration.ofSeconds(5), 0), "tx", "rx", 2, 1, 1,
@@ -77,7 +87,7 @@ class PeerConnectionTests {
 		given(receiveRegion.buffer()).willReturn(arena.allocate(MESSAGE_SIZE));
 		return new PeerConnection(settings, new ConnectionCounters(), new PeerLink.Cm(mock(ConnectionId.class)), pd,
 				mock(CompletionQueue.class), mock(CompletionQueue.class), listener,
-				List.of(new CompletionRouter("tx"), new CompletionRouter("rx")));
+				List.of(new CompletionRouter("tx"), new CompletionRouter("rx")), handOver);
 	}
 
 	private static WorkCompletion completion(long wrId, WcStatus status, int byteLen) {
@@ -200,6 +210,46 @@ class PeerConnectionTests {
 		assertThat(close.get(5, TimeUnit.SECONDS)).as("drained in time").isTrue();
 		poller.get(5, TimeUnit.SECONDS);
 		verify(receiveRegion).close();
+	}
+
+	/**
+	 * A stop on a poller thread waits for the connection's thread, whose close of a peer
+	 * would wait for that poller (here: for its listener call): once the stop takes the
+	 * close over, the close stops waiting at once and leaves the destroy to the stopper
+	 * ({@link PeerConnection#finishClose()}), while the listener call still runs.
+	 */
+	@Test
+	void aCloseTakenOverStopsWaitingForThePollersAndLeavesTheDestroyToTheStopper() throws Exception {
+		CountDownLatch inCall = new CountDownLatch(1);
+		CountDownLatch proceed = new CountDownLatch(1);
+		AtomicBoolean stopping = new AtomicBoolean();
+		List<PeerConnection> handedOver = new CopyOnWriteArrayList<>();
+		PeerConnection peer = peer(new MessageListenerBinding("listener", (message) -> {
+			inCall.countDown();
+			proceed.await(10, TimeUnit.SECONDS);
+		}), (p) -> stopping.get() && handedOver.add(p));
+		peer.postReceives();
+		peer.established();
+		WorkCompletion received = completion(0, WcStatus.SUCCESS, 8);
+		CompletableFuture<Void> poller = CompletableFuture.runAsync(() -> peer.onCompletion(received), threads);
+		assertThat(inCall.await(5, TimeUnit.SECONDS)).isTrue();
+		CompletableFuture<Boolean> close = CompletableFuture
+			.supplyAsync(() -> peer.close(Duration.ofSeconds(5), ConnectionState.CLOSED), threads);
+		verify(qp, timeout(5000).atLeastOnce()).moveToError(); // close is waiting for the
+																// listener call
+		Thread.sleep(300);
+		assertThat(close).isNotDone();
+		stopping.set(true);
+		assertThat(close.get(2, TimeUnit.SECONDS)).as("drained").isFalse();
+		assertThat(handedOver).containsExactly(peer);
+		verify(qp, never()).close();
+		verify(receiveRegion, never()).close();
+		peer.finishClose();
+		verify(qp).close();
+		verify(sendRegion).close();
+		verify(receiveRegion).close();
+		proceed.countDown();
+		poller.get(5, TimeUnit.SECONDS);
 	}
 
 	@Test
