@@ -53,7 +53,14 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * another poller sharing the channel goes to it through the
  * {@link CompletionEventRouter};</li>
  * <li><b>routed events</b>: events other pollers took for this thread's queues are
- * counted and their queues made ready; back to 1.</li>
+ * counted and their queues made ready;</li>
+ * <li><b>re-poll</b>: every {@link #SWEEP_NANOS}, each armed queue (drained empty,
+ * waiting for its event) is polled once. A provider can lose an event (Soft-RoCE has been
+ * seen to; docs/reliability.md): without this a completion whose event never came would
+ * wait for the queue's next event, for ever in a request/response protocol. What the
+ * re-poll finds is delivered and the queue made ready (drained and re-armed); when no
+ * event for it has come by the next re-poll either, the event was lost: counted
+ * ({@link PollerMetrics#missedEvent()}) and logged. Back to 1.</li>
  * </ol>
  * Busy and adaptive modes spin over all the thread's queues, not one. A queue whose poll
  * fails is retried after a pause without holding up the others. On exit every got event
@@ -65,6 +72,11 @@ final class GroupPollLoop implements Runnable {
 
 	/** The longest a wait lasts; wake-ups normally end it much sooner. */
 	private static final long WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+
+	/**
+	 * How often the armed queues are re-polled for completions whose event never came.
+	 */
+	static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
 	/** Pause of a queue after a failed poll (e.g. a CQ in the error state). */
 	private static final long ERROR_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
@@ -127,6 +139,9 @@ final class GroupPollLoop implements Runnable {
 
 	private long pausedUntil;
 
+	/** When the armed queues are re-polled next. */
+	private long nextSweepNanos;
+
 	private volatile @Nullable Thread thread;
 
 	GroupPollLoop(PollerGroup group, int index, PollerGroupSettings settings, CompletionEventRouter router) {
@@ -151,6 +166,7 @@ final class GroupPollLoop implements Runnable {
 	@Override
 	public void run() {
 		long lastWork = System.nanoTime();
+		nextSweepNanos = lastWork + SWEEP_NANOS;
 		boolean wasSpinning = false;
 		PollerThreads.enter();
 		try {
@@ -202,6 +218,12 @@ final class GroupPollLoop implements Runnable {
 				// 6. events other pollers took for our queues
 				if (eventsRouted) {
 					collectRoutedEvents();
+				}
+				// 7. re-poll the armed queues: an event the provider lost delays a
+				// completion by at most SWEEP_NANOS instead of for ever
+				if (System.nanoTime() - nextSweepNanos >= 0) {
+					sweepArmed();
+					nextSweepNanos = System.nanoTime() + SWEEP_NANOS;
 				}
 			}
 		}
@@ -430,6 +452,43 @@ final class GroupPollLoop implements Runnable {
 			else {
 				router.wake(fired); // or acks it, when its queue left
 			}
+		}
+	}
+
+	/**
+	 * Polls each armed queue once (not ready, running, not pausing). What it finds is
+	 * delivered, and the queue is made ready so that the next turn drains and re-arms it;
+	 * the events this thread has counted for it so far are noted, and a queue that had
+	 * none by the next sweep (neither its own nor one routed from another poller) lost
+	 * its event.
+	 */
+	private void sweepArmed() {
+		for (int i = 0; i < members.size(); i++) {
+			Member m = members.get(i);
+			if (m.eventsAtSweep >= 0) {
+				if (m.eventsSeen == m.eventsAtSweep) {
+					missedEvent(m);
+				}
+				m.eventsAtSweep = -1;
+			}
+			if (m.queued || m.routed || !m.running || paused(m)) {
+				continue;
+			}
+			if (drain(m) > 0) {
+				m.eventsAtSweep = m.eventsSeen;
+				makeReady(m);
+			}
+		}
+	}
+
+	private void missedEvent(Member m) {
+		m.metrics.missedEvent();
+		if (!m.missedEventLogged) {
+			m.missedEventLogged = true;
+			logger.warn("Queue '" + m.queueName + "' had completions whose completion event never came (the"
+					+ " provider lost it); '" + threadName + "' found them by re-polling its armed queues every "
+					+ TimeUnit.NANOSECONDS.toMillis(SWEEP_NANOS) + " ms. Further ones are counted in"
+					+ " rdma.events.missed");
 		}
 	}
 
@@ -689,6 +748,14 @@ final class GroupPollLoop implements Runnable {
 		long pausedUntil;
 
 		boolean pollErrorLogged;
+
+		/**
+		 * {@link #eventsSeen} when a sweep last found completions of the armed queue, -1
+		 * if none.
+		 */
+		long eventsAtSweep = -1;
+
+		boolean missedEventLogged;
 
 		Member(String queueName, CompletionQueue queue, CompletionDispatcher dispatcher, PollerMetrics metrics,
 				boolean batchListener, int batchSize, int ackBatch) {

@@ -43,7 +43,12 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * channel was counted on that CQ by the binding; its poller is woken through the
  * {@link CompletionEventRouter};</li>
  * <li><b>count and ack</b>: the events of this CQ (also those a peer poller took for it)
- * are counted and acked every ack-batch events; back to 1, which drains and re-arms.</li>
+ * are counted and acked every ack-batch events; back to 1, which drains and re-arms.
+ * After a wait that timed out that drain is also the re-poll of the armed queue: a
+ * provider can lose an event (docs/reliability.md), and what it finds is delivered at
+ * most one timeout late instead of never; when no event for the queue comes by the next
+ * timeout either, the event was lost: counted ({@link PollerMetrics#missedEvent()}) and
+ * logged.</li>
  * </ol>
  * Spurious events (an event whose completion the previous drain already took) are
  * harmless: the drain finds nothing. On exit every got event is acked, so the queue can
@@ -99,6 +104,17 @@ final class PollLoop implements Runnable {
 
 	private boolean pollErrorLogged;
 
+	/** The last wait on the armed queue ended by its timeout. */
+	private boolean timedOut;
+
+	/**
+	 * {@link #eventsSeen} when a drain after a timed-out wait found completions, -1 if
+	 * none.
+	 */
+	private long eventsAtRepoll = -1;
+
+	private boolean missedEventLogged;
+
 	PollLoop(String queueName, CompletionQueue queue, PollingMode mode, PollerSettings settings, boolean batchListener,
 			CompletionDispatcher dispatcher, PollerMetrics metrics, CompletionEventRouter router, Waker waker) {
 		this.queueName = queueName;
@@ -140,8 +156,15 @@ final class PollLoop implements Runnable {
 					if (!deferred.isEmpty()) {
 						PollerThreads.closeDeferred();
 					}
-					// 1. drain
-					if (drain(buffer) > 0) {
+					// 1. drain (after a timed-out wait: the re-poll of the armed queue)
+					int drained = drain(buffer);
+					if (timedOut) {
+						timedOut = false;
+						if (drained > 0) {
+							eventsAtRepoll = eventsSeen;
+						}
+					}
+					if (drained > 0) {
 						idleSince = dispatcher.lastDelivery();
 						sleepNanos = MIN_SLEEP_NANOS;
 						continue;
@@ -167,13 +190,18 @@ final class PollLoop implements Runnable {
 					}
 					// 5. wait on the channel (own waker: stop, or a peer routing our
 					// event)
-					if (channel.await(WAIT_NANOS, waker) == CompletionChannel.WaitResult.READY) {
+					CompletionChannel.WaitResult result = channel.await(WAIT_NANOS, waker);
+					if (result == CompletionChannel.WaitResult.READY) {
 						// 6. get the event; route one of another CQ to its poller
 						takeEvent(channel);
 					}
 					// 7. count our events and ack them in batches; the next turn drains
 					// and re-arms
 					countAndAck(false);
+					if (result == CompletionChannel.WaitResult.TIMEOUT) {
+						missedEventCheck();
+						timedOut = true;
+					}
 					// idleSince stays the last delivery's: a wait that ended without work
 					// (timeout, a wake-up, an event a peer took) starts no new spin
 				}
@@ -228,6 +256,27 @@ final class PollLoop implements Runnable {
 		if (fired != null && fired != queue) {
 			router.wake(fired); // or acks it, when its queue's container stopped
 		}
+	}
+
+	/**
+	 * After a timed-out wait: when the re-poll before it found completions and no event
+	 * of the queue was counted since, their event never came.
+	 */
+	private void missedEventCheck() {
+		if (eventsAtRepoll < 0) {
+			return;
+		}
+		if (eventsSeen == eventsAtRepoll) {
+			metrics.missedEvent();
+			if (!missedEventLogged) {
+				missedEventLogged = true;
+				logger.warn("Queue '" + queueName + "' had completions whose completion event never came (the"
+						+ " provider lost it); its poller found them by re-polling after a wait of "
+						+ TimeUnit.NANOSECONDS.toMillis(WAIT_NANOS) + " ms. Further ones are counted in"
+						+ " rdma.events.missed");
+			}
+		}
+		eventsAtRepoll = -1;
 	}
 
 	private void countAndAck(boolean all) {

@@ -38,6 +38,13 @@ public interface PollerMetrics {
 	default void acks(long count) {
 	}
 
+	/**
+	 * A completion event of the queue never came: the poller's periodic re-poll of the
+	 * armed queue found its completions, and no event arrived afterwards either.
+	 */
+	default void missedEvent() {
+	}
+
 	/** Polling the queue failed (e.g. the CQ went to the error state). */
 	default void pollError(Throwable error) {
 	}

@@ -68,13 +68,21 @@ class PollerGroupDeviceTest {
 		device = DeviceTestSupport.deviceName();
 	}
 
+	/** The device the runner configures (also for other classes' tests). */
+	private static String deviceName() {
+		if (device == null) {
+			device = DeviceTestSupport.deviceName();
+		}
+		return device;
+	}
+
 	/**
 	 * {@code queues} legacy queues {@code q0..}, on {@code channels} channels (queue i on
 	 * channel i mod channels), in poller group {@code conns}.
 	 */
-	private static ApplicationContextRunner runner(int queues, int channels, String... group) {
+	static ApplicationContextRunner runner(int queues, int channels, String... group) {
 		List<String> properties = new ArrayList<>(
-				List.of("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.shutdown-timeout=5s"));
+				List.of("rdma.required=true", "rdma.devices.nic0.name=" + deviceName(), "rdma.shutdown-timeout=5s"));
 		for (int c = 0; c < channels; c++) {
 			properties.add("rdma.channels.ev" + c + ".device=nic0");
 		}

@@ -23,6 +23,8 @@ import dev.rdma.verbs.WcStatus;
  * <li>{@code rdma.completions} (counter; queue, status)</li>
  * <li>{@code rdma.poll.batch.size} (distribution summary; queue)</li>
  * <li>{@code rdma.events} and {@code rdma.events.acked} (counters; queue)</li>
+ * <li>{@code rdma.events.missed} (counter of completion events that never came: the
+ * poller found their completions by re-polling the armed queue; queue)</li>
  * <li>{@code rdma.listener} (timer per batch of listener calls; queue, result,
  * exception)</li>
  * <li>{@code rdma.listener.failures} (counter of listener calls that threw; queue,
@@ -76,6 +78,8 @@ public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitia
 
 		private final Counter acks;
 
+		private final Counter missedEvents;
+
 		private final Counter pollErrors;
 
 		private final Timer success;
@@ -96,6 +100,10 @@ public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitia
 				.register(registry);
 			this.acks = Counter.builder("rdma.events.acked")
 				.description("Completion events acknowledged")
+				.tags("queue", queue)
+				.register(registry);
+			this.missedEvents = Counter.builder("rdma.events.missed")
+				.description("Completion events that never came (completions found by re-polling the armed queue)")
 				.tags("queue", queue)
 				.register(registry);
 			this.pollErrors = Counter.builder("rdma.poll.errors")
@@ -167,6 +175,11 @@ public class RdmaMicrometerMetrics implements PollerMetrics.Factory, SmartInitia
 		@Override
 		public void acks(long count) {
 			acks.increment(count);
+		}
+
+		@Override
+		public void missedEvent() {
+			missedEvents.increment();
 		}
 
 		@Override
