@@ -16,11 +16,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The two-device tier itself (issue 15): rdma-core's own programs, C peers no one here
- * wrote, connect rxeA to rxeB across the veth pair, and each device's {@code hw_counters}
- * prove that the traffic left one device and arrived at the other (policy routing could
- * otherwise hand it to {@code lo} or to the server's own device and the programs would
- * still report success). The binding's own cross-device tests build on the same
- * {@link TwoDevices} and {@link NativePeer}.
+ * wrote ({@code ibv_rc_pingpong} out of band, {@code rping} through rdma_cm), connect
+ * rxeA to rxeB across the veth pair, and each device's {@code hw_counters} prove that the
+ * traffic left one device and arrived at the other (policy routing could otherwise hand
+ * it to {@code lo} or to the server's own device and the programs would still report
+ * success). The binding's own cross-device tests build on the same {@link TwoDevices} and
+ * {@link NativePeer}.
  */
 @Tag(DeviceTestSupport.TAG)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
@@ -31,6 +32,8 @@ class TwoDeviceTierDeviceTest {
 	private static final int PINGPONG_PORT = 18515;
 
 	private static final int RDMA_CM_PORT = 7471;
+
+	private static final int RPING_COUNT = 10;
 
 	@Test
 	void theDevicesHaveDistinctIpv4MappedGidsOnTheirOwnNetdevs() {
@@ -81,32 +84,45 @@ class TwoDeviceTierDeviceTest {
 		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
 	}
 
+	/**
+	 * rdma_cm between the two devices with rdma-core's {@code rping}: ten round trips of
+	 * a SEND, an RDMA READ, an RDMA WRITE and two SENDs each, the client bound to rxeA
+	 * ({@code -I}). Not {@code rdma_server}/{@code rdma_client}: their protocol races
+	 * with its own teardown on rxe (each side disconnects, moving its QP to the error
+	 * state, as soon as it has polled its last receive; rxe posts that receive's
+	 * completion before it sends the ACK and drops the ACK once the QP is in error, and
+	 * the peer, connected by librdmacm's default retry count 7, which rxe treats as
+	 * infinite, retransmits for ever). Run after run this hung about one pair in sixty
+	 * (docs/softroce-vm.md, "Why the tier flaked"). rping ends on the CM's DISCONNECTED
+	 * event, never on a send's completion, so it cannot hang that way.
+	 */
 	@Test
-	void rdmaServerOnRxeBAndRdmaClientOnRxeAExchangeAMessageEachWay() {
+	void rpingBetweenRxeAAndRxeBCompletesTenRoundTripsThroughRdmaCm() {
 		TwoDevices two = TwoDevices.require();
 		Peer a = two.a();
 		Peer b = two.b();
 		Traffic a0 = a.traffic();
 		Traffic b0 = b.traffic();
 		String port = Integer.toString(RDMA_CM_PORT);
-		// rdma_client of rdma-core 44 has no source-address option: the policy rules
-		// route its unbound id
-		// to 10.0.0.2 through vethA, and the counters below prove that it left from rxeA
-		try (NativePeer server = NativePeer.start("rdma_server", "-s", b.ipv4(), "-p", port)) {
+		try (NativePeer server = NativePeer.start("rping", "-s", "-a", b.ipv4(), "-p", port, "-C",
+				Integer.toString(RPING_COUNT))) {
 			NativePeer.awaitRdmaCmListening(b.device(), RDMA_CM_PORT, Duration.ofSeconds(60));
-			try (NativePeer client = NativePeer.start("rdma_client", "-s", b.ipv4(), "-p", port)) {
+			try (NativePeer client = NativePeer.start("rping", "-c", "-a", b.ipv4(), "-I", a.ipv4(), "-p", port, "-C",
+					Integer.toString(RPING_COUNT), "-v")) {
 				assertThat(client.awaitExit(Duration.ofSeconds(120)))
 					.as("client exit status; output:%n%s", client.output())
 					.isZero();
 				assertThat(server.awaitExit(Duration.ofSeconds(60)))
 					.as("server exit status; output:%n%s", server.output())
 					.isZero();
-				System.out.printf("rdma_server on %s:%n%s%nrdma_client:%n%s%n", b, server.output(), client.output());
-				assertThat(client.output()).contains("rdma_client: end 0");
-				assertThat(server.output()).contains("rdma_server: end 0");
+				System.out.printf("rping server on %s:%n%s%nrping client on %s:%n%s%n", b, server.output(), a,
+						client.output());
+				assertThat(client.output().lines().filter(l -> l.startsWith("ping data: rdma-ping-")))
+					.as("the client's verified round trips")
+					.hasSize(RPING_COUNT);
 			}
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, 1);
+		TwoDevices.assertCrossed(a, a0, b, b0, RPING_COUNT);
 	}
 
 }
