@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The fresh application of README "Using it in your own application": built outside the reactor as a new user
-# builds it, and run as an executable jar with --illegal-native-access=deny and no other JVM flag.
+# builds it, and run as an executable jar with --illegal-native-access=deny and no other JVM flag of its own (in the
+# Soft-RoCE VM it gets the emulator's $RXE_VM_JAVA_OPTS, as every guest JVM does: C1 only, much faster to start a
+# Spring Boot application under emulation, and the crash-log path the VM checks).
 #
 #   fresh-app.sh build <boot-version> <dir>   (host) copy scripts/fresh-app to <dir>, add the README's application.yml
 #                                             and listener (the blocks marked <!-- fresh-app: PATH --> in README.md),
@@ -42,7 +44,7 @@ run() {
     local name
     name=$(basename "$(dirname "$(dirname "$jar")")")
     # shellcheck disable=SC2086
-    "$java" --illegal-native-access=deny -jar "$jar" --server.port="$port" > "$log" 2>&1 &
+    "$java" ${RXE_VM_JAVA_OPTS:-} --illegal-native-access=deny -jar "$jar" --server.port="$port" > "$log" 2>&1 &
     local pid=$! verdict="" health="" metric=""
     local deadline=$((SECONDS + ${FRESH_APP_TIMEOUT:-900}))
     while (( SECONDS < deadline )); do
