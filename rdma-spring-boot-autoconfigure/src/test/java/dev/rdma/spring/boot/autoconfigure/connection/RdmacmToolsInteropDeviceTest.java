@@ -69,17 +69,16 @@ class RdmacmToolsInteropDeviceTest {
 			// sends none once the QP is in error, while the retry count 7 of
 			// rdma_client's request means "for ever" to rxe. So the echo is acknowledged
 			// (sent), or, one run in dozens, never: then it is flushed when the server
-			// ends the peer on its DISCONNECTED (a send error), after retransmissions
-			// (docs/softroce-vm.md, "Why the tier flaked")
+			// ends the peer on its DISCONNECTED, a send error, although it arrived:
+			// rdma_client's "end 0" above follows the receive of the echo (its QP goes to
+			// the error state only after that receive). docs/softroce-vm.md, "Why the
+			// tier flaked".
+			await("the echo's completion, acknowledged or flushed",
+					() -> link.statistics().messagesSent() + link.statistics().sendErrors() == 1);
 			ConnectionStatistics stats = link.statistics();
 			long retransmitted = TwoDevices.hwCounter(two.b().device(), "completer_retry_err") - retries;
 			System.out.printf("RDMA_CLIENT-ACK echo sent %d, send errors %d, retransmissions %d%n",
 					stats.messagesSent(), stats.sendErrors(), retransmitted);
-			if (stats.messagesSent() != 1) {
-				assertThat(stats.sendErrors()).as("the echo, flushed").isEqualTo(1);
-				assertThat(retransmitted).as("completer_retry_err of %s: the echo's ACK never came", two.b().device())
-					.isPositive();
-			}
 			assertThat(stats.messagesSent() + stats.sendErrors()).isEqualTo(1);
 		}
 		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
