@@ -190,23 +190,28 @@ public final class ClientConnection extends ConfiguredConnection {
 		if (!stopRunning()) {
 			return;
 		}
-		synchronized (sleeper) {
-			sleeper.notifyAll();
+		try {
+			synchronized (sleeper) {
+				sleeper.notifyAll();
+			}
+			ClientTransport.Attempt a = attempt;
+			if (a != null) {
+				a.wakeUp();
+			}
+			joinThread(deadline);
+			PeerConnection peer = current;
+			current = null;
+			if (peer != null) {
+				peer.close(remaining(deadline), ConnectionState.CLOSED);
+			}
 		}
-		ClientTransport.Attempt a = attempt;
-		if (a != null) {
-			a.wakeUp();
-		}
-		joinThread(deadline);
-		PeerConnection peer = current;
-		current = null;
-		if (peer != null) {
-			peer.close(remaining(deadline), ConnectionState.CLOSED);
-		}
-		// an attempt that ended with this stop, or a peer whose end the thread was
-		// handling, when this stop runs on a poller thread
-		for (PeerConnection handed : takeHandedOver()) {
-			handed.finishClose();
+		finally {
+			// an attempt that ended with this stop, or a peer whose end the thread was
+			// handling, when this stop runs on a poller thread (also when the stop
+			// failed: no handed-over peer is left unclosed)
+			for (PeerConnection handed : takeHandedOver()) {
+				handed.finishClose();
+			}
 		}
 		state = ConnectionState.CLOSED;
 		closeShared();

@@ -171,6 +171,8 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	final synchronized void startThread(String prefix, Runnable loop) {
 		Thread t = new LoopThread(this, loop, prefix + name());
 		t.setDaemon(true);
+		handedOver = null; // a new start hands nothing over
+		stoppingOnPoller = false;
 		thread = t;
 		running = true;
 		t.start();

@@ -144,17 +144,22 @@ public final class ServerConnection extends ConfiguredConnection {
 		if (!stopRunning()) {
 			return;
 		}
-		transport.wakeUp();
-		joinThread(deadline);
-		List<PeerConnection> open = new ArrayList<>(peers);
-		peers.clear();
-		for (PeerConnection peer : open) {
-			peer.close(remaining(deadline), ConnectionState.CLOSED);
+		try {
+			transport.wakeUp();
+			joinThread(deadline);
+			List<PeerConnection> open = new ArrayList<>(peers);
+			peers.clear();
+			for (PeerConnection peer : open) {
+				peer.close(remaining(deadline), ConnectionState.CLOSED);
+			}
 		}
-		// an accept that ended with this stop, or a peer whose end the thread was
-		// handling, when this stop runs on a poller thread
-		for (PeerConnection peer : takeHandedOver()) {
-			peer.finishClose();
+		finally {
+			// an accept that ended with this stop, or a peer whose end the thread was
+			// handling, when this stop runs on a poller thread (also when the stop
+			// failed: no handed-over peer is left unclosed)
+			for (PeerConnection peer : takeHandedOver()) {
+				peer.finishClose();
+			}
 		}
 		transport.close();
 		state = ConnectionState.CLOSED;
