@@ -21,15 +21,31 @@
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
 #   DT_INCLUDE_CLASSNAME  when set, only the device test classes matching this regex run (--include-classname)
-#   DT_FRESH_READY     a file scripts/test creates once it has built those jars (it builds them on the host while
-#                      the device tests run); waited for, 900 s at most, before they start
+#   DT_FRESH_READY     a file scripts/test creates once it has built those jars and the AOT caches (it builds them on
+#                      the host while the device tests run); waited for, 900 s at most, before the sample and the
+#                      fresh applications start
+#   DT_SAMPLE_AOT      a directory of scripts/lib/aot-cache.sh for the sample's jar: when it holds a cache, every
+#                      sample JVM runs the extracted jar with it (same application, cheaper startup); else the jar
 # Exit status: the device tests' (a failed device-last run counts when the device tests passed).
 set -u
 : "${DT_OUT:?}" "${DT_LAUNCHER:?}" "${JAVA_HOME:?}"
 export RDMA_TEST_DEVICE=${RDMA_TEST_DEVICE:-${RXE_VM_DEVICE:-}}
 JOPTS="${RXE_VM_JAVA_OPTS:--XX:ErrorFile=${DT_HS_ERR:-hs_err_pid%p.log}}"
-# phase lines carry the wall clock and the guest uptime (where the time goes under emulation)
-say() { echo "== $(date -u +%H:%M:%S) (up $(cut -d' ' -f1 /proc/uptime 2>/dev/null)s) ${DT_LANE:+lane $DT_LANE: }$*"; }
+# phase lines carry the wall clock, the guest uptime and the CPU the guest used since the previous line (where the
+# time goes under emulation: a phase that waits more than it computes shows busy well under 100 % of its span)
+cpu_busy() { # jiffies the guest's CPUs were not idle, and all jiffies (/proc/stat: idle and iowait are idle)
+    local _cpu u n s i w q sq st
+    read -r _cpu u n s i w q sq st _ < /proc/stat 2>/dev/null || { echo "0 0"; return; }
+    echo "$((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
+}
+read -r BUSY0 ALL0 < <(cpu_busy)
+say() {
+    local busy all share=""
+    read -r busy all < <(cpu_busy)
+    (( all > ALL0 )) && share=", busy $(( 100 * (busy - BUSY0) / (all - ALL0) ))% since the last line"
+    BUSY0=$busy ALL0=$all
+    echo "== $(date -u +%H:%M:%S) (up $(cut -d' ' -f1 /proc/uptime 2>/dev/null)s$share) ${DT_LANE:+lane $DT_LANE: }$*"
+}
 say "device tests on: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
 
 scan=(--scan-class-path)
@@ -38,7 +54,9 @@ if [[ -n "${DT_SCAN_ROOTS:-}" ]]; then
     IFS=: read -r -a roots <<< "$DT_SCAN_ROOTS"
     for root in "${roots[@]}"; do scan+=("--scan-class-path=$root"); done
 fi
-[[ -n "${DT_INCLUDE_CLASSNAME:-}" ]] && scan+=(--include-classname "$DT_INCLUDE_CLASSNAME")
+# device tests are the classes named *DeviceTest (DeviceTestNamingTests checks it): the launcher loads no other test
+# class to read its tags (loading the host tests' classes cost minutes under emulation)
+scan+=(--include-classname "${DT_INCLUDE_CLASSNAME:-^.*DeviceTest\$}")
 
 run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     local tag=$1 reports=$2
@@ -65,10 +83,26 @@ if [[ -n "${DT_CLASSPATH:-}" ]]; then
     say "device tests: exit status $tests"
 fi
 
+wait_for_host() { # the host's part (fresh applications, AOT caches), built while the device tests ran
+    [[ -n "${DT_FRESH_READY:-}" ]] || return 0
+    local waited=0
+    while [[ ! -f $DT_FRESH_READY ]] && (( waited < 900 )); do sleep 2; waited=$((waited + 2)); done
+    [[ -f $DT_FRESH_READY ]] || say "the host's part (fresh applications, AOT caches) was not ready within 900 s ($DT_FRESH_READY)"
+}
+
 if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
+    wait_for_host
+    # the sample's JVM flags and jar: the extracted jar with its AOT cache when the host made one
+    if [[ -n "${DT_SAMPLE_AOT:-}" ]] && mapfile -t sample_run < <("$(dirname "$0")/aot-cache.sh" flags "$DT_SAMPLE_AOT") \
+        && (( ${#sample_run[@]} > 0 )); then
+        echo "the sample runs extracted with an AOT cache made on the host: ${sample_run[*]}"
+    else
+        sample_run=(--enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR")
+        echo "NOTE: no AOT cache for the sample ($DT_SAMPLE_AOT): it runs as an executable jar (slower startup)"
+    fi
     say "sample application (scripts/sample), ${DT_SAMPLE_MESSAGES:-5000} messages"
     # shellcheck disable=SC2086
-    "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR" \
+    "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" \
         --sample.messages="${DT_SAMPLE_MESSAGES:-5000}" > "$DT_OUT/sample.log" 2>&1
     echo $? > "$DT_OUT/sample.rc"
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
@@ -96,8 +130,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
             local log=$1
             shift
             # shellcheck disable=SC2086
-            timeout -k 10 "$two_limit" "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED \
-                -jar "$DT_SAMPLE_JAR" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
+            timeout -k 10 "$two_limit" "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
                 > "$log" 2>&1
         }
         sample_two "$DT_OUT/sample-server.log" --spring.profiles.active=server --sample.stop-after="$stop_after" &
@@ -145,11 +178,7 @@ fi
 # the fresh application of README "Using it in your own application", one jar per Spring Boot version, started
 # together with --illegal-native-access=deny (scripts/lib/fresh-app.sh run); scripts/test reads the results
 if [[ -n "${DT_FRESH_APPS:-}" ]]; then
-    if [[ -n "${DT_FRESH_READY:-}" ]]; then
-        waited=0
-        while [[ ! -f $DT_FRESH_READY ]] && (( waited < 900 )); do sleep 2; waited=$((waited + 2)); done
-        [[ -f $DT_FRESH_READY ]] || say "the fresh applications were not built within 900 s ($DT_FRESH_READY)"
-    fi
+    wait_for_host
     say "fresh applications (README quick start): $DT_FRESH_APPS"
     port=18080
     fresh=()

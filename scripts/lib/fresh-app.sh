@@ -2,7 +2,9 @@
 # The fresh application of README "Using it in your own application": built outside the reactor as a new user
 # builds it, and run as an executable jar with --illegal-native-access=deny and no other JVM flag of its own (in the
 # Soft-RoCE VM it gets the emulator's $RXE_VM_JAVA_OPTS, as every guest JVM does: C1 only, much faster to start a
-# Spring Boot application under emulation, and the crash-log path the VM checks).
+# Spring Boot application under emulation, and the crash-log path the VM checks). scripts/test runs one application
+# exactly so (Spring Boot 4.1.x, the README's `java -jar`) and the other (4.0.x) the way Boot documents for efficient
+# deployment: extracted and started with an AOT cache ("fresh-app.sh aot"), which also proves that way works.
 #
 #   fresh-app.sh build <boot-version> <dir>   (host) copy scripts/fresh-app to <dir>, add the README's application.yml
 #                                             and listener (the blocks marked <!-- fresh-app: PATH --> in README.md),
@@ -10,6 +12,9 @@
 #                                             against the starter in the local Maven repository (./mvnw install first)
 #   fresh-app.sh boot3 <boot-version> <dir>   (host) the same application on Spring Boot 3.x: startup must fail naming
 #                                             the required Spring Boot version
+#   fresh-app.sh aot <dir>                    (host) extract <dir>/target/demo.jar and make its AOT cache in <dir>/aot
+#                                             (scripts/lib/aot-cache.sh): the next run starts it the way Spring Boot
+#                                             documents for efficient deployment, extracted with the cache
 #   fresh-app.sh run <jar> <port> <log>       (device tier) start the jar on the device, wait until the README's
 #                                             listener got the test traffic's completions, then check over HTTP that
 #                                             /actuator/health shows rdma UP and /actuator/metrics/rdma.completions
@@ -43,8 +48,15 @@ run() {
     local jar=$1 port=$2 log=$3 java=${JAVA_HOME:?}/bin/java
     local name
     name=$(basename "$(dirname "$(dirname "$jar")")")
+    local -a launch
+    # next to target/: the AOT cache of "fresh-app.sh aot", if one was made (flags end with -jar <extracted jar>)
+    if ! mapfile -t launch < <("$ROOT/scripts/lib/aot-cache.sh" flags "$(dirname "$(dirname "$jar")")/aot") \
+        || (( ${#launch[@]} == 0 )); then
+        launch=(--illegal-native-access=deny -jar "$jar")
+    fi
+    echo "fresh-app: java ${launch[*]}" > "$log.launch"
     # shellcheck disable=SC2086
-    "$java" ${RXE_VM_JAVA_OPTS:-} --illegal-native-access=deny -jar "$jar" --server.port="$port" > "$log" 2>&1 &
+    "$java" ${RXE_VM_JAVA_OPTS:-} "${launch[@]}" --server.port="$port" > "$log" 2>&1 &
     local pid=$! verdict="" health="" metric=""
     local deadline=$((SECONDS + ${FRESH_APP_TIMEOUT:-900}))
     while (( SECONDS < deadline )); do
@@ -79,7 +91,9 @@ run() {
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     if [[ -z $verdict ]]; then
-        echo "FRESH-APP $name: PASS (started with --illegal-native-access=deny, listener got ${count%.*} completions," \
+        local how="an executable jar"
+        [[ ${launch[*]} == *AOTCache=* ]] && how="the extracted jar with an AOT cache"
+        echo "FRESH-APP $name: PASS (started as $how with --illegal-native-access=deny, listener got ${count%.*} completions," \
             "rdma UP, rdma.completions=${count%.*})"
         return 0
     fi
@@ -106,9 +120,15 @@ boot3() {
     return 1
 }
 
+aot() {
+    local dir=$1
+    "$ROOT/scripts/lib/aot-cache.sh" train "$dir/target/demo.jar" "$dir/aot" --illegal-native-access=deny
+}
+
 case "${1:-}" in
     build) build "${2:?boot version}" "${3:?directory}" ;;
+    aot) aot "${2:?directory}" ;;
     boot3) boot3 "${2:?boot version}" "${3:?directory}" ;;
     run) run "${2:?jar}" "${3:?port}" "${4:?log}" ;;
-    *) echo "usage: fresh-app.sh build|boot3 <boot-version> <dir> | run <jar> <port> <log>" >&2; exit 2 ;;
+    *) echo "usage: fresh-app.sh build|boot3 <boot-version> <dir> | aot <dir> | run <jar> <port> <log>" >&2; exit 2 ;;
 esac
