@@ -468,8 +468,6 @@ public final class ConnectionId extends CmObject {
 		}
 	}
 
-	// ------------------------------------------------------------------ native calls
-
 	/** A librdmacm call of {@link #call}. */
 	@FunctionalInterface
 	interface Call {
