@@ -62,13 +62,10 @@ public class CompletionQueue extends NativeObject {
 
 	private final String deviceName;
 
-	private final AtomicLong eventsGot = new AtomicLong();
-
-	private final AtomicLong eventsAcked = new AtomicLong();
+	/** The channel events got and acked for this CQ, and the destroy that acks them. */
+	private final CqEventCounts events = new CqEventCounts(this);
 
 	private final AtomicLong asyncErrors = new AtomicLong();
-
-	private final Object ackLock = new Object();
 
 	/** See {@link #attach(Object)}. */
 	private volatile @Nullable Object attachment;
@@ -83,9 +80,6 @@ public class CompletionQueue extends NativeObject {
 			throw new ExceptionInInitializerError(e);
 		}
 	}
-
-	/** Set under ackLock once ibv_destroy_cq succeeded. */
-	private boolean destroyedNatively;
 
 	/*
 	 * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the
@@ -140,7 +134,7 @@ public class CompletionQueue extends NativeObject {
 			// link the call now
 			// (the JVM generates classes when a method handle call site first runs: ~100
 			// objects, milliseconds)
-			nativeAck(0);
+			events.nativeAck(0);
 		}
 	}
 
@@ -550,24 +544,22 @@ public class CompletionQueue extends NativeObject {
 	// ------------------------------------------------------------------ event accounting
 
 	void eventGot() {
-		eventsGot.incrementAndGet();
+		events.got();
 	}
 
 	/** Events got from the channel for this CQ so far. */
 	public long eventsGot() {
-		return eventsGot.get();
+		return events.gotCount();
 	}
 
 	/** Events acknowledged so far. */
 	public long eventsAcked() {
-		return eventsAcked.get();
+		return events.ackedCount();
 	}
 
 	/** Events got and not yet acknowledged. */
 	public long eventsUnacked() {
-		synchronized (ackLock) {
-			return eventsGot.get() - eventsAcked.get();
-		}
+		return events.unacked();
 	}
 
 	/**
@@ -575,9 +567,7 @@ public class CompletionQueue extends NativeObject {
 	 * many were acked.
 	 */
 	public int ackEvents() {
-		synchronized (ackLock) {
-			return ack(eventsGot.get() - eventsAcked.get());
-		}
+		return events.ackAll();
 	}
 
 	/**
@@ -586,46 +576,7 @@ public class CompletionQueue extends NativeObject {
 	 * (over-acking hangs destroy)
 	 */
 	public void ackEvents(int n) {
-		synchronized (ackLock) {
-			long unacked = eventsGot.get() - eventsAcked.get();
-			if (n < 0 || n > unacked) {
-				throw new IllegalArgumentException(
-						"cannot ack " + n + " events: " + unacked + " got and unacked on " + describe());
-			}
-			ack(n);
-		}
-	}
-
-	private int ack(long n) {
-		if (n <= 0) {
-			return 0;
-		}
-		acquireForAck();
-		nativeAck((int) n);
-		eventsAcked.addAndGet(n);
-		return (int) n;
-	}
-
-	/**
-	 * {@code ibv_ack_cq_events}; with 0 it only takes and releases the CQ's event mutex.
-	 */
-	private void nativeAck(int n) {
-		try {
-			Ibverbs.ACK_CQ_EVENTS.invokeExact(handle, n);
-		}
-		catch (Throwable t) {
-			throw new IllegalStateException(t);
-		}
-	}
-
-	/**
-	 * Under ackLock: an ack never reaches a destroyed CQ (close() destroys it under the
-	 * same lock).
-	 */
-	private void acquireForAck() {
-		if (destroyedNatively) {
-			throw closedException();
-		}
+		events.ack(n);
 	}
 
 	/**
@@ -666,11 +617,7 @@ public class CompletionQueue extends NativeObject {
 	}
 
 	private void ackAndDestroy() {
-		// ackLock across both: a user's ackEvents() on another thread runs before (and
-		// counts) or after (and is
-		// refused), never on the freed CQ in between
-		synchronized (ackLock) {
-			ackEvents();
+		events.ackAllAndDestroy(() -> {
 			int rc;
 			try {
 				rc = (int) Ibverbs.FP_DESTROY.invokeExact(destroyFn, handle);
@@ -681,8 +628,7 @@ public class CompletionQueue extends NativeObject {
 			if (rc != 0) {
 				throw new VerbsException("ibv_destroy_cq", rc, describe());
 			}
-			destroyedNatively = true;
-		}
+		});
 		destroyed();
 	}
 

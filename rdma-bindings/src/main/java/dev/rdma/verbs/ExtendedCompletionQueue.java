@@ -6,17 +6,12 @@ import dev.rdma.verbs.ffm.CqCreateCall;
 import dev.rdma.verbs.ffm.CqProviderCalls;
 import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
-import dev.rdma.verbs.ffm.Libc;
 import dev.rdma.verbs.ffm.Layouts;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * An extended completion queue ({@code struct ibv_cq_ex *}) created by
@@ -158,26 +153,6 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		};
 	}
 
-	/**
-	 * Checks what the provider returned before any Java object wraps it: the iterator
-	 * pointers must be set. On failure destroys the CQ and throws.
-	 */
-	private static MemorySegment checkIterator(MemorySegment cq, String verb) {
-		var l = Layouts.IBV_CQ_EX;
-		for (String f : new String[] { "start_poll", "next_poll", "end_poll" }) {
-			if (Native.isNull(cq.get(ADDRESS, Layouts.off(l, f)))) {
-				try {
-					int ignored = (int) Ibverbs.DESTROY_CQ.invokeExact(cq);
-				}
-				catch (Throwable t) {
-					throw new IllegalStateException(t);
-				}
-				throw new VerbsException(verb, Errno.EOPNOTSUPP, "the provider left " + f + " NULL");
-			}
-		}
-		return cq;
-	}
-
 	static ExtendedCompletionQueue create(Context context, CqInitAttributes attributes) {
 		return create(context, attributes, IteratorMode.AUTO);
 	}
@@ -216,18 +191,8 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	protected static <T extends ExtendedCompletionQueue> T createHolding(Context context, CqInitAttributes attributes,
 			java.util.function.Supplier<T> create) {
 		checkChannel(context, attributes.channel());
-		checkParentDomain(context, attributes.parentDomain());
+		CqExCreation.checkParentDomain(context, attributes.parentDomain());
 		return holdingOpen(attributes.channel(), attributes.parentDomain(), create);
-	}
-
-	private static void checkParentDomain(Context context, @Nullable ProtectionDomain parentDomain) {
-		if (parentDomain != null) {
-			parentDomain.ensureOpen();
-			if (parentDomain.context() != context) {
-				throw new IllegalArgumentException(
-						"parent_domain " + parentDomain + " belongs to another context than " + context.deviceName());
-			}
-		}
 	}
 
 	/**
@@ -244,26 +209,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	@SuppressWarnings("exports") // on purpose: only this module can name the type
 	protected static MemorySegment createNative(Context context, CqInitAttributes attributes, String verb,
 			String detail, CqCreateCall call) {
-		checkChannel(context, attributes.channel());
-		checkParentDomain(context, attributes.parentDomain());
-		MemorySegment cq;
-		context.acquire();
-		try (Arena a = Arena.ofConfined()) {
-			MemorySegment attr = fill(a, attributes);
-			MemorySegment capture = Native.allocateCapture(a);
-			Libc.clearErrno();
-			cq = call.create(a, capture, context.handle, attr);
-			if (Native.isNull(cq)) {
-				throw new VerbsException(verb, Native.errno(capture), describe(context, attributes) + detail);
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-		finally {
-			context.release();
-		}
-		return checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), verb);
+		return CqExCreation.createNative(context, attributes, verb, detail, call);
 	}
 
 	/**
@@ -273,28 +219,6 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	@SuppressWarnings("exports") // on purpose: only this module can name the type
 	protected static CqProviderCalls providerCalls(Context context) {
 		return CqProviderCalls.of(context.handle);
-	}
-
-	private static MemorySegment fill(Arena a, CqInitAttributes attributes) {
-		var l = Layouts.IBV_CQ_INIT_ATTR_EX;
-		MemorySegment attr = a.allocate(l);
-		attr.set(JAVA_INT, Layouts.off(l, "cqe"), attributes.cqe());
-		attr.set(ADDRESS, Layouts.off(l, "cq_context"), MemorySegment.NULL);
-		attr.set(ADDRESS, Layouts.off(l, "channel"),
-				attributes.channel() == null ? MemorySegment.NULL : attributes.channel().handle);
-		attr.set(JAVA_INT, Layouts.off(l, "comp_vector"), attributes.compVector());
-		attr.set(JAVA_LONG, Layouts.off(l, "wc_flags"), attributes.wcFlagsMask());
-		attr.set(JAVA_INT, Layouts.off(l, "comp_mask"), attributes.compMask());
-		attr.set(JAVA_INT, Layouts.off(l, "flags"), CqCreateFlag.mask(attributes.flags()));
-		attr.set(ADDRESS, Layouts.off(l, "parent_domain"),
-				attributes.parentDomain() == null ? MemorySegment.NULL : attributes.parentDomain().handle);
-		return attr;
-	}
-
-	private static String describe(Context context, CqInitAttributes a) {
-		return "cqe=" + a.cqe() + ", comp_vector=" + a.compVector() + " of " + context.numCompVectors() + ", wc_flags="
-				+ a.wcFlags() + " (0x" + Long.toHexString(a.wcFlagsMask()) + "), flags=" + a.flags() + ", device "
-				+ context.deviceName();
 	}
 
 	/** The {@code wc_flags} requested at creation. */

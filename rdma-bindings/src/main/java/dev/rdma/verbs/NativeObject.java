@@ -5,9 +5,8 @@ import org.jspecify.annotations.Nullable;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
+
+import dev.rdma.verbs.ffm.Lifecycle;
 
 /**
  * A native rdma-core object owned by Java: the common lifecycle of every class in this
@@ -26,20 +25,15 @@ import java.util.concurrent.locks.LockSupport;
  */
 public abstract class NativeObject implements AutoCloseable {
 
-	private static final long CLOSING = Long.MIN_VALUE;
-
-	private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
-
-	/** Number of calls in flight; the sign bit is set while closing or once closed. */
-	private final AtomicLong uses = new AtomicLong();
-
-	private final Object closeLock = new Object();
+	/**
+	 * The in-flight count, closing state, close sequence and object count, shared with
+	 * the connection manager's objects.
+	 */
+	private final Lifecycle lifecycle = new Lifecycle(getClass(), new Steps());
 
 	private final List<NativeObject> dependants = new ArrayList<>();
 
 	private final NativeObject owner;
-
-	private volatile boolean closed;
 
 	final MemorySegment handle;
 
@@ -49,7 +43,7 @@ public abstract class NativeObject implements AutoCloseable {
 		if (owner != null) {
 			owner.addDependant(this);
 		}
-		NativeObjects.opened(getClass());
+		lifecycle.opened();
 	}
 
 	/** The native address of the object, e.g. the {@code struct ibv_cq *}. */
@@ -59,7 +53,7 @@ public abstract class NativeObject implements AutoCloseable {
 
 	/** True once {@link #close()} has destroyed the native object. */
 	public final boolean isClosed() {
-		return closed;
+		return lifecycle.isClosed();
 	}
 
 	/**
@@ -67,14 +61,13 @@ public abstract class NativeObject implements AutoCloseable {
 	 * closing.
 	 */
 	final void acquire() {
-		if (uses.getAndIncrement() < 0) {
-			uses.getAndDecrement();
+		if (!lifecycle.tryAcquire()) {
 			throw closedException();
 		}
 	}
 
 	final void release() {
-		uses.getAndDecrement();
+		lifecycle.release();
 	}
 
 	/**
@@ -82,7 +75,7 @@ public abstract class NativeObject implements AutoCloseable {
 	 * accounting.
 	 */
 	final void ensureOpen() {
-		if (uses.get() < 0) {
+		if (lifecycle.closing()) {
 			throw closedException();
 		}
 	}
@@ -98,7 +91,7 @@ public abstract class NativeObject implements AutoCloseable {
 
 	@Override
 	public String toString() {
-		return describe() + (closed ? " (closed)" : "");
+		return describe() + (isClosed() ? " (closed)" : "");
 	}
 
 	private void addDependant(NativeObject dependant) {
@@ -285,7 +278,7 @@ public abstract class NativeObject implements AutoCloseable {
 	 * own in-flight accounting.
 	 */
 	final boolean closing() {
-		return uses.get() < 0;
+		return lifecycle.closing();
 	}
 
 	/**
@@ -297,37 +290,7 @@ public abstract class NativeObject implements AutoCloseable {
 	 */
 	@Override
 	public final void close() {
-		if (closed) {
-			return;
-		}
-		checkCloseAllowedOnThisThread();
-		synchronized (closeLock) {
-			if (closed) {
-				return;
-			}
-			checkCloseAllowed();
-			long s;
-			do {
-				s = uses.get();
-			}
-			while (!uses.compareAndSet(s, s | CLOSING));
-			try {
-				closeDependants();
-				beforeClose();
-				awaitIdle();
-				destroy();
-			}
-			catch (RuntimeException | Error e) {
-				uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
-				closeRefused();
-				throw e;
-			}
-			closed = true;
-		}
-		if (owner != null) {
-			owner.removeDependant(this);
-		}
-		NativeObjects.closed(getClass());
+		lifecycle.close();
 	}
 
 	/**
@@ -361,21 +324,56 @@ public abstract class NativeObject implements AutoCloseable {
 	void closeRefused() {
 	}
 
-	private void awaitIdle() {
-		long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
-		int spins = 0;
-		while ((uses.get() & ~CLOSING) != 0 || !idle()) {
-			if (System.nanoTime() - deadline > 0) {
-				throw new IllegalStateException(
-						"cannot close " + describe() + ": still in use by another thread " + "after 10 s");
-			}
-			if (++spins < 100) {
-				Thread.onSpinWait();
-			}
-			else {
-				LockSupport.parkNanos(50_000);
+	/** The lifecycle's steps: this object's package-private hooks. */
+	private final class Steps implements Lifecycle.Steps {
+
+		@Override
+		public String describe() {
+			return NativeObject.this.describe();
+		}
+
+		@Override
+		public void checkCloseAllowedOnThisThread() {
+			NativeObject.this.checkCloseAllowedOnThisThread();
+		}
+
+		@Override
+		public void beforeClosing() {
+			checkCloseAllowed();
+		}
+
+		@Override
+		public void closeDependants() {
+			NativeObject.this.closeDependants();
+		}
+
+		@Override
+		public void beforeClose() {
+			NativeObject.this.beforeClose();
+		}
+
+		@Override
+		public boolean idle() {
+			return NativeObject.this.idle();
+		}
+
+		@Override
+		public void destroy() {
+			NativeObject.this.destroy();
+		}
+
+		@Override
+		public void closeRefused() {
+			NativeObject.this.closeRefused();
+		}
+
+		@Override
+		public void afterClose() {
+			if (owner != null) {
+				owner.removeDependant(NativeObject.this);
 			}
 		}
+
 	}
 
 }

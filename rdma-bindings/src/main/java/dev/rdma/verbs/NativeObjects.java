@@ -17,14 +17,6 @@ public final class NativeObjects {
 	private NativeObjects() {
 	}
 
-	static void opened(Class<?> type) {
-		ObjectCounts.opened(type);
-	}
-
-	static void closed(Class<?> type) {
-		ObjectCounts.closed(type);
-	}
-
 	/** Objects opened and not yet closed, all classes together. */
 	public static long open() {
 		return ObjectCounts.open();

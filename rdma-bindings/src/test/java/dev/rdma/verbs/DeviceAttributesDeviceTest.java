@@ -59,7 +59,7 @@ class DeviceAttributesDeviceTest {
 				int rc = (int) Ibverbs.QUERY_DEVICE.invokeExact(ctx.handle,
 						ex.asSlice(Layouts.off(Layouts.IBV_DEVICE_ATTR_EX, "orig_attr"), Layouts.IBV_DEVICE_ATTR));
 				assertThat(rc).as("ibv_query_device").isZero();
-				legacy = Context.decodeDeviceAttributes(ex);
+				legacy = DeviceQueries.decodeDeviceAttributes(ex);
 			}
 			assertThat(legacy.maxCqe()).isPositive();
 			assertThat(attr.maxCqe()).isEqualTo(legacy.maxCqe());

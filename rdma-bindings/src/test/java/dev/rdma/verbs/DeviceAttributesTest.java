@@ -208,7 +208,7 @@ class DeviceAttributesTest {
 
 	@Test
 	void theProvidersQueryDeviceExIsCalledWithCompMaskZeroAndTheSizeOfTheLayout() {
-		DeviceAttributes a = Context.queryDeviceEx(ctx, "stand-in", legacy);
+		DeviceAttributes a = DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy);
 
 		assertThat(EX_CALLS).hasSize(1);
 		ExCall call = EX_CALLS.getFirst();
@@ -240,7 +240,7 @@ class DeviceAttributesTest {
 			EX_CALLS.clear();
 			LEGACY_CALLS.clear();
 			exResult = rc;
-			DeviceAttributes a = Context.queryDeviceEx(ctx, "stand-in", legacy);
+			DeviceAttributes a = DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy);
 
 			assertThat(EX_CALLS).as(Errno.name(rc)).hasSize(1);
 			assertThat(LEGACY_CALLS).as(Errno.name(rc)).hasSize(1);
@@ -261,7 +261,7 @@ class DeviceAttributesTest {
 	@Test
 	void anotherProviderErrorIsThrownNamingIbvQueryDeviceExWithoutFallback() {
 		exResult = Errno.EINVAL;
-		assertThatThrownBy(() -> Context.queryDeviceEx(ctx, "stand-in", legacy))
+		assertThatThrownBy(() -> DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy))
 			.isInstanceOfSatisfying(VerbsException.class, e -> {
 				assertThat(e.verb()).isEqualTo("ibv_query_device_ex");
 				assertThat(e.errno()).isEqualTo(Errno.EINVAL);
@@ -274,7 +274,7 @@ class DeviceAttributesTest {
 	void aFailingFallbackIsThrownNamingIbvQueryDevice() {
 		exResult = Errno.EOPNOTSUPP;
 		legacyResult = Errno.ENOMEM;
-		assertThatThrownBy(() -> Context.queryDeviceEx(ctx, "stand-in", legacy))
+		assertThatThrownBy(() -> DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy))
 			.isInstanceOfSatisfying(VerbsException.class, e -> {
 				assertThat(e.verb()).isEqualTo("ibv_query_device");
 				assertThat(e.errno()).isEqualTo(Errno.ENOMEM);
@@ -286,7 +286,7 @@ class DeviceAttributesTest {
 			throws ReflectiveOperationException {
 		// 1. the slot is NULL
 		block.set(ADDRESS, PREFIX + Layouts.VCTX_QUERY_DEVICE_EX, MemorySegment.NULL);
-		assertThat(Context.queryDeviceEx(ctx, "stand-in", legacy).maxCqe()).isEqualTo(1024);
+		assertThat(DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy).maxCqe()).isEqualTo(1024);
 		// 2. the provider's verbs_context is too small to have query_device_ex (sz < 104
 		// + sizeof(ibv_context))
 		// (from here on the slot holds a stub answering EIO: reaching it would throw)
@@ -294,12 +294,12 @@ class DeviceAttributesTest {
 				FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG)));
 		block.set(JAVA_LONG, PREFIX + Layouts.VCTX_SZ,
 				-Layouts.VCTX_QUERY_DEVICE_EX + Layouts.IBV_CONTEXT.byteSize() - 8);
-		assertThat(Context.queryDeviceEx(ctx, "stand-in", legacy).maxCqe()).isEqualTo(1024);
+		assertThat(DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy).maxCqe()).isEqualTo(1024);
 		// 3. the context is not a verbs_context (abi_compat is not
 		// __VERBS_ABI_IS_EXTENDED)
 		block.set(JAVA_LONG, PREFIX + Layouts.VCTX_SZ, PREFIX + Layouts.IBV_CONTEXT.byteSize());
 		ctx.set(JAVA_LONG, Layouts.CONTEXT_ABI_COMPAT, 0);
-		assertThat(Context.queryDeviceEx(ctx, "stand-in", legacy).maxCqe()).isEqualTo(1024);
+		assertThat(DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy).maxCqe()).isEqualTo(1024);
 
 		assertThat(EX_CALLS).isEmpty();
 		assertThat(LEGACY_CALLS).hasSize(3).allMatch(LegacyCall::zeroed);
@@ -307,7 +307,7 @@ class DeviceAttributesTest {
 		// enough it is
 		ctx.set(JAVA_LONG, Layouts.CONTEXT_ABI_COMPAT, Layouts.VERBS_ABI_IS_EXTENDED);
 		block.set(JAVA_LONG, PREFIX + Layouts.VCTX_SZ, -Layouts.VCTX_QUERY_DEVICE_EX + Layouts.IBV_CONTEXT.byteSize());
-		assertThatThrownBy(() -> Context.queryDeviceEx(ctx, "stand-in", legacy))
+		assertThatThrownBy(() -> DeviceQueries.queryDeviceEx(ctx, "stand-in", legacy))
 			.isInstanceOfSatisfying(VerbsException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EIO));
 	}
 

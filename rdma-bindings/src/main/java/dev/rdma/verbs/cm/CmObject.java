@@ -1,38 +1,32 @@
 package dev.rdma.verbs.cm;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
-import dev.rdma.verbs.ffm.ObjectCounts;
+import dev.rdma.verbs.ffm.Lifecycle;
 
 /**
- * The lifecycle this package shares with {@code dev.rdma.verbs.NativeObject}: counted in
- * {@code NativeObjects}, an in-flight count that close() waits for (at most 10 s), and an
- * idempotent, thread-safe close that wakes waiting threads first.
+ * The connection manager's native objects: the lifecycle of
+ * {@code dev.rdma.verbs.NativeObject} (the same {@link Lifecycle}: counted in
+ * {@code NativeObjects}, an in-flight count that close() waits for, at most 10 s, and an
+ * idempotent, thread-safe close that wakes waiting threads first), with the hooks this
+ * package needs. Unlike a verbs object, a cm object closes its dependants while it is
+ * still open: an event channel's ids still read it while they close.
  */
 abstract class CmObject implements AutoCloseable {
-
-	private static final long CLOSING = Long.MIN_VALUE;
 
 	/**
 	 * How long close() waits for calls in flight: 10 s. Tests only may shorten it (a
 	 * refused close in a test then takes milliseconds).
 	 */
-	static volatile long closeWaitNanos = TimeUnit.SECONDS.toNanos(10);
+	static volatile long closeWaitNanos = Lifecycle.CLOSE_WAIT_NANOS;
 
-	private final AtomicLong uses = new AtomicLong();
-
-	private final Object closeLock = new Object();
-
-	private volatile boolean closed;
+	private final Lifecycle lifecycle = new Lifecycle(getClass(), new Steps());
 
 	final MemorySegment handle;
 
 	CmObject(MemorySegment handle) {
 		this.handle = handle;
-		ObjectCounts.opened(getClass());
+		lifecycle.opened();
 	}
 
 	/**
@@ -45,29 +39,26 @@ abstract class CmObject implements AutoCloseable {
 
 	/** True once {@link #close()} has destroyed the native object. */
 	public final boolean isClosed() {
-		return closed;
+		return lifecycle.isClosed();
 	}
 
 	final void acquire() {
-		if (uses.getAndIncrement() < 0) {
-			uses.getAndDecrement();
-			throw new IllegalStateException(describe() + " is closed");
-		}
+		lifecycle.acquire();
 	}
 
 	final void release() {
-		uses.getAndDecrement();
+		lifecycle.release();
 	}
 
 	final boolean closing() {
-		return uses.get() < 0;
+		return lifecycle.closing();
 	}
 
 	abstract String describe();
 
 	@Override
 	public String toString() {
-		return describe() + (closed ? " (closed)" : "");
+		return describe() + (isClosed() ? " (closed)" : "");
 	}
 
 	/** Closes what depends on this object, before anything else. */
@@ -98,38 +89,43 @@ abstract class CmObject implements AutoCloseable {
 	 */
 	@Override
 	public final void close() {
-		synchronized (closeLock) {
-			if (closed) {
-				return;
-			}
-			closeDependants();
-			long s;
-			do {
-				s = uses.get();
-			}
-			while (!uses.compareAndSet(s, s | CLOSING));
-			try {
-				beforeClose();
-				long wait = closeWaitNanos;
-				long deadline = System.nanoTime() + wait;
-				while ((uses.get() & ~CLOSING) != 0) {
-					if (System.nanoTime() - deadline > 0) {
-						throw new IllegalStateException("cannot close " + describe()
-								+ ": still in use by another thread after "
-								+ (wait % 1_000_000_000 == 0 ? wait / 1_000_000_000 + " s" : wait / 1_000_000 + " ms"));
-					}
-					LockSupport.parkNanos(100_000);
-				}
-				destroy();
-			}
-			catch (RuntimeException | Error e) {
-				uses.getAndAdd(-CLOSING); // reopen: clear the sign bit
-				closeRefused();
-				throw e;
-			}
-			closed = true;
+		lifecycle.close();
+	}
+
+	/** The lifecycle's steps: this object's hooks. */
+	private final class Steps implements Lifecycle.Steps {
+
+		@Override
+		public String describe() {
+			return CmObject.this.describe();
 		}
-		ObjectCounts.closed(getClass());
+
+		@Override
+		public void beforeClosing() {
+			// while still open: the dependants' waits and closes use this object
+			closeDependants();
+		}
+
+		@Override
+		public void beforeClose() {
+			CmObject.this.beforeClose();
+		}
+
+		@Override
+		public long closeWaitNanos() {
+			return closeWaitNanos;
+		}
+
+		@Override
+		public void destroy() {
+			CmObject.this.destroy();
+		}
+
+		@Override
+		public void closeRefused() {
+			CmObject.this.closeRefused();
+		}
+
 	}
 
 }

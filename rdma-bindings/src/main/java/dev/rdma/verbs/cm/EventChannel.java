@@ -209,7 +209,7 @@ public final class EventChannel extends CmObject {
 			MemorySegment fds = a.allocate(Layouts.POLLFD, 3);
 			MemorySegment capture = Native.allocateCapture(a);
 			Libc.pollfd(fds, 0, fd);
-			Libc.pollfd(fds, 1, waiter.signal.fd());
+			Libc.pollfd(fds, 1, waiter.events.signal.fd());
 			Libc.pollfd(fds, 2, closeSignal.fd());
 			int millis = timeoutNanos <= 0 ? 0
 					: (int) Math.min(Integer.MAX_VALUE, (timeoutNanos + 999_999) / 1_000_000);
@@ -224,7 +224,7 @@ public final class EventChannel extends CmObject {
 				return;
 			}
 			if (Libc.readable(fds, 1)) {
-				waiter.signal.clear();
+				waiter.events.signal.clear();
 			}
 			if (Libc.readable(fds, 0) && !Libc.readable(fds, 2)) {
 				readOne();
@@ -305,7 +305,7 @@ public final class EventChannel extends CmObject {
 			// under the lock too: events read one after the other by two threads queue on
 			// their id in that order (a queue add and an eventfd write: nothing blocks,
 			// no application code runs)
-			target.deliver(event);
+			target.events.deliver(event);
 		}
 	}
 

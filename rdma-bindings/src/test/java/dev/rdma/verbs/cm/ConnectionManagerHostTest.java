@@ -42,17 +42,17 @@ class ConnectionManagerHostTest {
 		assertThat(ConnectionId.MAX_CONNECT_PRIVATE_DATA).isEqualTo(56);
 		assertThat(ConnectionId.MAX_ACCEPT_PRIVATE_DATA).isEqualTo(196);
 		assertThat(ConnectionId.MAX_REJECT_PRIVATE_DATA).isEqualTo(148);
-		ConnectionId.checkPrivateData("rdma_connect", new byte[56], 56);
-		assertThatThrownBy(() -> ConnectionId.checkPrivateData("rdma_connect", new byte[57], 56))
+		Handshake.checkPrivateData("rdma_connect", new byte[56], 56);
+		assertThatThrownBy(() -> Handshake.checkPrivateData("rdma_connect", new byte[57], 56))
 			.isInstanceOf(IllegalArgumentException.class)
 			.hasMessageContaining("rdma_connect")
 			.hasMessageContaining("56 bytes")
 			.hasMessageContaining("57");
-		assertThatThrownBy(() -> ConnectionId.checkPrivateData("rdma_accept", new byte[197], 196))
+		assertThatThrownBy(() -> Handshake.checkPrivateData("rdma_accept", new byte[197], 196))
 			.hasMessageContaining("rdma_accept");
-		assertThatThrownBy(() -> ConnectionId.checkPrivateData("rdma_reject", new byte[149], 148))
+		assertThatThrownBy(() -> Handshake.checkPrivateData("rdma_reject", new byte[149], 148))
 			.hasMessageContaining("rdma_reject");
-		assertThatThrownBy(() -> ConnectionId.checkPrivateData("rdma_reject", null, 148))
+		assertThatThrownBy(() -> Handshake.checkPrivateData("rdma_reject", null, 148))
 			.isInstanceOf(NullPointerException.class);
 	}
 
@@ -60,16 +60,16 @@ class ConnectionManagerHostTest {
 	void socketAddressesRoundTripInNetworkByteOrder() throws Exception {
 		try (Arena a = Arena.ofConfined()) {
 			InetSocketAddress v4 = new InetSocketAddress(InetAddress.getByName("10.0.0.2"), 7471);
-			MemorySegment s = ConnectionId.sockaddr(a, v4);
+			MemorySegment s = AddressResolution.sockaddr(a, v4);
 			assertThat(s.get(java.lang.foreign.ValueLayout.JAVA_SHORT, 0)).isEqualTo((short) 2); // AF_INET
 			assertThat(Byte.toUnsignedInt(s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 2))).isEqualTo(7471 >> 8);
 			assertThat(Byte.toUnsignedInt(s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 3))).isEqualTo(7471 & 0xff);
 			assertThat(s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 4)).isEqualTo((byte) 10);
-			assertThat(ConnectionId.fromSockaddr(s)).isEqualTo(v4);
+			assertThat(AddressResolution.fromSockaddr(s)).isEqualTo(v4);
 			InetSocketAddress v6 = new InetSocketAddress(InetAddress.getByName("fe80::1"), 65535);
-			assertThat(ConnectionId.fromSockaddr(ConnectionId.sockaddr(a, v6))).isEqualTo(v6);
-			assertThat(ConnectionId.fromSockaddr(a.allocate(128))).isNull();
-			assertThatThrownBy(() -> ConnectionId.sockaddr(a, InetSocketAddress.createUnresolved("peer", 1)))
+			assertThat(AddressResolution.fromSockaddr(AddressResolution.sockaddr(a, v6))).isEqualTo(v6);
+			assertThat(AddressResolution.fromSockaddr(a.allocate(128))).isNull();
+			assertThatThrownBy(() -> AddressResolution.sockaddr(a, InetSocketAddress.createUnresolved("peer", 1)))
 				.isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("unresolved");
 		}
@@ -105,25 +105,25 @@ class ConnectionManagerHostTest {
 		try (Arena a = Arena.ofConfined()) {
 			MemorySegment attr = a.allocate(Layouts.IBV_QP_ATTR);
 			long offset = Layouts.off(Layouts.IBV_QP_ATTR, "max_dest_rd_atomic");
-			int mask = ConnectionId.QP_MAX_DEST_RD_ATOMIC | 1; // and IBV_QP_STATE
-			assertThat(ConnectionId.QP_MAX_DEST_RD_ATOMIC).isEqualTo(0x20000);
+			int mask = Handshake.QP_MAX_DEST_RD_ATOMIC | 1; // and IBV_QP_STATE
+			assertThat(Handshake.QP_MAX_DEST_RD_ATOMIC).isEqualTo(0x20000);
 			attr.set(JAVA_BYTE, offset, (byte) 128);
-			ConnectionId.clampResponderResources(attr, mask, 16);
+			Handshake.clampResponderResources(attr, mask, 16);
 			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("128 from the client, device 16")
 				.isEqualTo(16);
 			attr.set(JAVA_BYTE, offset, (byte) 200);
-			ConnectionId.clampResponderResources(attr, mask, 128);
+			Handshake.clampResponderResources(attr, mask, 128);
 			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("200 from the client, device 128")
 				.isEqualTo(128);
 			attr.set(JAVA_BYTE, offset, (byte) 8);
-			ConnectionId.clampResponderResources(attr, mask, 16);
+			Handshake.clampResponderResources(attr, mask, 16);
 			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("8 from the client, device 16").isEqualTo(8);
 			attr.set(JAVA_BYTE, offset, (byte) 250);
-			ConnectionId.clampResponderResources(attr, mask, 1024);
+			Handshake.clampResponderResources(attr, mask, 1024);
 			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("250 from the client, device 1024")
 				.isEqualTo(250);
 			attr.set(JAVA_BYTE, offset, (byte) 128);
-			ConnectionId.clampResponderResources(attr, 1, 16);
+			Handshake.clampResponderResources(attr, 1, 16);
 			assertThat(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offset))).as("not in the mask").isEqualTo(128);
 		}
 	}
