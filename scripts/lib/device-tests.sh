@@ -38,10 +38,10 @@ cpu_busy() { # jiffies the guest's CPUs were not idle, and all jiffies (/proc/st
     read -r _cpu u n s i w q sq st _ < /proc/stat 2>/dev/null || { echo "0 0"; return; }
     echo "$((u + n + s + q + sq + st)) $((u + n + s + i + w + q + sq + st))"
 }
-read -r BUSY0 ALL0 < <(cpu_busy)
+read -r BUSY0 ALL0 <<< "$(cpu_busy)" # (no process substitution: the guest has no /dev/fd)
 say() {
     local busy all share=""
-    read -r busy all < <(cpu_busy)
+    read -r busy all <<< "$(cpu_busy)"
     (( all > ALL0 )) && share=", busy $(( 100 * (busy - BUSY0) / (all - ALL0) ))% since the last line"
     BUSY0=$busy ALL0=$all
     echo "== $(date -u +%H:%M:%S) (up $(cut -d' ' -f1 /proc/uptime 2>/dev/null)s$share) ${DT_LANE:+lane $DT_LANE: }$*"
@@ -93,8 +93,11 @@ wait_for_host() { # the host's part (fresh applications, AOT caches), built whil
 if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     wait_for_host
     # the sample's JVM flags and jar: the extracted jar with its AOT cache when the host made one
-    if [[ -n "${DT_SAMPLE_AOT:-}" ]] && mapfile -t sample_run < <("$(dirname "$0")/aot-cache.sh" flags "$DT_SAMPLE_AOT") \
-        && (( ${#sample_run[@]} > 0 )); then
+    sample_run=()
+    if [[ -n "${DT_SAMPLE_AOT:-}" ]] && flags=$("$(dirname "$0")/aot-cache.sh" flags "$DT_SAMPLE_AOT"); then
+        mapfile -t sample_run <<< "$flags"
+    fi
+    if (( ${#sample_run[@]} > 0 )); then
         echo "the sample runs extracted with an AOT cache made on the host: ${sample_run[*]}"
     else
         sample_run=(--enable-native-access=ALL-UNNAMED -jar "$DT_SAMPLE_JAR")

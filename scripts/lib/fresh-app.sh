@@ -48,11 +48,11 @@ run() {
     local jar=$1 port=$2 log=$3 java=${JAVA_HOME:?}/bin/java
     local name
     name=$(basename "$(dirname "$(dirname "$jar")")")
-    local -a launch
+    local -a launch=(--illegal-native-access=deny -jar "$jar")
+    local flags
     # next to target/: the AOT cache of "fresh-app.sh aot", if one was made (flags end with -jar <extracted jar>)
-    if ! mapfile -t launch < <("$ROOT/scripts/lib/aot-cache.sh" flags "$(dirname "$(dirname "$jar")")/aot") \
-        || (( ${#launch[@]} == 0 )); then
-        launch=(--illegal-native-access=deny -jar "$jar")
+    if flags=$("$ROOT/scripts/lib/aot-cache.sh" flags "$(dirname "$(dirname "$jar")")/aot"); then
+        mapfile -t launch <<< "$flags"
     fi
     echo "fresh-app: java ${launch[*]}" > "$log.launch"
     # shellcheck disable=SC2086
