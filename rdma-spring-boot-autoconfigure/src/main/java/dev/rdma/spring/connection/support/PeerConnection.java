@@ -30,6 +30,8 @@ import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.ReceiveWorkRequest;
+import dev.rdma.verbs.SendWorkRequest;
 import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.cm.ConnectionId;
@@ -108,6 +110,18 @@ public final class PeerConnection implements RdmaConnection {
 	private final SendBufferPool pool;
 
 	private final int[] sendLengths;
+
+	/**
+	 * The work request of each send buffer, filled once (wr_id, buffer): a post sets only
+	 * the length and the opcode. Used by the thread that holds the buffer's index.
+	 */
+	private final SendWorkRequest[] sendRequests;
+
+	/**
+	 * The work request of each receive buffer, filled once and reposted as it is: a
+	 * buffer is posted by one thread at a time (its message's state decides who).
+	 */
+	private final ReceiveWorkRequest[] receiveRequests;
 
 	private final ReceivedMessage[] messages;
 
@@ -215,6 +229,14 @@ public final class PeerConnection implements RdmaConnection {
 			MemorySegment receiveBuffers = createdReceive.buffer();
 			for (int i = 0; i < messages.length; i++) {
 				messages[i] = new ReceivedMessage(this, i, receiveBuffers.asSlice((long) i * size, size));
+			}
+			this.receiveRequests = new ReceiveWorkRequest[settings.receiveBuffers()];
+			for (int i = 0; i < receiveRequests.length; i++) {
+				receiveRequests[i] = new ReceiveWorkRequest().wrId(i).buffer(createdReceive, (long) i * size, size);
+			}
+			this.sendRequests = new SendWorkRequest[settings.sendDepth()];
+			for (int i = 0; i < sendRequests.length; i++) {
+				sendRequests[i] = new SendWorkRequest().wrId(SEND | i).buffer(createdSend, (long) i * size, size);
 			}
 		}
 		catch (RuntimeException | Error ex) {
@@ -343,7 +365,7 @@ public final class PeerConnection implements RdmaConnection {
 		}
 		postedReceives.incrementAndGet();
 		try {
-			qp.postRecv(index, receiveRegion, (long) index * settings.messageSize(), settings.messageSize());
+			qp.postRecv(receiveRequests[index]);
 		}
 		catch (RuntimeException ex) {
 			postedReceives.decrementAndGet();
@@ -537,8 +559,9 @@ public final class PeerConnection implements RdmaConnection {
 	private void post(int index, int length) {
 		sendLengths[index] = length;
 		try {
-			qp.postSend(SEND | index, sendRegion, (long) index * settings.messageSize(), length,
-					QueuePair.SendOpcode.SEND, 0, true);
+			qp.postSend(sendRequests[index].wrId(SEND | index)
+				.buffer(sendRegion, (long) index * settings.messageSize(), length)
+				.opcode(QueuePair.SendOpcode.SEND));
 		}
 		catch (RuntimeException ex) {
 			pool.release(index);
@@ -860,8 +883,10 @@ public final class PeerConnection implements RdmaConnection {
 		sendLengths[index] = length;
 		long kind = opcode == QueuePair.SendOpcode.RDMA_READ ? SEND | ONE_SIDED | READ : SEND | ONE_SIDED;
 		try {
-			qp.postSend(kind | index, sendRegion, (long) index * settings.messageSize(), length, opcode, 0, true, false,
-					region.address() + offset, region.rkey());
+			qp.postSend(sendRequests[index].wrId(kind | index)
+				.buffer(sendRegion, (long) index * settings.messageSize(), length)
+				.opcode(opcode)
+				.remote(region.address() + offset, region.rkey()));
 		}
 		catch (RuntimeException ex) {
 			if (opcode == QueuePair.SendOpcode.RDMA_READ) {
