@@ -41,13 +41,13 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * Different work requests may be posted to one QP from any number of threads.
  *
  * <p>
- * <b>Lifetime.</b> The native memory (about 130 bytes) belongs to the work request and is
+ * <b>Lifetime.</b> The native memory (about 150 bytes) belongs to the work request and is
  * returned once it is unreachable; {@link #close()} ends its use (a post afterwards is
  * refused with {@link IllegalStateException}). The provider copies the work request
  * during {@code ibv_post_send}, so it may be changed and posted again as soon as the post
- * returns, before its completion; the buffer it names must stay unchanged until then.
- * Getters return what was set; {@link #memoryRegion()} and {@link #addressHandle()} are
- * null until set.
+ * returns, before its completion; the bytes of the buffer it named must stay unchanged
+ * until that completion. Getters return what was set; {@link #memoryRegion()} and
+ * {@link #addressHandle()} are null until set.
  */
 public final class SendWorkRequest implements AutoCloseable {
 
