@@ -13,6 +13,8 @@ import dev.rdma.verbs.Context;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.ReceiveWorkRequest;
+import dev.rdma.verbs.SendWorkRequest;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.WorkCompletionBuffer;
 import dev.rdma.verbs.exchange.ExchangeListener;
@@ -92,8 +94,9 @@ public final class XdevPingPong {
 			mr.buffer().fill((byte) 0x7b);
 			QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 8, RX_DEPTH, false));
 			qp.moveToInit(1);
+			ReceiveWorkRequest firstReceives = new ReceiveWorkRequest().wrId(RECV_WRID).buffer(mr, 0, size);
 			for (int i = 0; i < RX_DEPTH; i++) {
-				qp.postRecv(RECV_WRID, mr, 0, size);
+				qp.postRecv(firstReceives);
 			}
 			boolean busy = "poll".equals(System.getenv("XDEV_MODE"));
 			// armed before the exchange, as rc_pingpong: the peer may send as soon as it
@@ -172,6 +175,11 @@ public final class XdevPingPong {
 
 		final MemoryRegion mr;
 
+		/** The one send and the one receive, filled once (as ibv_rc_pingpong's). */
+		final SendWorkRequest send;
+
+		final ReceiveWorkRequest receive;
+
 		final WorkCompletionBuffer buffer;
 
 		final int size;
@@ -218,6 +226,8 @@ public final class XdevPingPong {
 			this.cq = cq;
 			this.qp = qp;
 			this.mr = mr;
+			this.send = new SendWorkRequest().wrId(SEND_WRID).buffer(mr, size, size);
+			this.receive = new ReceiveWorkRequest().wrId(RECV_WRID).buffer(mr, 0, size);
 			this.buffer = buffer;
 			this.size = size;
 			this.iters = iters;
@@ -233,7 +243,7 @@ public final class XdevPingPong {
 			start = System.nanoTime();
 			if (client) {
 				t0 = System.nanoTime();
-				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
+				qp.postSend(send);
 				pending |= SEND_WRID;
 			}
 			if (busy) {
@@ -328,7 +338,7 @@ public final class XdevPingPong {
 			}
 			if (scnt < total && pending == 0) {
 				t0 = System.nanoTime();
-				qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
+				qp.postSend(send);
 				pending = RECV_WRID | SEND_WRID;
 			}
 		}
@@ -345,7 +355,7 @@ public final class XdevPingPong {
 
 		private void refill() {
 			for (; routs < RX_DEPTH; routs++) {
-				qp.postRecv(RECV_WRID, mr, 0, size);
+				qp.postRecv(receive);
 			}
 		}
 

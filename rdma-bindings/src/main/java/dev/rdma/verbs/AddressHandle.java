@@ -17,11 +17,11 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 /**
  * An address handle ({@code struct ibv_ah *}, {@code ibv_create_ah} /
  * {@code ibv_destroy_ah}): the path to a remote port that a UD send names in
- * {@code wr.ud.ah} (see
- * {@link QueuePair#postSend(long, MemoryRegion, long, int, QueuePair.SendOpcode, int, boolean, AddressHandle, int, int)}).
- * A dependant of its {@link ProtectionDomain}, closed before it; usable only by QPs of
- * that PD. Closing it while a send that names it is still outstanding is the caller's
- * mistake, as in C. Thread-safe.
+ * {@code wr.ud.ah} (see {@link QueuePair#postSend(SendWorkRequest)} with
+ * {@link SendWorkRequest#datagram(AddressHandle, int, int)}). A dependant of its
+ * {@link ProtectionDomain}, closed before it; usable only by QPs of that PD. Closing it
+ * while a send that names it is still outstanding is the caller's mistake, as in C.
+ * Thread-safe.
  */
 public final class AddressHandle extends NativeObject {
 

@@ -20,4 +20,17 @@ final class Arguments {
 		}
 	}
 
+	/**
+	 * Throws {@link IndexOutOfBoundsException} unless {@code offset .. offset + length}
+	 * lies within a region of {@code regionSize} bytes, without overflow (an offset near
+	 * {@link Long#MAX_VALUE} made {@code offset + length} negative, and the post went
+	 * through).
+	 */
+	static void requireWithin(long regionSize, long offset, int length) {
+		if (offset < 0 || length < 0 || offset > regionSize - length) {
+			throw new IndexOutOfBoundsException(
+					"offset " + offset + " + length " + length + " outside the " + regionSize + "-byte memory region");
+		}
+	}
+
 }

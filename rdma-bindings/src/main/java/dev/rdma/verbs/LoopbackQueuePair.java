@@ -22,6 +22,11 @@ public class LoopbackQueuePair implements AutoCloseable {
 
 	private final int slotSize;
 
+	// one work request per direction, reused under its own lock: any thread may post
+	private final SendWorkRequest send = new SendWorkRequest();
+
+	private final ReceiveWorkRequest recv = new ReceiveWorkRequest();
+
 	public LoopbackQueuePair(Context context, CompletionQueue sendCq, CompletionQueue recvCq, int depth, int slotSize) {
 		this.slotSize = slotSize;
 		this.pd = context.allocateProtectionDomain();
@@ -64,18 +69,25 @@ public class LoopbackQueuePair implements AutoCloseable {
 		return (long) i * slotSize;
 	}
 
+	/** {@code ibv_post_recv} of receive slot {@code slot} (its whole size). */
 	public void postRecv(long wrId, int slot) {
-		qp.postRecv(wrId, mr, recvOffset(slot), slotSize);
+		synchronized (recv) {
+			qp.postRecv(recv.wrId(wrId).buffer(mr, recvOffset(slot), slotSize));
+		}
 	}
 
 	/**
 	 * A signaled SEND (or SEND_WITH_IMM when {@code imm} is non-null) of {@code length}
-	 * bytes from send slot.
+	 * bytes from send slot ({@code ibv_post_send}).
 	 */
 	public void postSend(long wrId, int slot, int length, Integer imm) {
-		qp.postSend(wrId, mr, sendOffset(slot), length,
-				imm == null ? QueuePair.SendOpcode.SEND : QueuePair.SendOpcode.SEND_WITH_IMM, imm == null ? 0 : imm,
-				true);
+		synchronized (send) {
+			send.wrId(wrId)
+				.buffer(mr, sendOffset(slot), length)
+				.opcode(imm == null ? QueuePair.SendOpcode.SEND : QueuePair.SendOpcode.SEND_WITH_IMM)
+				.immediateData(imm == null ? 0 : imm);
+			qp.postSend(send);
+		}
 	}
 
 	@Override

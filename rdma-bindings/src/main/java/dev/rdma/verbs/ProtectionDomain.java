@@ -106,7 +106,7 @@ public final class ProtectionDomain extends NativeObject {
 
 	/** {@code ibv_create_qp} of an RC or UD QP ({@link QueuePair.Attributes#type()}). */
 	public QueuePair createQueuePair(QueuePair.Attributes attributes) {
-		return QueuePair.create(this, attributes);
+		return QueuePairCreation.create(this, attributes);
 	}
 
 	/** {@code ibv_create_ah}: an address handle for the UD sends of this PD's QPs. */

@@ -1,30 +1,26 @@
 package dev.rdma.verbs;
 
-import dev.rdma.verbs.ffm.Native;
 import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
 
 import org.jspecify.annotations.Nullable;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * A queue pair ({@code struct ibv_qp *}, {@code ibv_create_qp} / {@code ibv_modify_qp} /
  * {@code ibv_destroy_qp}), reliable-connected ({@link Type#RC}) or unreliable datagram
- * ({@link Type#UD}). {@link #postSend} and {@link #postRecv} are the inline verbs of
- * verbs.h, called through {@code qp->context->ops}; each uses a work request preallocated
- * in native memory, so posting allocates nothing. Posting is serialised per direction
- * (one lock for sends, one for receives), and holds the memory region (and the address
- * handle of a UD send) open for the duration of the call: a closed one is refused with
- * {@link IllegalStateException} before anything is posted.
+ * ({@link Type#UD}). {@link #postSend(SendWorkRequest)} and
+ * {@link #postRecv(ReceiveWorkRequest)} are the inline verbs of verbs.h, called through
+ * {@code qp->context->ops}; each posts a {@link SendWorkRequest} or
+ * {@link ReceiveWorkRequest} the caller filled once and reuses, so posting allocates
+ * nothing. A post holds the memory region (and the address handle of a UD send) open for
+ * the duration of the call: a closed one is refused with {@link IllegalStateException}
+ * before anything is posted. Any number of threads may post, each with its own work
+ * requests (the provider serialises the posts of one queue).
  *
  * <p>
  * <b>RC</b>: {@link #connect(int, int, Gid, int, ConnectionParameters)} moves the QP
@@ -90,7 +86,9 @@ public final class QueuePair extends NativeObject {
 	 */
 	public record Attributes(CompletionQueue sendCq, CompletionQueue recvCq, int maxSendWr, int maxRecvWr,
 			boolean signalAll, Type type) {
-		public Attributes {
+		public Attributes
+
+		{
 			Objects.requireNonNull(sendCq, "sendCq");
 			Objects.requireNonNull(recvCq, "recvCq");
 			Objects.requireNonNull(type, "type");
@@ -275,179 +273,32 @@ public final class QueuePair extends NativeObject {
 
 	}
 
-	static final int QP_STATE = 1;
-	static final int QP_ACCESS_FLAGS = 1 << 3;
-	static final int QP_PKEY_INDEX = 1 << 4;
-	static final int QP_PORT = 1 << 5;
-	static final int QP_QKEY = 1 << 6;
-	static final int QP_AV = 1 << 7;
-	static final int QP_PATH_MTU = 1 << 8;
-	static final int QP_TIMEOUT = 1 << 9;
-	static final int QP_RETRY_CNT = 1 << 10;
-	static final int QP_RNR_RETRY = 1 << 11;
-	static final int QP_RQ_PSN = 1 << 12;
-	static final int QP_MAX_QP_RD_ATOMIC = 1 << 13;
-	static final int QP_MIN_RNR_TIMER = 1 << 15;
-	static final int QP_SQ_PSN = 1 << 16;
-	static final int QP_MAX_DEST_RD_ATOMIC = 1 << 17;
-	static final int QP_DEST_QPN = 1 << 20;
-	static final int SEND_SIGNALED = 1 << 1;
-	static final int SEND_SOLICITED = 1 << 2;
-
 	static {
 		// the connection manager (dev.rdma.verbs.cm) moves a QP with the attributes
 		// rdma_init_qp_attr filled
 		dev.rdma.verbs.ffm.QueuePairAccess.Holder
-			.install((qp, attr, mask, what) -> ((QueuePair) qp).modifyAcquired(attr, mask, what));
+			.install((qp, attr, mask, what) -> ((QueuePair) qp).transitions.modifyAcquired(attr, mask, what));
 	}
 
 	private final ProtectionDomain pd;
 
 	private final Attributes attributes;
 
-	private final boolean ud;
-
 	private final int qpNum;
 
-	private final MemorySegment postSendFn;
+	private final QueuePairTransitions transitions = new QueuePairTransitions(this);
 
-	private final MemorySegment postRecvFn;
+	private final QueuePairPosting posting;
 
-	private final Arena arena = Arena.ofShared();
-
-	// global-scope aliases (Native.unscoped): posting passes them to native code without
-	// a session acquire
-	private final MemorySegment sendWr = Native.unscoped(arena.allocate(Layouts.IBV_SEND_WR));
-
-	private final MemorySegment sendSge = Native.unscoped(arena.allocate(Layouts.IBV_SGE));
-
-	private final MemorySegment badSend = Native.unscoped(arena.allocate(ADDRESS));
-
-	private final MemorySegment recvWr = Native.unscoped(arena.allocate(Layouts.IBV_RECV_WR));
-
-	private final MemorySegment recvSge = Native.unscoped(arena.allocate(Layouts.IBV_SGE));
-
-	private final MemorySegment badRecv = Native.unscoped(arena.allocate(ADDRESS));
-
-	private final Object sendLock = new Object();
-
-	private final Object recvLock = new Object();
-
-	private static final long SWR_WR_ID = Layouts.off(Layouts.IBV_SEND_WR, "wr_id");
-
-	private static final long SWR_SG_LIST = Layouts.off(Layouts.IBV_SEND_WR, "sg_list");
-
-	private static final long SWR_NUM_SGE = Layouts.off(Layouts.IBV_SEND_WR, "num_sge");
-
-	private static final long SWR_OPCODE = Layouts.off(Layouts.IBV_SEND_WR, "opcode");
-
-	private static final long SWR_SEND_FLAGS = Layouts.off(Layouts.IBV_SEND_WR, "send_flags");
-
-	private static final long SWR_IMM = Layouts.off(Layouts.IBV_SEND_WR, "anon_imm", "imm_data");
-
-	private static final long SWR_REMOTE_ADDR = Layouts.off(Layouts.IBV_SEND_WR, "wr", "rdma", "remote_addr");
-
-	private static final long SWR_RKEY = Layouts.off(Layouts.IBV_SEND_WR, "wr", "rdma", "rkey");
-
-	private static final long SWR_UD_AH = Layouts.off(Layouts.IBV_SEND_WR, "wr", "ud", "ah");
-
-	private static final long SWR_UD_REMOTE_QPN = Layouts.off(Layouts.IBV_SEND_WR, "wr", "ud", "remote_qpn");
-
-	private static final long SWR_UD_REMOTE_QKEY = Layouts.off(Layouts.IBV_SEND_WR, "wr", "ud", "remote_qkey");
-
-	private static final long RWR_WR_ID = Layouts.off(Layouts.IBV_RECV_WR, "wr_id");
-
-	private static final long RWR_SG_LIST = Layouts.off(Layouts.IBV_RECV_WR, "sg_list");
-
-	private static final long RWR_NUM_SGE = Layouts.off(Layouts.IBV_RECV_WR, "num_sge");
-
-	private static final long SGE_ADDR = Layouts.off(Layouts.IBV_SGE, "addr");
-
-	private static final long SGE_LENGTH = Layouts.off(Layouts.IBV_SGE, "length");
-
-	private static final long SGE_LKEY = Layouts.off(Layouts.IBV_SGE, "lkey");
-
-	private QueuePair(ProtectionDomain pd, MemorySegment qp, Attributes attributes) {
+	QueuePair(ProtectionDomain pd, MemorySegment qp, Attributes attributes) {
 		super(qp, pd);
 		this.pd = pd;
 		this.attributes = attributes;
-		this.ud = attributes.type() == Type.UD;
 		this.qpNum = qp.get(JAVA_INT, Layouts.off(Layouts.IBV_QP, "qp_num"));
-		MemorySegment ctx = pd.context().handle;
-		this.postSendFn = ctx.get(ADDRESS, Layouts.CONTEXT_POST_SEND);
-		this.postRecvFn = ctx.get(ADDRESS, Layouts.CONTEXT_POST_RECV);
-		sendWr.set(ADDRESS, SWR_SG_LIST, sendSge);
-		sendWr.set(JAVA_INT, SWR_NUM_SGE, 1);
-		recvWr.set(ADDRESS, RWR_SG_LIST, recvSge);
-		recvWr.set(JAVA_INT, RWR_NUM_SGE, 1);
+		this.posting = new QueuePairPosting(this, pd.context().handle);
 		// the CQs refuse to close while a QP uses them (ibv_destroy_cq's EBUSY, foreseen)
 		attributes.sendCq().addUser(this);
 		attributes.recvCq().addUser(this);
-	}
-
-	static QueuePair create(ProtectionDomain pd, Attributes attributes) {
-		if (attributes.sendCq().context() != pd.context() || attributes.recvCq().context() != pd.context()) {
-			throw new IllegalArgumentException("the CQs of a QP must belong to the PD's context");
-		}
-		// each acquire paired with its own release: a closed CQ refused after the PD was
-		// acquired must not leave the
-		// PD held (its close would then wait for ever)
-		pd.acquire();
-		try {
-			// read with the PD held: an open PD keeps its context (and the ibv_context
-			// read here) from being freed by a close on another thread
-			if (Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_SEND))
-					|| Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_RECV))) {
-				throw new VerbsException("ibv_create_qp", Errno.EOPNOTSUPP, "the provider has no post_send/post_recv");
-			}
-			attributes.sendCq().acquire();
-			try {
-				attributes.recvCq().acquire();
-				try {
-					return createAcquired(pd, attributes);
-				}
-				finally {
-					attributes.recvCq().release();
-				}
-			}
-			finally {
-				attributes.sendCq().release();
-			}
-		}
-		finally {
-			pd.release();
-		}
-	}
-
-	private static QueuePair createAcquired(ProtectionDomain pd, Attributes attributes) {
-		try (Arena a = Arena.ofConfined()) {
-			var l = Layouts.IBV_QP_INIT_ATTR;
-			MemorySegment init = a.allocate(l);
-			init.set(ADDRESS, Layouts.off(l, "send_cq"), attributes.sendCq().handle);
-			init.set(ADDRESS, Layouts.off(l, "recv_cq"), attributes.recvCq().handle);
-			init.set(JAVA_INT, Layouts.off(l, "cap", "max_send_wr"), attributes.maxSendWr());
-			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr"), attributes.maxRecvWr());
-			init.set(JAVA_INT, Layouts.off(l, "cap", "max_send_sge"), 1);
-			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge"), 1);
-			init.set(JAVA_INT, Layouts.off(l, "qp_type"), attributes.type().code);
-			init.set(JAVA_INT, Layouts.off(l, "sq_sig_all"), attributes.signalAll() ? 1 : 0);
-			MemorySegment capture = Native.allocateCapture(a);
-			MemorySegment qp = (MemorySegment) Ibverbs.CREATE_QP.invokeExact(capture, pd.handle, init);
-			if (Native.isNull(qp)) {
-				throw new VerbsException("ibv_create_qp", Native.errno(capture), attributes.toString());
-			}
-			try {
-				return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes);
-			}
-			catch (RuntimeException e) {
-				// the PD closed meanwhile: the native QP must not outlive the refusal
-				int ignored = (int) Ibverbs.DESTROY_QP.invokeExact(qp);
-				throw e;
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
 	}
 
 	/** {@code qp->qp_num}. */
@@ -516,7 +367,7 @@ public final class QueuePair extends NativeObject {
 	 */
 	public void connect(int port, int sgidIndex, Gid destGid, int destQpNum, ConnectionParameters parameters) {
 		Objects.requireNonNull(destGid, "destGid");
-		connect(port, sgidIndex, destGid, true, -1, destQpNum, parameters);
+		transitions.connect(port, sgidIndex, destGid, true, -1, destQpNum, parameters);
 	}
 
 	/**
@@ -539,91 +390,8 @@ public final class QueuePair extends NativeObject {
 	public void connect(int port, int sgidIndex, @Nullable Gid destGid, int destLid, int destQpNum,
 			ConnectionParameters parameters) {
 		Arguments.requireRange("destLid (dlid)", destLid, 0, 0xffff);
-		connect(port, sgidIndex, destGid, destGid != null && destGid.interfaceId() != 0, destLid, destQpNum,
+		transitions.connect(port, sgidIndex, destGid, destGid != null && destGid.interfaceId() != 0, destLid, destQpNum,
 				parameters);
-	}
-
-	/**
-	 * {@code dlid < 0}: the local port's LID (the loopback connection of the 5-argument
-	 * connect).
-	 */
-	private void connect(int port, int sgidIndex, @Nullable Gid destGid, boolean global, int dlid, int destQpNum,
-			ConnectionParameters parameters) {
-		Objects.requireNonNull(parameters, "parameters");
-		if (ud) {
-			throw new IllegalStateException(
-					describe() + " is a UD QP: it is made ready with activate(), not connected");
-		}
-		Arguments.requireRange("sgidIndex", sgidIndex, 0, 255);
-		Arguments.requireRange("destQpNum (dest_qp_num)", destQpNum, 0, MAX_QP_NUM);
-		PortAttributes portAttr = pd.context().queryPort(port);
-		String where = pd.context().deviceName() + " port " + port;
-		int mtuCode = parameters.pathMtuCode(portAttr.activeMtu(), where);
-		if (global && sgidIndex >= portAttr.gidTableLength()) {
-			throw new IllegalArgumentException("sgidIndex " + sgidIndex + " is beyond the GID table of " + where
-					+ " (gid_tbl_len " + portAttr.gidTableLength() + ", ibv_query_port)");
-		}
-		// checked here, not by ibv_modify_qp's EINVAL after RTR (which would leave the QP
-		// in RTR and name neither the value nor the limit)
-		DeviceAttributes device = pd.context().queryDevice();
-		if (parameters.maxRdAtomic() > device.maxQpInitRdAtom()) {
-			throw new IllegalArgumentException(
-					"maxRdAtomic (max_rd_atomic) " + parameters.maxRdAtomic() + " exceeds max_qp_init_rd_atom "
-							+ device.maxQpInitRdAtom() + " of " + pd.context().deviceName() + " (ibv_query_device)");
-		}
-		if (parameters.maxDestRdAtomic() > device.maxQpRdAtom()) {
-			throw new IllegalArgumentException(
-					"maxDestRdAtomic (max_dest_rd_atomic) " + parameters.maxDestRdAtomic() + " exceeds max_qp_rd_atom "
-							+ device.maxQpRdAtom() + " of " + pd.context().deviceName() + " (ibv_query_device)");
-		}
-		if (!global && portAttr.linkLayer() == PortAttributes.LinkLayer.ETHERNET) {
-			// the kernel refuses a RoCE address without a GRH (rdma_check_ah_attr): an
-			// EINVAL from ibv_modify_qp that names neither the GID nor the peer
-			throw new IllegalArgumentException("destGid is " + (destGid == null ? "null" : "all zero") + ", but "
-					+ pd.context().deviceName() + " port " + port
-					+ " is RoCE (link layer ETHERNET), where the peer is addressed by its GID only: pass the peer's "
-					+ "GID (ibv_rc_pingpong needs -g on both sides)");
-		}
-		acquire();
-		try (Arena a = Arena.ofConfined()) {
-			var l = Layouts.IBV_QP_ATTR;
-			MemorySegment attr = a.allocate(l);
-			if (handle.get(JAVA_INT, Layouts.off(Layouts.IBV_QP, "state")) != State.INIT.ordinal()) {
-				modifyToInit(attr, port);
-				attr.fill((byte) 0);
-			}
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.RTR.ordinal());
-			attr.set(JAVA_INT, Layouts.off(l, "path_mtu"), mtuCode);
-			attr.set(JAVA_INT, Layouts.off(l, "dest_qp_num"), destQpNum);
-			attr.set(JAVA_INT, Layouts.off(l, "rq_psn"), parameters.rqPsn());
-			attr.set(JAVA_BYTE, Layouts.off(l, "max_dest_rd_atomic"), (byte) parameters.maxDestRdAtomic());
-			attr.set(JAVA_BYTE, Layouts.off(l, "min_rnr_timer"), (byte) parameters.minRnrTimer());
-			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "port_num"), (byte) port);
-			attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "sl"), (byte) parameters.serviceLevel());
-			attr.set(JAVA_SHORT, Layouts.off(l, "ah_attr", "dlid"), (short) (dlid < 0 ? portAttr.lid() : dlid));
-			if (global && destGid != null) {
-				attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "is_global"), (byte) 1);
-				MemorySegment.copy(MemorySegment.ofArray(destGid.raw()), 0, attr,
-						Layouts.off(l, "ah_attr", "grh", "dgid"), 16);
-				attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "grh", "sgid_index"), (byte) sgidIndex);
-				attr.set(JAVA_BYTE, Layouts.off(l, "ah_attr", "grh", "hop_limit"), (byte) parameters.hopLimit());
-			}
-			modify(attr,
-					QP_STATE | QP_AV | QP_PATH_MTU | QP_DEST_QPN | QP_RQ_PSN | QP_MAX_DEST_RD_ATOMIC | QP_MIN_RNR_TIMER,
-					"RTR");
-
-			attr.fill((byte) 0);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.RTS.ordinal());
-			attr.set(JAVA_BYTE, Layouts.off(l, "timeout"), (byte) parameters.timeout());
-			attr.set(JAVA_BYTE, Layouts.off(l, "retry_cnt"), (byte) parameters.retryCount());
-			attr.set(JAVA_BYTE, Layouts.off(l, "rnr_retry"), (byte) parameters.rnrRetry());
-			attr.set(JAVA_INT, Layouts.off(l, "sq_psn"), parameters.sqPsn());
-			attr.set(JAVA_BYTE, Layouts.off(l, "max_rd_atomic"), (byte) parameters.maxRdAtomic());
-			modify(attr, QP_STATE | QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN | QP_MAX_QP_RD_ATOMIC, "RTS");
-		}
-		finally {
-			release();
-		}
 	}
 
 	/**
@@ -635,27 +403,7 @@ public final class QueuePair extends NativeObject {
 	 * @throws VerbsException when the QP is not in RESET
 	 */
 	public void moveToInit(int port) {
-		if (ud) {
-			throw new IllegalStateException(describe() + " is a UD QP: it is made ready with activate()");
-		}
-		Arguments.requireRange("port", port, 1, 255);
-		acquire();
-		try (Arena a = Arena.ofConfined()) {
-			modifyToInit(a.allocate(Layouts.IBV_QP_ATTR), port);
-		}
-		finally {
-			release();
-		}
-	}
-
-	private void modifyToInit(MemorySegment attr, int port) {
-		var l = Layouts.IBV_QP_ATTR;
-		attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.INIT.ordinal());
-		attr.set(JAVA_SHORT, Layouts.off(l, "pkey_index"), (short) 0);
-		attr.set(JAVA_BYTE, Layouts.off(l, "port_num"), (byte) port);
-		attr.set(JAVA_INT, Layouts.off(l, "qp_access_flags"), MemoryRegion.Access.LOCAL_WRITE.bit
-				| MemoryRegion.Access.REMOTE_WRITE.bit | MemoryRegion.Access.REMOTE_READ.bit);
-		modify(attr, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS, "INIT");
+		transitions.moveToInit(port);
 	}
 
 	/** {@link #activate(int, int, int, int)} with P_Key index 0 and send PSN 0. */
@@ -667,41 +415,14 @@ public final class QueuePair extends NativeObject {
 	 * Moves a UD QP through INIT ({@code pkey_index}, {@code port_num}, {@code qkey}),
 	 * RTR and RTS ({@code sq_psn}), as rdma-core's {@code ibv_ud_pingpong} does.
 	 * Afterwards it receives datagrams sent to its QP number with {@code qkey}, and sends
-	 * through
-	 * {@link #postSend(long, MemoryRegion, long, int, SendOpcode, int, boolean, AddressHandle, int, int)}.
+	 * through {@link #postSend(SendWorkRequest)} with
+	 * {@link SendWorkRequest#datagram(AddressHandle, int, int)}.
 	 * @param qkey the Q_Key: incoming datagrams must carry it; a send whose remote Q_Key
 	 * has the high bit set sends this one instead
 	 * @throws IllegalStateException on an RC QP (see {@link #connect})
 	 */
 	public void activate(int port, int pkeyIndex, int qkey, int sqPsn) {
-		if (!ud) {
-			throw new IllegalStateException(describe() + " is an RC QP: it is connected with connect(), not activated");
-		}
-		Arguments.requireRange("port", port, 1, 255);
-		Arguments.requireRange("pkeyIndex (pkey_index)", pkeyIndex, 0, 0xffff);
-		Arguments.requireRange("sqPsn (sq_psn)", sqPsn, 0, ConnectionParameters.MAX_PSN);
-		acquire();
-		try (Arena a = Arena.ofConfined()) {
-			var l = Layouts.IBV_QP_ATTR;
-			MemorySegment attr = a.allocate(l);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.INIT.ordinal());
-			attr.set(JAVA_SHORT, Layouts.off(l, "pkey_index"), (short) pkeyIndex);
-			attr.set(JAVA_BYTE, Layouts.off(l, "port_num"), (byte) port);
-			attr.set(JAVA_INT, Layouts.off(l, "qkey"), qkey);
-			modify(attr, QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_QKEY, "INIT");
-
-			attr.fill((byte) 0);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.RTR.ordinal());
-			modify(attr, QP_STATE, "RTR");
-
-			attr.fill((byte) 0);
-			attr.set(JAVA_INT, Layouts.off(l, "qp_state"), State.RTS.ordinal());
-			attr.set(JAVA_INT, Layouts.off(l, "sq_psn"), sqPsn);
-			modify(attr, QP_STATE | QP_SQ_PSN, "RTS");
-		}
-		finally {
-			release();
-		}
+		transitions.activate(port, pkeyIndex, qkey, sqPsn);
 	}
 
 	/**
@@ -709,226 +430,47 @@ public final class QueuePair extends NativeObject {
 	 * with WR_FLUSH_ERR.
 	 */
 	public void moveToError() {
-		acquire();
-		try (Arena a = Arena.ofConfined()) {
-			MemorySegment attr = a.allocate(Layouts.IBV_QP_ATTR);
-			attr.set(JAVA_INT, Layouts.off(Layouts.IBV_QP_ATTR, "qp_state"), State.ERR.ordinal());
-			modify(attr, QP_STATE, "ERR");
-		}
-		finally {
-			release();
-		}
+		transitions.moveToError();
 	}
 
 	/**
-	 * {@code ibv_modify_qp} with attributes filled elsewhere (rdma_init_qp_attr), holding
-	 * the QP open for the call.
-	 */
-	private void modifyAcquired(MemorySegment attr, int mask, String to) {
-		acquire();
-		try {
-			modify(attr, mask, to);
-		}
-		finally {
-			release();
-		}
-	}
-
-	private void modify(MemorySegment attr, int mask, String to) {
-		try {
-			int rc = (int) Ibverbs.MODIFY_QP.invokeExact(handle, attr, mask);
-			if (rc != 0) {
-				throw new VerbsException("ibv_modify_qp", rc, describe() + " to " + to);
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-	}
-
-	/**
-	 * {@code ibv_post_send} on an RC QP of one SEND or SEND_WITH_IMM of {@code length}
-	 * bytes at {@code offset} of {@code mr}.
-	 * @param immData immediate data in host order (sent in network order), for
-	 * {@link SendOpcode#SEND_WITH_IMM}
-	 * @param signaled request a completion ({@code IBV_SEND_SIGNALED})
-	 */
-	public void postSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
-			boolean signaled) {
-		postSend(wrId, mr, offset, length, opcode, immData, signaled, false, 0, 0);
-	}
-
-	/**
-	 * {@code ibv_post_send} on an RC QP of any {@link SendOpcode};
-	 * {@code remoteAddr}/{@code rkey} for RDMA operations.
-	 * @throws IllegalStateException when this QP, or {@code mr}, is closed (nothing is
-	 * posted), or this is a UD QP
-	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
-	 * within {@code mr} (nothing is posted)
-	 */
-	public void postSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
-			boolean signaled, boolean solicited, long remoteAddr, int rkey) {
-		if (ud) {
-			throw new IllegalStateException(describe() + " is a UD QP: each send needs an AddressHandle");
-		}
-		acquire();
-		try {
-			mr.acquire();
-			try {
-				checkRange(mr, offset, length);
-				synchronized (sendLock) {
-					fillSend(wrId, mr, offset, length, opcode, immData, signaled, solicited);
-					sendWr.set(JAVA_LONG, SWR_REMOTE_ADDR, remoteAddr);
-					sendWr.set(JAVA_INT, SWR_RKEY, rkey);
-					postSendWr(wrId);
-				}
-			}
-			finally {
-				mr.release();
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-		finally {
-			release();
-		}
-	}
-
-	/**
-	 * {@code ibv_post_send} on a UD QP of one datagram: a SEND or SEND_WITH_IMM of
-	 * {@code length} bytes (at most the path MTU) at {@code offset} of {@code mr}, to QP
-	 * {@code remoteQpn} at {@code ah} ({@code wr.ud}).
-	 * @param remoteQpn the receiver's QP number, 0..{@link #MAX_QP_NUM}
-	 * @param remoteQkey the receiver's Q_Key; with the high bit set the QP's own Q_Key is
-	 * sent instead
-	 * @throws IllegalStateException when this QP, {@code mr} or {@code ah} is closed
-	 * (nothing is posted), or this is an RC QP
-	 * @throws IllegalArgumentException when {@code remoteQpn} is outside
-	 * 0..{@link #MAX_QP_NUM} (nothing is posted)
-	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
-	 * within {@code mr} (nothing is posted)
-	 */
-	public void postSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
-			boolean signaled, AddressHandle ah, int remoteQpn, int remoteQkey) {
-		postSend(wrId, mr, offset, length, opcode, immData, signaled, false, ah, remoteQpn, remoteQkey);
-	}
-
-	/** The same with {@code IBV_SEND_SOLICITED} when {@code solicited}. */
-	public void postSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
-			boolean signaled, boolean solicited, AddressHandle ah, int remoteQpn, int remoteQkey) {
-		if (!ud) {
-			throw new IllegalStateException(describe() + " is an RC QP: address handles are for UD sends");
-		}
-		if (opcode != SendOpcode.SEND && opcode != SendOpcode.SEND_WITH_IMM) {
-			throw new IllegalArgumentException("a UD QP posts SEND or SEND_WITH_IMM only, not " + opcode);
-		}
-		if (ah.protectionDomain() != pd) {
-			throw new IllegalArgumentException(ah + " belongs to another protection domain than " + describe());
-		}
-		Arguments.requireRange("remoteQpn (remote_qpn)", remoteQpn, 0, MAX_QP_NUM);
-		acquire();
-		try {
-			mr.acquire();
-			try {
-				ah.acquire();
-				try {
-					checkRange(mr, offset, length);
-					synchronized (sendLock) {
-						fillSend(wrId, mr, offset, length, opcode, immData, signaled, solicited);
-						sendWr.set(JAVA_LONG, SWR_UD_AH, ah.handle.address());
-						sendWr.set(JAVA_INT, SWR_UD_REMOTE_QPN, remoteQpn);
-						sendWr.set(JAVA_INT, SWR_UD_REMOTE_QKEY, remoteQkey);
-						postSendWr(wrId);
-					}
-				}
-				finally {
-					ah.release();
-				}
-			}
-			finally {
-				mr.release();
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-		finally {
-			release();
-		}
-	}
-
-	private void fillSend(long wrId, MemoryRegion mr, long offset, int length, SendOpcode opcode, int immData,
-			boolean signaled, boolean solicited) {
-		sendSge.set(JAVA_LONG, SGE_ADDR, mr.bufferAddress() + offset);
-		sendSge.set(JAVA_INT, SGE_LENGTH, length);
-		sendSge.set(JAVA_INT, SGE_LKEY, mr.lkey());
-		sendWr.set(JAVA_LONG, SWR_WR_ID, wrId);
-		sendWr.set(JAVA_INT, SWR_OPCODE, opcode.code);
-		sendWr.set(JAVA_INT, SWR_SEND_FLAGS, (signaled ? SEND_SIGNALED : 0) | (solicited ? SEND_SOLICITED : 0));
-		sendWr.set(JAVA_INT, SWR_IMM, Integer.reverseBytes(immData));
-	}
-
-	private void postSendWr(long wrId) throws Throwable {
-		int rc = (int) Ibverbs.FP_POST.invokeExact(postSendFn, handle, sendWr, badSend);
-		if (rc != 0) {
-			throw new VerbsException("ibv_post_send", rc, describe() + " wr_id " + wrId);
-		}
-	}
-
-	/**
-	 * {@code ibv_post_recv} of one receive of up to {@code length} bytes at
-	 * {@code offset} of {@code mr}. On a UD QP the first {@value #GRH_BYTES} bytes
-	 * receive the GRH, the payload follows.
-	 * @throws IllegalStateException when this QP or {@code mr} is closed (nothing is
+	 * {@code ibv_post_send} of one work request, filled beforehand and reusable (see
+	 * {@link SendWorkRequest}): on an RC QP any {@link SendOpcode} (RDMA operations with
+	 * {@link SendWorkRequest#remote(long, int)}), on a UD QP one datagram (a SEND or
+	 * SEND_WITH_IMM of at most the path MTU) to the destination of
+	 * {@link SendWorkRequest#datagram(AddressHandle, int, int)}. The post holds this QP,
+	 * the memory region and the address handle open for the call, and allocates nothing.
+	 * @throws IllegalStateException when this QP, the memory region or the address handle
+	 * is closed, or {@code wr} is closed, has no buffer, or another post is using it; on
+	 * a UD QP when {@code wr} has no address handle, on an RC QP when it has one (nothing
+	 * is posted)
+	 * @throws IllegalArgumentException on a UD QP for an opcode other than SEND and
+	 * SEND_WITH_IMM, or an address handle of another protection domain (nothing is
 	 * posted)
-	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
-	 * within {@code mr} (nothing is posted)
+	 * @throws IndexOutOfBoundsException when the buffer is not within its memory region
+	 * (nothing is posted)
+	 * @throws VerbsException when the provider refuses the work request (errno and its
+	 * text, the QP and the {@code wr_id})
 	 */
-	public void postRecv(long wrId, MemoryRegion mr, long offset, int length) {
-		acquire();
-		try {
-			mr.acquire();
-			try {
-				checkRange(mr, offset, length);
-				synchronized (recvLock) {
-					recvSge.set(JAVA_LONG, SGE_ADDR, mr.bufferAddress() + offset);
-					recvSge.set(JAVA_INT, SGE_LENGTH, length);
-					recvSge.set(JAVA_INT, SGE_LKEY, mr.lkey());
-					recvWr.set(JAVA_LONG, RWR_WR_ID, wrId);
-					int rc = (int) Ibverbs.FP_POST.invokeExact(postRecvFn, handle, recvWr, badRecv);
-					if (rc != 0) {
-						throw new VerbsException("ibv_post_recv", rc, describe() + " wr_id " + wrId);
-					}
-				}
-			}
-			finally {
-				mr.release();
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-		finally {
-			release();
-		}
-	}
-
-	private static void checkRange(MemoryRegion mr, long offset, int length) {
-		checkRange(mr.buffer().byteSize(), offset, length);
+	public void postSend(SendWorkRequest wr) {
+		posting.postSend(wr);
 	}
 
 	/**
-	 * Throws {@link IndexOutOfBoundsException} unless {@code offset .. offset + length}
-	 * lies within a region of {@code regionSize} bytes, without overflow (an offset near
-	 * {@link Long#MAX_VALUE} made {@code offset + length} negative, and the post went
-	 * through).
+	 * {@code ibv_post_recv} of one work request, filled beforehand and reusable (see
+	 * {@link ReceiveWorkRequest}). On a UD QP the first {@value #GRH_BYTES} bytes of its
+	 * buffer receive the GRH, the payload follows. The post holds this QP and the memory
+	 * region open for the call, and allocates nothing.
+	 * @throws IllegalStateException when this QP or the memory region is closed, or
+	 * {@code wr} is closed, has no buffer, or another post is using it (nothing is
+	 * posted)
+	 * @throws IndexOutOfBoundsException when the buffer is not within its memory region
+	 * (nothing is posted)
+	 * @throws VerbsException when the provider refuses the work request (errno and its
+	 * text, the QP and the {@code wr_id})
 	 */
-	static void checkRange(long regionSize, long offset, int length) {
-		if (offset < 0 || length < 0 || offset > regionSize - length) {
-			throw new IndexOutOfBoundsException(
-					"offset " + offset + " + length " + length + " outside the " + regionSize + "-byte memory region");
-		}
+	public void postRecv(ReceiveWorkRequest wr) {
+		posting.postRecv(wr);
 	}
 
 	/**
@@ -997,7 +539,6 @@ public final class QueuePair extends NativeObject {
 		}
 		attributes.sendCq().removeUser(this);
 		attributes.recvCq().removeUser(this);
-		arena.close();
 	}
 
 }

@@ -123,24 +123,24 @@ class LayoutConformanceTest {
 			}
 		}
 		expect("sizeof(struct ibv_grh)", QueuePair.GRH_BYTES, "sizeof(struct ibv_grh)");
-		expect("IBV_QP_QKEY", QueuePair.QP_QKEY, "IBV_QP_QKEY");
-		expect("IBV_QP_STATE", QueuePair.QP_STATE, "IBV_QP_STATE");
-		expect("IBV_QP_ACCESS_FLAGS", QueuePair.QP_ACCESS_FLAGS, "IBV_QP_ACCESS_FLAGS");
-		expect("IBV_QP_PKEY_INDEX", QueuePair.QP_PKEY_INDEX, "IBV_QP_PKEY_INDEX");
-		expect("IBV_QP_PORT", QueuePair.QP_PORT, "IBV_QP_PORT");
-		expect("IBV_QP_AV", QueuePair.QP_AV, "IBV_QP_AV");
-		expect("IBV_QP_PATH_MTU", QueuePair.QP_PATH_MTU, "IBV_QP_PATH_MTU");
-		expect("IBV_QP_TIMEOUT", QueuePair.QP_TIMEOUT, "IBV_QP_TIMEOUT");
-		expect("IBV_QP_RETRY_CNT", QueuePair.QP_RETRY_CNT, "IBV_QP_RETRY_CNT");
-		expect("IBV_QP_RNR_RETRY", QueuePair.QP_RNR_RETRY, "IBV_QP_RNR_RETRY");
-		expect("IBV_QP_RQ_PSN", QueuePair.QP_RQ_PSN, "IBV_QP_RQ_PSN");
-		expect("IBV_QP_MAX_QP_RD_ATOMIC", QueuePair.QP_MAX_QP_RD_ATOMIC, "IBV_QP_MAX_QP_RD_ATOMIC");
-		expect("IBV_QP_MIN_RNR_TIMER", QueuePair.QP_MIN_RNR_TIMER, "IBV_QP_MIN_RNR_TIMER");
-		expect("IBV_QP_SQ_PSN", QueuePair.QP_SQ_PSN, "IBV_QP_SQ_PSN");
-		expect("IBV_QP_MAX_DEST_RD_ATOMIC", QueuePair.QP_MAX_DEST_RD_ATOMIC, "IBV_QP_MAX_DEST_RD_ATOMIC");
-		expect("IBV_QP_DEST_QPN", QueuePair.QP_DEST_QPN, "IBV_QP_DEST_QPN");
-		expect("IBV_SEND_SIGNALED", QueuePair.SEND_SIGNALED, "IBV_SEND_SIGNALED");
-		expect("IBV_SEND_SOLICITED", QueuePair.SEND_SOLICITED, "IBV_SEND_SOLICITED");
+		expect("IBV_QP_QKEY", QueuePairTransitions.QP_QKEY, "IBV_QP_QKEY");
+		expect("IBV_QP_STATE", QueuePairTransitions.QP_STATE, "IBV_QP_STATE");
+		expect("IBV_QP_ACCESS_FLAGS", QueuePairTransitions.QP_ACCESS_FLAGS, "IBV_QP_ACCESS_FLAGS");
+		expect("IBV_QP_PKEY_INDEX", QueuePairTransitions.QP_PKEY_INDEX, "IBV_QP_PKEY_INDEX");
+		expect("IBV_QP_PORT", QueuePairTransitions.QP_PORT, "IBV_QP_PORT");
+		expect("IBV_QP_AV", QueuePairTransitions.QP_AV, "IBV_QP_AV");
+		expect("IBV_QP_PATH_MTU", QueuePairTransitions.QP_PATH_MTU, "IBV_QP_PATH_MTU");
+		expect("IBV_QP_TIMEOUT", QueuePairTransitions.QP_TIMEOUT, "IBV_QP_TIMEOUT");
+		expect("IBV_QP_RETRY_CNT", QueuePairTransitions.QP_RETRY_CNT, "IBV_QP_RETRY_CNT");
+		expect("IBV_QP_RNR_RETRY", QueuePairTransitions.QP_RNR_RETRY, "IBV_QP_RNR_RETRY");
+		expect("IBV_QP_RQ_PSN", QueuePairTransitions.QP_RQ_PSN, "IBV_QP_RQ_PSN");
+		expect("IBV_QP_MAX_QP_RD_ATOMIC", QueuePairTransitions.QP_MAX_QP_RD_ATOMIC, "IBV_QP_MAX_QP_RD_ATOMIC");
+		expect("IBV_QP_MIN_RNR_TIMER", QueuePairTransitions.QP_MIN_RNR_TIMER, "IBV_QP_MIN_RNR_TIMER");
+		expect("IBV_QP_SQ_PSN", QueuePairTransitions.QP_SQ_PSN, "IBV_QP_SQ_PSN");
+		expect("IBV_QP_MAX_DEST_RD_ATOMIC", QueuePairTransitions.QP_MAX_DEST_RD_ATOMIC, "IBV_QP_MAX_DEST_RD_ATOMIC");
+		expect("IBV_QP_DEST_QPN", QueuePairTransitions.QP_DEST_QPN, "IBV_QP_DEST_QPN");
+		expect("IBV_SEND_SIGNALED", SendWorkRequest.Flag.SIGNALED.bit, "IBV_SEND_SIGNALED");
+		expect("IBV_SEND_SOLICITED", SendWorkRequest.Flag.SOLICITED.bit, "IBV_SEND_SOLICITED");
 		expect("JDK interrupt signal (__SIGRTMAX - 2)", Libc.JDK_INTERRUPT_SIGNAL, "__SIGRTMAX - 2");
 		expect("sizeof(struct sigaction)", Libc.SIGACTION_BYTES, "sizeof(struct sigaction)");
 		expect("offsetof(struct sigaction, sa_handler)", Libc.SIGACTION_HANDLER,

@@ -121,14 +121,21 @@ class QueuePairDeviceTest {
 			assertThat(pd.addressHandles()).containsExactly(ah);
 			int[] lengths = { 100, 200 };
 			for (int i = 0; i < 2; i++) {
-				receiver.postRecv(10 + i, mr, (2L + i) * SLOT, SLOT); // receive slots 2,
-																		// 3: GRH, then
-																		// payload
+				receiver.postRecv(new ReceiveWorkRequest().wrId(10 + i).buffer(mr, (2L + i) * SLOT, SLOT)); // receive
+																											// slots
+																											// 2,
+				// 3: GRH, then
+				// payload
 			}
 			fill(mr, 0, lengths[0], 1);
 			fill(mr, SLOT, lengths[1], 2);
-			sender.postSend(20, mr, 0, lengths[0], SendOpcode.SEND, 0, true, ah, receiver.qpNum(), QKEY);
-			sender.postSend(21, mr, SLOT, lengths[1], SendOpcode.SEND_WITH_IMM, IMM, true, ah, receiver.qpNum(), QKEY);
+			sender.postSend(
+					new SendWorkRequest().wrId(20).buffer(mr, 0, lengths[0]).datagram(ah, receiver.qpNum(), QKEY));
+			sender.postSend(new SendWorkRequest().wrId(21)
+				.buffer(mr, SLOT, lengths[1])
+				.opcode(SendOpcode.SEND_WITH_IMM)
+				.immediateData(IMM)
+				.datagram(ah, receiver.qpNum(), QKEY));
 
 			List<WorkCompletionSnapshot> sends = completions(sendCq, buffer, 2, "2 UD send completions");
 			assertThat(sends).extracting(WorkCompletionSnapshot::wrId).containsExactly(20L, 21L);
@@ -173,11 +180,11 @@ class QueuePairDeviceTest {
 			QueuePair ud = udQp(pd, cq, cq);
 			AddressHandle ah = selfAddress(pd);
 			rc.postRecv(1, 0);
-			ud.postRecv(11, mr, SLOT, SLOT);
+			ud.postRecv(new ReceiveWorkRequest().wrId(11).buffer(mr, SLOT, SLOT));
 			fill(mr, 0, 64, 3);
 			rc.postSend(2, 0, 32, 0x77);
-			ud.postSend(12, mr, 0, 64, SendOpcode.SEND, 0, true, ah, ud.qpNum(), QKEY); // to
-																						// itself
+			ud.postSend(new SendWorkRequest().wrId(12).buffer(mr, 0, 64).datagram(ah, ud.qpNum(), QKEY)); // to
+			// itself
 
 			Map<Long, WorkCompletionSnapshot> wcs = byWrId(completions(cq, buffer, 4, "4 completions"));
 			assertThat(wcs.keySet()).containsExactlyInAnyOrder(1L, 2L, 11L, 12L);
@@ -209,7 +216,7 @@ class QueuePairDeviceTest {
 			qp.connect(PORT, gidIndex, gid, qp.qpNum(),
 					ConnectionParameters.DEFAULTS.withRnrRetry(0).withMinRnrTimer(1));
 			assertThat(qp.state()).isEqualTo(QueuePair.State.RTS);
-			qp.postSend(1, mr, 0, 16, SendOpcode.SEND, 0, true);
+			qp.postSend(new SendWorkRequest().wrId(1).buffer(mr, 0, 16));
 			WorkCompletionSnapshot wc = completions(cq, buffer, 1, "the failed send").getFirst();
 			assertThat(wc.wrId()).isEqualTo(1);
 			assertThat(wc.status()).isEqualTo(WcStatus.RNR_RETRY_EXC_ERR);
@@ -237,9 +244,9 @@ class QueuePairDeviceTest {
 			MemoryRegion mr = pd.registerMemory(8192, LOCAL);
 			QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, false));
 			qp.connect(PORT, gidIndex, gid, qp.qpNum(), parameters);
-			qp.postRecv(1, mr, 4096, 4096);
+			qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(mr, 4096, 4096));
 			fill(mr, 0, 3000, 9);
-			qp.postSend(2, mr, 0, 3000, SendOpcode.SEND, 0, true);
+			qp.postSend(new SendWorkRequest().wrId(2).buffer(mr, 0, 3000));
 			Map<Long, WorkCompletionSnapshot> wcs = byWrId(completions(cq, buffer, 2, "send and receive"));
 			assertThat(wcs.values()).allSatisfy(wc -> assertThat(wc.status()).isEqualTo(WcStatus.SUCCESS));
 			assertThat(wcs.get(1L).byteLen()).isEqualTo(3000);
@@ -267,34 +274,42 @@ class QueuePairDeviceTest {
 			closedAh.close();
 			assertThat(pd.addressHandles()).containsExactly(ah);
 
-			assertThatThrownBy(() -> ud.postRecv(1, closedMr, 0, SLOT)).isInstanceOf(IllegalStateException.class)
+			assertThatThrownBy(() -> ud.postRecv(new ReceiveWorkRequest().wrId(1).buffer(closedMr, 0, SLOT)))
+				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("MemoryRegion")
 				.hasMessageContaining("closed");
-			assertThatThrownBy(() -> ud.postSend(2, closedMr, 0, 16, SendOpcode.SEND, 0, true, ah, ud.qpNum(), QKEY))
+			assertThatThrownBy(() -> ud
+				.postSend(new SendWorkRequest().wrId(2).buffer(closedMr, 0, 16).datagram(ah, ud.qpNum(), QKEY)))
 				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("MemoryRegion");
-			assertThatThrownBy(() -> ud.postSend(3, mr, 0, 16, SendOpcode.SEND, 0, true, closedAh, ud.qpNum(), QKEY))
+			assertThatThrownBy(() -> ud
+				.postSend(new SendWorkRequest().wrId(3).buffer(mr, 0, 16).datagram(closedAh, ud.qpNum(), QKEY)))
 				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("AddressHandle")
 				.hasMessageContaining("closed");
-			assertThatThrownBy(() -> rc.postRecv(4, closedMr, 0, SLOT)).isInstanceOf(IllegalStateException.class)
+			assertThatThrownBy(() -> rc.postRecv(new ReceiveWorkRequest().wrId(4).buffer(closedMr, 0, SLOT)))
+				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("MemoryRegion");
-			assertThatThrownBy(() -> rc.postSend(5, closedMr, 0, 16, SendOpcode.SEND, 0, true))
+			assertThatThrownBy(() -> rc.postSend(new SendWorkRequest().wrId(5).buffer(closedMr, 0, 16)))
 				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("MemoryRegion");
 			// the wrong kind of QP for the verb, an address handle of another PD, an
 			// opcode UD cannot send
-			assertThatThrownBy(() -> ud.postSend(6, mr, 0, 16, SendOpcode.SEND, 0, true))
+			assertThatThrownBy(() -> ud.postSend(new SendWorkRequest().wrId(6).buffer(mr, 0, 16)))
 				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("AddressHandle");
-			assertThatThrownBy(() -> rc.postSend(7, mr, 0, 16, SendOpcode.SEND, 0, true, ah, rc.qpNum(), QKEY))
+			assertThatThrownBy(
+					() -> rc.postSend(new SendWorkRequest().wrId(7).buffer(mr, 0, 16).datagram(ah, rc.qpNum(), QKEY)))
 				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("RC");
-			assertThatThrownBy(() -> ud.postSend(8, mr, 0, 16, SendOpcode.SEND, 0, true, foreignAh, ud.qpNum(), QKEY))
+			assertThatThrownBy(() -> ud
+				.postSend(new SendWorkRequest().wrId(8).buffer(mr, 0, 16).datagram(foreignAh, ud.qpNum(), QKEY)))
 				.isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("protection domain");
-			assertThatThrownBy(() -> ud.postSend(9, mr, 0, 16, SendOpcode.RDMA_WRITE, 0, true, ah, ud.qpNum(), QKEY))
-				.isInstanceOf(IllegalArgumentException.class)
+			assertThatThrownBy(() -> ud.postSend(new SendWorkRequest().wrId(9)
+				.buffer(mr, 0, 16)
+				.opcode(SendOpcode.RDMA_WRITE)
+				.datagram(ah, ud.qpNum(), QKEY))).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("RDMA_WRITE");
 			assertThatThrownBy(() -> ud.connect(PORT, gidIndex, gid, ud.qpNum()))
 				.isInstanceOf(IllegalStateException.class)
@@ -306,10 +321,10 @@ class QueuePairDeviceTest {
 			// next sends
 			Thread.sleep(300);
 			assertThat(cq.poll(buffer)).as("completions of refused posts").isZero();
-			ud.postRecv(10, mr, 2L * SLOT, SLOT);
-			rc.postRecv(12, mr, 3L * SLOT, SLOT);
-			ud.postSend(11, mr, 0, 16, SendOpcode.SEND, 0, true, ah, ud.qpNum(), QKEY);
-			rc.postSend(13, mr, SLOT, 16, SendOpcode.SEND, 0, true);
+			ud.postRecv(new ReceiveWorkRequest().wrId(10).buffer(mr, 2L * SLOT, SLOT));
+			rc.postRecv(new ReceiveWorkRequest().wrId(12).buffer(mr, 3L * SLOT, SLOT));
+			ud.postSend(new SendWorkRequest().wrId(11).buffer(mr, 0, 16).datagram(ah, ud.qpNum(), QKEY));
+			rc.postSend(new SendWorkRequest().wrId(13).buffer(mr, SLOT, 16));
 			Map<Long, WorkCompletionSnapshot> wcs = byWrId(completions(cq, buffer, 4, "the valid posts"));
 			assertThat(wcs.keySet()).containsExactlyInAnyOrder(10L, 11L, 12L, 13L);
 			assertThat(wcs.values()).allSatisfy(wc -> assertThat(wc.status()).isEqualTo(WcStatus.SUCCESS));
@@ -376,29 +391,32 @@ class QueuePairDeviceTest {
 			qp.connect(PORT, gidIndex, gid, qp.qpNum());
 
 			long far = Long.MAX_VALUE - 10;
-			assertThatThrownBy(() -> qp.postSend(1, mr, far, 64, SendOpcode.SEND, 0, true))
+			assertThatThrownBy(() -> qp.postSend(new SendWorkRequest().wrId(1).buffer(mr, far, 64)))
 				.isInstanceOf(IndexOutOfBoundsException.class)
 				.hasMessageContaining("offset " + far + " + length 64 outside the " + SLOT + "-byte memory region");
-			assertThatThrownBy(() -> qp.postRecv(2, mr, far, 64)).isInstanceOf(IndexOutOfBoundsException.class);
-			assertThatThrownBy(() -> qp.postSend(3, mr, far, 64, SendOpcode.RDMA_WRITE, 0, true, false,
-					mr.bufferAddress(), mr.rkey()))
+			assertThatThrownBy(() -> qp.postRecv(new ReceiveWorkRequest().wrId(2).buffer(mr, far, 64)))
 				.isInstanceOf(IndexOutOfBoundsException.class);
+			assertThatThrownBy(() -> qp.postSend(new SendWorkRequest().wrId(3)
+				.buffer(mr, far, 64)
+				.opcode(SendOpcode.RDMA_WRITE)
+				.remote(mr.bufferAddress(), mr.rkey()))).isInstanceOf(IndexOutOfBoundsException.class);
 
 			QueuePair ud = udQp(pd, cq, cq);
 			AddressHandle ah = selfAddress(pd);
-			assertThatThrownBy(
-					() -> ud.postSend(4, mr, 0, 16, SendOpcode.SEND, 0, true, ah, QueuePair.MAX_QP_NUM + 1, QKEY))
+			assertThatThrownBy(() -> ud
+				.postSend(new SendWorkRequest().wrId(4).buffer(mr, 0, 16).datagram(ah, QueuePair.MAX_QP_NUM + 1, QKEY)))
 				.isInstanceOf(IllegalArgumentException.class)
 				.hasMessageStartingWith("remoteQpn (remote_qpn)");
-			assertThatThrownBy(() -> ud.postSend(5, mr, far, 16, SendOpcode.SEND, 0, true, ah, ud.qpNum(), QKEY))
+			assertThatThrownBy(
+					() -> ud.postSend(new SendWorkRequest().wrId(5).buffer(mr, far, 16).datagram(ah, ud.qpNum(), QKEY)))
 				.isInstanceOf(IndexOutOfBoundsException.class);
 
 			Thread.sleep(300);
 			assertThat(cq.poll(buffer)).as("completions of refused posts").isZero();
 			assertThat(qp.state()).isEqualTo(QueuePair.State.RTS);
 			assertThat(ud.state()).isEqualTo(QueuePair.State.RTS);
-			qp.postRecv(6, mr, SLOT / 2, SLOT / 2);
-			qp.postSend(7, mr, 0, 16, SendOpcode.SEND, 0, true);
+			qp.postRecv(new ReceiveWorkRequest().wrId(6).buffer(mr, SLOT / 2, SLOT / 2));
+			qp.postSend(new SendWorkRequest().wrId(7).buffer(mr, 0, 16));
 			Map<Long, WorkCompletionSnapshot> wcs = byWrId(completions(cq, buffer, 2, "the valid posts"));
 			assertThat(wcs.keySet()).containsExactlyInAnyOrder(6L, 7L);
 			assertThat(wcs.values()).allSatisfy(wc -> assertThat(wc.status()).isEqualTo(WcStatus.SUCCESS));

@@ -136,13 +136,13 @@ class QueuePairParametersTest {
 	 */
 	@Test
 	void aPostRangeOutsideTheRegionIsRefusedWithoutOverflow() {
-		QueuePair.checkRange(4096, 0, 4096);
-		QueuePair.checkRange(4096, 4032, 64);
-		QueuePair.checkRange(4096, 4096, 0);
-		QueuePair.checkRange(0, 0, 0);
+		Arguments.requireWithin(4096, 0, 4096);
+		Arguments.requireWithin(4096, 4032, 64);
+		Arguments.requireWithin(4096, 4096, 0);
+		Arguments.requireWithin(0, 0, 0);
 		for (long[] bad : new long[][] { { 4096, 4033, 64 }, { 4096, -1, 1 }, { 4096, 0, -1 }, { 4096, 4097, 0 },
 				{ 4096, Long.MAX_VALUE - 10, 64 }, { 4096, Long.MAX_VALUE, 1 }, { 4096, Long.MIN_VALUE, 64 } }) {
-			assertThatThrownBy(() -> QueuePair.checkRange(bad[0], bad[1], (int) bad[2]))
+			assertThatThrownBy(() -> Arguments.requireWithin(bad[0], bad[1], (int) bad[2]))
 				.as("offset %d length %d", bad[1], bad[2])
 				.isInstanceOf(IndexOutOfBoundsException.class)
 				.hasMessageContaining("offset " + bad[1] + " + length " + bad[2] + " outside the 4096-byte");

@@ -1,5 +1,7 @@
 package dev.rdma.verbs.cm;
 
+import dev.rdma.verbs.SendWorkRequest;
+import dev.rdma.verbs.ReceiveWorkRequest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
@@ -120,7 +122,7 @@ class ConnectionManagerDeviceTest {
 			ConnectionId id = listener.awaitRequest(STEP);
 			id.moveQueuePair(serverSide.qp, QueuePair.State.INIT); // receives can be
 																	// posted from INIT on
-			serverSide.qp.postRecv(1, serverSide.mr, 0, 64);
+			serverSide.qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(serverSide.mr, 0, 64));
 			id.accept(serverSide.qp, describe(serverSide), STEP);
 			return id;
 		});
@@ -234,7 +236,7 @@ class ConnectionManagerDeviceTest {
 			CmSide k = c.clientSide();
 			// SEND client -> server (the receive was posted before accept)
 			k.mr.buffer().asSlice(0, 16).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("0123456789abcdef")));
-			k.qp.postSend(10, k.mr, 0, 16, SendOpcode.SEND, 0, true);
+			k.qp.postSend(new SendWorkRequest().wrId(10).buffer(k.mr, 0, 16));
 			assertSuccess(k.take("client SEND"), 10, 0);
 			WorkCompletionSnapshot recv = s.take("server RECV");
 			assertSuccess(recv, 1, 128);
@@ -242,9 +244,12 @@ class ConnectionManagerDeviceTest {
 			assertThat(prefix(s.mr.buffer().asSlice(0, 16).toArray(JAVA_BYTE), 16)).isEqualTo("0123456789abcdef");
 			// SEND_WITH_IMM server -> client
 			// armed before the peer sends: this completion must raise an event
-			k.qp.postRecv(2, k.mr, 1024, 64);
+			k.qp.postRecv(new ReceiveWorkRequest().wrId(2).buffer(k.mr, 1024, 64));
 			k.cq.requestNotify(false);
-			s.qp.postSend(20, s.mr, 0, 8, SendOpcode.SEND_WITH_IMM, 0x1234abcd, true);
+			s.qp.postSend(new SendWorkRequest().wrId(20)
+				.buffer(s.mr, 0, 8)
+				.opcode(SendOpcode.SEND_WITH_IMM)
+				.immediateData(0x1234abcd));
 			assertSuccess(s.take("server SEND_WITH_IMM"), 20, 0);
 			k.expectEvent("client RECV with imm");
 			WorkCompletionSnapshot imm = k.take("client RECV with imm");
@@ -252,13 +257,20 @@ class ConnectionManagerDeviceTest {
 			assertThat(imm.immData()).isEqualTo(0x1234abcd);
 			// RDMA WRITE client -> server memory
 			k.mr.buffer().asSlice(100, 5).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("write")));
-			k.qp.postSend(30, k.mr, 100, 5, SendOpcode.RDMA_WRITE, 0, true, false, remoteAddr + 200, rkey);
+			k.qp.postSend(new SendWorkRequest().wrId(30)
+				.buffer(k.mr, 100, 5)
+				.opcode(SendOpcode.RDMA_WRITE)
+				.remote(remoteAddr + 200, rkey));
 			assertSuccess(k.take("client RDMA_WRITE"), 30, 1);
 			assertThat(prefix(s.mr.buffer().asSlice(200, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
 			// RDMA WRITE_WITH_IMM: consumes a receive on the server
-			s.qp.postRecv(3, s.mr, 2048, 64);
+			s.qp.postRecv(new ReceiveWorkRequest().wrId(3).buffer(s.mr, 2048, 64));
 			s.cq.requestNotify(false);
-			k.qp.postSend(40, k.mr, 100, 5, SendOpcode.RDMA_WRITE_WITH_IMM, 77, true, false, remoteAddr + 300, rkey);
+			k.qp.postSend(new SendWorkRequest().wrId(40)
+				.buffer(k.mr, 100, 5)
+				.opcode(SendOpcode.RDMA_WRITE_WITH_IMM)
+				.immediateData(77)
+				.remote(remoteAddr + 300, rkey));
 			assertSuccess(k.take("client RDMA_WRITE_WITH_IMM"), 40, 1);
 			s.expectEvent("server RECV_RDMA_WITH_IMM");
 			WorkCompletionSnapshot wimm = s.take("server RECV_RDMA_WITH_IMM");
@@ -267,7 +279,10 @@ class ConnectionManagerDeviceTest {
 			assertThat(prefix(s.mr.buffer().asSlice(300, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
 			// RDMA READ of the server's memory into the client's
 			s.mr.buffer().asSlice(400, 4).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("read")));
-			k.qp.postSend(50, k.mr, 500, 4, SendOpcode.RDMA_READ, 0, true, false, remoteAddr + 400, rkey);
+			k.qp.postSend(new SendWorkRequest().wrId(50)
+				.buffer(k.mr, 500, 4)
+				.opcode(SendOpcode.RDMA_READ)
+				.remote(remoteAddr + 400, rkey));
 			assertSuccess(k.take("client RDMA_READ"), 50, 2);
 			assertThat(prefix(k.mr.buffer().asSlice(500, 4).toArray(JAVA_BYTE), 4)).isEqualTo("read");
 			assertThat(k.events).as("client completions came through completion events").isPositive();
@@ -447,7 +462,7 @@ class ConnectionManagerDeviceTest {
 			// disconnect
 			// handling did)
 			c.clientId().disconnect(STEP);
-			c.clientSide().qp.postSend(60, c.clientSide().mr, 0, 8, SendOpcode.SEND, 0, true);
+			c.clientSide().qp.postSend(new SendWorkRequest().wrId(60).buffer(c.clientSide().mr, 0, 8));
 			assertThat(c.clientSide().take("flushed send").statusCode()).isNotZero();
 		}
 	}
@@ -458,10 +473,10 @@ class ConnectionManagerDeviceTest {
 			CmSide s = c.serverSide();
 			CmSide k = c.clientSide();
 			for (int i = 0; i < 32; i++) {
-				s.qp.postRecv(100 + i, s.mr, 64L * (i % 32), 64);
+				s.qp.postRecv(new ReceiveWorkRequest().wrId(100 + i).buffer(s.mr, 64L * (i % 32), 64));
 			}
 			for (int i = 0; i < 32; i++) {
-				k.qp.postSend(200 + i, k.mr, 0, 64, SendOpcode.SEND, 0, true);
+				k.qp.postSend(new SendWorkRequest().wrId(200 + i).buffer(k.mr, 0, 64));
 			}
 			CompletableFuture<CmEvent> peer = CompletableFuture.supplyAsync(() -> c.clientId().awaitDisconnect(STEP));
 			c.serverId().disconnect(STEP);

@@ -1,5 +1,7 @@
 package dev.rdma.verbs.cm;
 
+import dev.rdma.verbs.SendWorkRequest;
+import dev.rdma.verbs.ReceiveWorkRequest;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -75,11 +77,11 @@ class RdmacmInteropDeviceTest {
 						continue;
 					}
 					assertThat(id.deviceName()).isEqualTo(clientEnd.device());
-					k.qp.postRecv(1, k.mr, 1024, 16);
+					k.qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(k.mr, 1024, 16));
 					k.mr.buffer()
 						.asSlice(0, 16)
 						.copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes("java->c 16 bytes")));
-					k.qp.postSend(2, k.mr, 0, 16, SendOpcode.SEND, 0, true);
+					k.qp.postSend(new SendWorkRequest().wrId(2).buffer(k.mr, 0, 16));
 					WorkCompletionSnapshot first = k.take("send or receive");
 					WorkCompletionSnapshot second = k.take("send or receive");
 					assertThat(first.statusCode()).isZero();
@@ -112,7 +114,7 @@ class RdmacmInteropDeviceTest {
 				ConnectionId id = listener.awaitRequest(STEP);
 				assertThat(id.deviceName()).isEqualTo(serverEnd.device());
 				id.moveQueuePair(s.qp, dev.rdma.verbs.QueuePair.State.INIT);
-				s.qp.postRecv(1, s.mr, 0, 16);
+				s.qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(s.mr, 0, 16));
 				id.accept(s.qp, new byte[0], STEP);
 				WorkCompletionSnapshot recv = s.take("receive of rdma_client's message");
 				assertThat(recv.statusCode()).isZero();
@@ -121,7 +123,7 @@ class RdmacmInteropDeviceTest {
 					.asSlice(100, 16)
 					.copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes("java reply 16 b.")));
 				long retries = TwoDevices.hwCounter(serverEnd.device(), "completer_retry_err");
-				s.qp.postSend(2, s.mr, 100, 16, SendOpcode.SEND, 0, true);
+				s.qp.postSend(new SendWorkRequest().wrId(2).buffer(s.mr, 100, 16));
 				// rdma_client disconnects (its QP to the error state) as soon as it has
 				// polled the reply; rxe posts that receive's completion before it sends
 				// the ACK, and sends none once the QP is in error, while the retry count

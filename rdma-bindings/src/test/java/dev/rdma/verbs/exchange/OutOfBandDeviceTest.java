@@ -1,5 +1,7 @@
 package dev.rdma.verbs.exchange;
 
+import dev.rdma.verbs.SendWorkRequest;
+import dev.rdma.verbs.ReceiveWorkRequest;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -85,9 +87,9 @@ class OutOfBandDeviceTest {
 				.isEqualTo(b.gidIndex());
 			// the server's receives: SEND into slot 0, SEND_WITH_IMM into slot 1,
 			// WRITE_WITH_IMM consumes one
-			server.qp.postRecv(10, server.mr, 0, SLOT);
-			server.qp.postRecv(11, server.mr, SLOT, SLOT);
-			server.qp.postRecv(12, server.mr, 0, 0);
+			server.qp.postRecv(new ReceiveWorkRequest().wrId(10).buffer(server.mr, 0, SLOT));
+			server.qp.postRecv(new ReceiveWorkRequest().wrId(11).buffer(server.mr, SLOT, SLOT));
+			server.qp.postRecv(new ReceiveWorkRequest().wrId(12).buffer(server.mr, 0, 0));
 			fill(server, 4L * SLOT, SLOT, 40); // what the client reads
 			for (int i = 0; i < 4; i++) {
 				fill(client, (long) i * SLOT, SLOT, 10 * i + 1);
@@ -105,13 +107,24 @@ class OutOfBandDeviceTest {
 
 			long remote = server.mr.bufferAddress();
 			int rkey = server.mr.rkey();
-			client.qp.postSend(20, client.mr, 0, 1000, SendOpcode.SEND, 0, true);
-			client.qp.postSend(21, client.mr, SLOT, 2000, SendOpcode.SEND_WITH_IMM, 0xCAFE0015, true);
-			client.qp.postSend(22, client.mr, 2L * SLOT, SLOT, SendOpcode.RDMA_WRITE, 0, true, false,
-					remote + 2L * SLOT, rkey);
-			client.qp.postSend(23, client.mr, 3L * SLOT, 3000, SendOpcode.RDMA_WRITE_WITH_IMM, 0xCAFE0016, true, false,
-					remote + 3L * SLOT, rkey);
-			client.qp.postSend(24, client.mr, 0, SLOT, SendOpcode.RDMA_READ, 0, true, false, remote + 4L * SLOT, rkey);
+			client.qp.postSend(new SendWorkRequest().wrId(20).buffer(client.mr, 0, 1000));
+			client.qp.postSend(new SendWorkRequest().wrId(21)
+				.buffer(client.mr, SLOT, 2000)
+				.opcode(SendOpcode.SEND_WITH_IMM)
+				.immediateData(0xCAFE0015));
+			client.qp.postSend(new SendWorkRequest().wrId(22)
+				.buffer(client.mr, 2L * SLOT, SLOT)
+				.opcode(SendOpcode.RDMA_WRITE)
+				.remote(remote + 2L * SLOT, rkey));
+			client.qp.postSend(new SendWorkRequest().wrId(23)
+				.buffer(client.mr, 3L * SLOT, 3000)
+				.opcode(SendOpcode.RDMA_WRITE_WITH_IMM)
+				.immediateData(0xCAFE0016)
+				.remote(remote + 3L * SLOT, rkey));
+			client.qp.postSend(new SendWorkRequest().wrId(24)
+				.buffer(client.mr, 0, SLOT)
+				.opcode(SendOpcode.RDMA_READ)
+				.remote(remote + 4L * SLOT, rkey));
 
 			List<WorkCompletionSnapshot> sends = completions(client, 5, "the client's 5 send completions");
 			assertThat(sends).allSatisfy(wc -> assertThat(wc.status()).isEqualTo(WcStatus.SUCCESS));
@@ -154,8 +167,8 @@ class OutOfBandDeviceTest {
 				ExchangeListener listener = ExchangeListener.bind(address(b, 0))) {
 			client.qp.activate(1, qkeyA);
 			server.qp.activate(1, qkeyB);
-			client.qp.postRecv(30, client.mr, 0, 1024 + QueuePair.GRH_BYTES);
-			server.qp.postRecv(31, server.mr, 0, 1024 + QueuePair.GRH_BYTES);
+			client.qp.postRecv(new ReceiveWorkRequest().wrId(30).buffer(client.mr, 0, 1024 + QueuePair.GRH_BYTES));
+			server.qp.postRecv(new ReceiveWorkRequest().wrId(31).buffer(server.mr, 0, 1024 + QueuePair.GRH_BYTES));
 			DatagramEndpoint serverLocal = OutOfBand.localDatagramEndpoint(server.qp, qkeyB, options());
 			DatagramEndpoint clientLocal = OutOfBand.localDatagramEndpoint(client.qp, qkeyA, options());
 			assertThat(serverLocal.gid()).isEqualTo(b.gid());
@@ -171,11 +184,17 @@ class OutOfBandDeviceTest {
 			assertThat(ahA.attributes().global()).isTrue();
 			fill(client, 2048, 700, 3);
 			fill(server, 2048, 800, 4);
-			client.qp.postSend(40, client.mr, 2048, 700, SendOpcode.SEND_WITH_IMM, 0xDA7A0001, true, ahA,
-					toServer.qpn(), toServer.qkey());
+			client.qp.postSend(new SendWorkRequest().wrId(40)
+				.buffer(client.mr, 2048, 700)
+				.opcode(SendOpcode.SEND_WITH_IMM)
+				.immediateData(0xDA7A0001)
+				.datagram(ahA, toServer.qpn(), toServer.qkey()));
 			WorkCompletionSnapshot atB = completions(server, 1, "the datagram at rxeB").getFirst();
-			server.qp.postSend(41, server.mr, 2048, 800, SendOpcode.SEND_WITH_IMM, 0xDA7A0002, true, ahB,
-					toClient.qpn(), toClient.qkey());
+			server.qp.postSend(new SendWorkRequest().wrId(41)
+				.buffer(server.mr, 2048, 800)
+				.opcode(SendOpcode.SEND_WITH_IMM)
+				.immediateData(0xDA7A0002)
+				.datagram(ahB, toClient.qpn(), toClient.qkey()));
 			List<WorkCompletionSnapshot> atA = completions(client, 2, "the send and the datagram at rxeA");
 			WorkCompletionSnapshot recvA = atA.stream().filter(wc -> wc.wrId() == 30).findFirst().orElseThrow();
 			for (WorkCompletionSnapshot wc : List.of(atB, recvA)) {

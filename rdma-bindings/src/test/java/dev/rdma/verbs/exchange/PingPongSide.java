@@ -1,5 +1,7 @@
 package dev.rdma.verbs.exchange;
 
+import dev.rdma.verbs.SendWorkRequest;
+import dev.rdma.verbs.ReceiveWorkRequest;
 import java.time.Duration;
 import java.util.EnumSet;
 
@@ -73,7 +75,7 @@ final class PingPongSide implements AutoCloseable {
 	 */
 	void postReceives() {
 		for (int i = 0; i < rxDepth; i++) {
-			qp.postRecv(RECV_WRID, mr, 0, size);
+			qp.postRecv(new ReceiveWorkRequest().wrId(RECV_WRID).buffer(mr, 0, size));
 		}
 		routs = rxDepth;
 		cq.requestNotify(false);
@@ -119,7 +121,7 @@ final class PingPongSide implements AutoCloseable {
 						rcnt++;
 						if (--routs <= 1) {
 							for (int r = routs; r < rxDepth; r++) {
-								qp.postRecv(RECV_WRID, mr, 0, size);
+								qp.postRecv(new ReceiveWorkRequest().wrId(RECV_WRID).buffer(mr, 0, size));
 							}
 							routs = rxDepth;
 						}
@@ -136,7 +138,7 @@ final class PingPongSide implements AutoCloseable {
 	}
 
 	private void send() {
-		qp.postSend(SEND_WRID, mr, size, size, QueuePair.SendOpcode.SEND, 0, true);
+		qp.postSend(new SendWorkRequest().wrId(SEND_WRID).buffer(mr, size, size));
 	}
 
 	@Override

@@ -3,14 +3,12 @@ package dev.rdma.spring.connection.support;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
 
@@ -22,8 +20,6 @@ import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
-import dev.rdma.spring.connection.RemoteAccessException;
-import dev.rdma.spring.connection.SendQueueFullException;
 import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.CompletionQueue;
@@ -45,6 +41,12 @@ import dev.rdma.verbs.cm.ConnectionId;
  * <b>Work request ids.</b> A receive's wr_id is its buffer's index; a send's is its
  * buffer's index with {@link #SEND} set, so that a completion is told apart even when it
  * failed (a failed completion carries no valid opcode).
+ *
+ * <p>
+ * <b>Parts.</b> This class is the connection's face and its life: state, failure, the
+ * routing of completions by wr_id, and the close. The send path (send buffers, their pool
+ * and work requests) is {@link PeerSends}, the receive path (receive buffers, messages,
+ * reposting) {@link PeerReceives}, RDMA WRITE and READ {@link PeerOneSided}.
  *
  * <p>
  * <b>Threads.</b> Senders call {@link #send}; the pollers of the two queues call
@@ -73,9 +75,6 @@ public final class PeerConnection implements RdmaConnection {
 	/** Marks, with {@link #SEND} and {@link #ONE_SIDED}, the wr_id of an RDMA READ. */
 	static final long READ = 1L << 60;
 
-	/** The bits of a wr_id that are the buffer index. */
-	private static final long INDEX = (1L << 32) - 1;
-
 	private static final VarHandle STATE;
 
 	static {
@@ -97,21 +96,11 @@ public final class PeerConnection implements RdmaConnection {
 
 	private final int qpNum;
 
-	private final MemoryRegion sendRegion;
+	private final PeerSends sends;
 
-	private final MemoryRegion receiveRegion;
+	private final PeerReceives receives;
 
-	private final MemorySegment sendBuffers;
-
-	private final ByteBuffer sendView;
-
-	private final SendBufferPool pool;
-
-	private final int[] sendLengths;
-
-	private final ReceivedMessage[] messages;
-
-	private final @Nullable MessageListenerBinding listener;
+	private final PeerOneSided oneSided;
 
 	private final List<CompletionRouter> routers;
 
@@ -121,26 +110,6 @@ public final class PeerConnection implements RdmaConnection {
 	 * over (see {@link #close}).
 	 */
 	private final Predicate<PeerConnection> handOver;
-
-	private final long sendTimeoutNanos;
-
-	/**
-	 * Receive buffers not given back: posted, in their listener call, or retained by the
-	 * application ({@link ReceivedMessage#retain()}) until released; {@link #close}
-	 * destroys the receive region only once this is 0 (or its timeout passed).
-	 */
-	private final AtomicInteger postedReceives = new AtomicInteger();
-
-	/** The region the peer may write and read, or null (remote-access-size 0). */
-	private final @Nullable MemoryRegion accessRegion;
-
-	/** The peer's region, from its private data; null when it exposes none. */
-	private volatile @Nullable RemoteRegion remoteRegion;
-
-	/** Per send buffer: its RDMA READ's completion, handed to the reader. */
-	private final ReadCompletions reads;
-
-	private final long readTimeoutNanos;
 
 	private final AtomicBoolean closing = new AtomicBoolean();
 
@@ -160,9 +129,6 @@ public final class PeerConnection implements RdmaConnection {
 	 */
 	private volatile @Nullable Runnable onFailure;
 
-	/** Whether a listener failure was logged at WARN (poller thread only). */
-	private boolean listenerFailureLogged;
-
 	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
 			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
 			List<CompletionRouter> routers) {
@@ -181,10 +147,8 @@ public final class PeerConnection implements RdmaConnection {
 		this.settings = settings;
 		this.counters = counters;
 		this.link = link;
-		this.listener = listener;
 		this.routers = routers;
 		this.handOver = handOver;
-		this.sendTimeoutNanos = SendBufferPool.nanos(settings.sendTimeout());
 		int size = settings.messageSize();
 		QueuePair createdQp = null;
 		MemoryRegion createdSend = null;
@@ -204,18 +168,9 @@ public final class PeerConnection implements RdmaConnection {
 								MemoryRegion.Access.REMOTE_READ));
 			}
 			this.qpNum = createdQp.qpNum();
-			this.sendBuffers = createdSend.buffer();
-			this.sendView = sendBuffers.asByteBuffer();
-			this.pool = new SendBufferPool(settings.sendDepth());
-			this.sendLengths = new int[settings.sendDepth()];
-			this.reads = new ReadCompletions(settings.sendDepth());
-			this.readTimeoutNanos = settings.sendTimeout().isZero() ? Deadlines.nanos(settings.connectTimeout())
-					: sendTimeoutNanos;
-			this.messages = new ReceivedMessage[settings.receiveBuffers()];
-			MemorySegment receiveBuffers = createdReceive.buffer();
-			for (int i = 0; i < messages.length; i++) {
-				messages[i] = new ReceivedMessage(this, i, receiveBuffers.asSlice((long) i * size, size));
-			}
+			this.sends = new PeerSends(this, settings, counters, createdQp, createdSend);
+			this.receives = new PeerReceives(this, settings, counters, createdQp, createdReceive, listener);
+			this.oneSided = new PeerOneSided(this, settings, counters, sends, routers, createdAccess);
 		}
 		catch (RuntimeException | Error ex) {
 			closeQuietly(createdAccess, ex);
@@ -224,10 +179,7 @@ public final class PeerConnection implements RdmaConnection {
 			closeQuietly(createdQp, ex);
 			throw ex;
 		}
-		this.accessRegion = createdAccess;
-		this.receiveRegion = createdReceive;
 		this.qp = createdQp;
-		this.sendRegion = createdSend;
 		// in the routers before the QP can complete anything
 		routers.forEach(r -> r.add(this));
 	}
@@ -269,9 +221,7 @@ public final class PeerConnection implements RdmaConnection {
 
 	/** Posts every receive buffer (the QP is in INIT or later). */
 	void postReceives() {
-		for (int i = 0; i < messages.length; i++) {
-			repost(i);
-		}
+		receives.postAll();
 	}
 
 	/**
@@ -314,7 +264,7 @@ public final class PeerConnection implements RdmaConnection {
 	 * A completion failed with {@code status}: the first failure that is not a flush ends
 	 * this connection (on a poller thread: no allocation, no blocking).
 	 */
-	private void completionFailed(int status) {
+	void completionFailed(int status) {
 		if (status == WcStatus.WR_FLUSH_ERR.code() || failure != null || closing.get() || peerDisconnected) {
 			return;
 		}
@@ -331,103 +281,31 @@ public final class PeerConnection implements RdmaConnection {
 		}
 	}
 
-	// ------------------------------------------------------------------ receiving
-
-	/**
-	 * Posts receive buffer {@code index} again (after its message was handled); nothing
-	 * once closing.
-	 */
-	void repost(int index) {
-		if (closing.get()) {
-			return;
-		}
-		postedReceives.incrementAndGet();
-		try {
-			qp.postRecv(index, receiveRegion, (long) index * settings.messageSize(), settings.messageSize());
-		}
-		catch (RuntimeException ex) {
-			postedReceives.decrementAndGet();
-			if (!closing.get()) {
-				logger.warn("Posting receive buffer " + index + " of connection '" + settings.name() + "' failed", ex);
-			}
-		}
+	/** True once {@link #close} began. */
+	boolean isClosing() {
+		return closing.get();
 	}
+
+	/** True once the peer disconnected (DISCONNECTED was read on the id). */
+	boolean peerHasDisconnected() {
+		return peerDisconnected;
+	}
+
+	// ------------------------------------------------------------------ completions
 
 	/** A completion of this QP, on the poller thread of its queue. */
 	void onCompletion(WorkCompletion completion) {
 		long wrId = completion.wrId();
 		int status = completion.statusCode();
 		if ((wrId & ONE_SIDED) != 0) {
-			oneSidedCompleted(wrId, status);
-			return;
+			oneSided.completed(wrId, status);
 		}
-		if ((wrId & SEND) != 0) {
-			int index = (int) (wrId & ~SEND);
-			if (status == 0) {
-				counters.messagesSent.increment();
-				counters.bytesSent.add(sendLengths[index]);
-			}
-			else {
-				sendFailed(index, status);
-			}
-			pool.release(index);
-			return;
+		else if ((wrId & SEND) != 0) {
+			sends.completed((int) (wrId & ~SEND), status);
 		}
-		int index = (int) wrId;
-		// the buffer stays outstanding (close waits for it) until its listener call
-		// returned, or, retained, until its release()
-		boolean retained = false;
-		try {
-			retained = received(index, status, completion);
+		else {
+			receives.completed((int) wrId, status, completion);
 		}
-		finally {
-			if (!retained) {
-				postedReceives.decrementAndGet();
-			}
-		}
-	}
-
-	/**
-	 * Hands the message of receive buffer {@code index} to the listener and posts the
-	 * buffer again; true when the listener retained it.
-	 */
-	private boolean received(int index, int status, WorkCompletion completion) {
-		if (status != 0) {
-			if (!closing.get() && status != WcStatus.WR_FLUSH_ERR.code()) {
-				logger.warn("Receive on connection '" + settings.name() + "' (" + this + ") failed: "
-						+ WcStatus.of(status));
-			}
-			completionFailed(status);
-			return false;
-		}
-		if (state == ConnectionState.CONNECTING) {
-			// The peer's first message can be delivered before the thread that accepted
-			// (or connected) has read ESTABLISHED: that event and the peer's first SEND
-			// (rdma_client sends right after its RTU) reach this side by two paths, the
-			// CM's event channel and this QP's completions, and nothing orders them. A
-			// message from the peer proves both QPs are ready; a listener that answers
-			// at once must be able to.
-			established();
-		}
-		int length = completion.byteLen();
-		counters.messagesReceived.increment();
-		counters.bytesReceived.add(length);
-		ReceivedMessage message = messages[index];
-		message.prepare(length);
-		MessageListenerBinding l = listener;
-		if (l != null) {
-			try {
-				l.invoker().invoke(message);
-			}
-			catch (Throwable ex) {
-				listenerFailed(l, length, ex);
-			}
-		}
-		if (message.returnAfterCall()) {
-			repost(index);
-			return false;
-		}
-		return true;
 	}
 
 	/**
@@ -435,121 +313,28 @@ public final class PeerConnection implements RdmaConnection {
 	 * posted again (unless closing) and no longer holds up {@link #close}.
 	 */
 	void released(int index) {
-		try {
-			repost(index);
-		}
-		finally {
-			postedReceives.decrementAndGet();
-		}
-	}
-
-	/**
-	 * Counts a listener failure; logs the first of this connection with its stack trace,
-	 * later ones (and those while closing, typically a reply to a peer that is gone) at
-	 * debug: a stack trace per message would slow the poller down to a crawl.
-	 */
-	private void listenerFailed(MessageListenerBinding l, int length, Throwable ex) {
-		counters.listenerErrors.increment();
-		if (!closing.get() && !listenerFailureLogged) {
-			listenerFailureLogged = true;
-			logger.warn(l.id() + " threw for a message of " + length + " bytes on connection '" + settings.name()
-					+ "'; its buffer is posted again (later failures of this connection: counted, logged at debug)",
-					ex);
-		}
-		else if (logger.isDebugEnabled()) {
-			logger.debug(l.id() + " threw for a message on connection '" + settings.name() + "': " + ex);
-		}
-	}
-
-	private void sendFailed(int index, int status) {
-		counters.sendErrors.increment();
-		if (!closing.get() && !peerDisconnected && status != WcStatus.WR_FLUSH_ERR.code()) {
-			logger.warn("Send of " + sendLengths[index] + " bytes on connection '" + settings.name() + "' (" + this
-					+ ") failed: " + WcStatus.of(status));
-		}
-		completionFailed(status);
+		receives.released(index);
 	}
 
 	// ------------------------------------------------------------------ sending
 
 	@Override
 	public void send(byte[] data, int offset, int length) {
-		java.util.Objects.checkFromIndexSize(offset, length, data.length);
-		int index = take(length);
-		MemorySegment.copy(data, offset, sendBuffers, ValueLayout.JAVA_BYTE, (long) index * settings.messageSize(),
-				length);
-		post(index, length);
+		sends.send(data, offset, length);
 	}
 
 	@Override
 	public void send(ByteBuffer data) {
-		int length = data.remaining();
-		int index = take(length);
-		// an absolute bulk put: the shared view's position is never changed
-		sendView.put(index * settings.messageSize(), data, data.position(), length);
-		post(index, length);
+		sends.send(data);
 	}
 
 	@Override
 	public void send(MemorySegment data) {
-		if (data.byteSize() > Integer.MAX_VALUE) {
-			throw new IllegalArgumentException("a " + data.byteSize() + "-byte segment is larger than a message");
-		}
-		int length = (int) data.byteSize();
-		int index = take(length);
-		MemorySegment.copy(data, 0, sendBuffers, (long) index * settings.messageSize(), length);
-		post(index, length);
+		sends.send(data);
 	}
 
-	/** A free send buffer for {@code length} bytes, waiting up to the send timeout. */
-	private int take(int length) {
-		if (length > settings.messageSize()) {
-			throw new IllegalArgumentException("a message of " + length + " bytes is larger than rdma.connections."
-					+ settings.name() + ".message-size (" + settings.messageSize() + ")");
-		}
-		if (state != ConnectionState.ESTABLISHED) {
-			throw notEstablished();
-		}
-		int index = pool.tryAcquire();
-		if (index >= 0) {
-			return index;
-		}
-		counters.sendQueueFull.increment();
-		try {
-			index = pool.acquire(sendTimeoutNanos);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new SendQueueFullException(
-					"interrupted while waiting for a send buffer of connection '" + settings.name() + "'");
-		}
-		if (index < 0) {
-			if (state != ConnectionState.ESTABLISHED) {
-				throw notEstablished();
-			}
-			throw new SendQueueFullException("all " + settings.sendDepth() + " send buffers of connection '"
-					+ settings.name() + "' are still in flight after rdma.connections." + settings.name()
-					+ ".send-timeout (" + settings.sendTimeout() + ")");
-		}
-		return index;
-	}
-
-	private void post(int index, int length) {
-		sendLengths[index] = length;
-		try {
-			qp.postSend(SEND | index, sendRegion, (long) index * settings.messageSize(), length,
-					QueuePair.SendOpcode.SEND, 0, true);
-		}
-		catch (RuntimeException ex) {
-			pool.release(index);
-			if (state != ConnectionState.ESTABLISHED) {
-				throw notEstablished();
-			}
-			throw ex;
-		}
-	}
-
-	private ConnectionNotEstablishedException notEstablished() {
+	/** The exception of a send, write or read on a connection that is not established. */
+	ConnectionNotEstablishedException notEstablished() {
 		return new ConnectionNotEstablishedException(
 				"connection '" + settings.name() + "' to " + peerAddress() + " is " + state + ": nothing was sent");
 	}
@@ -576,7 +361,7 @@ public final class PeerConnection implements RdmaConnection {
 		}
 		long deadline = Deadlines.after(timeout);
 		boolean wasEstablished = STATE.getAndSet(this, finalState) == ConnectionState.ESTABLISHED;
-		pool.close();
+		sends.pool().close();
 		if (wasEstablished && !peerDisconnected) {
 			try {
 				link.disconnect(Duration.ofNanos(Math.max(1_000_000, (deadline - System.nanoTime()) / 2)));
@@ -596,9 +381,9 @@ public final class PeerConnection implements RdmaConnection {
 		// polls (some of) them, and it is here. Then the connection closes at once, as
 		// after a timeout (late completions match no connection of the routers).
 		boolean onPoller = PollerThreads.isPollerThread();
-		boolean drained = !onPoller || (postedReceives.get() == 0 && pool.inFlight() == 0);
+		boolean drained = !onPoller || (receives.outstanding() == 0 && sends.pool().inFlight() == 0);
 		long nextKick = System.nanoTime() + 100_000_000L;
-		while (!onPoller && (postedReceives.get() > 0 || pool.inFlight() > 0)) {
+		while (!onPoller && (receives.outstanding() > 0 || sends.pool().inFlight() > 0)) {
 			if (handOver.test(this)) {
 				return false; // the stopper, on a poller thread, finishes the close
 			}
@@ -617,8 +402,9 @@ public final class PeerConnection implements RdmaConnection {
 			}
 			if (System.nanoTime() - deadline >= 0) {
 				drained = false;
-				logger.warn("Connection '" + settings.name() + "' closes with " + postedReceives.get()
-						+ " receives (posted, in a listener call, or retained and not released) and " + pool.inFlight()
+				logger.warn("Connection '" + settings.name() + "' closes with " + receives.outstanding()
+						+ " receives (posted, in a listener call, or retained and not released) and "
+						+ sends.pool().inFlight()
 						+ " sends not flushed back within the timeout (are the pollers of queues '"
 						+ settings.sendQueue() + "' and '" + settings.receiveQueue() + "' running?)");
 				break;
@@ -641,8 +427,9 @@ public final class PeerConnection implements RdmaConnection {
 		routers.forEach(r -> r.remove(this));
 		link.close();
 		closeQuietly(qp);
-		closeQuietly(sendRegion);
-		closeQuietly(receiveRegion);
+		closeQuietly(sends.region());
+		closeQuietly(receives.region());
+		MemoryRegion accessRegion = oneSided.accessRegion();
 		if (accessRegion != null) {
 			closeQuietly(accessRegion);
 		}
@@ -720,9 +507,7 @@ public final class PeerConnection implements RdmaConnection {
 	 * region, or nothing.
 	 */
 	byte[] privateData() {
-		MemoryRegion region = accessRegion;
-		return region == null ? new byte[0]
-				: new RemoteRegion(region.bufferAddress(), region.rkey(), settings.remoteAccessSize()).encode();
+		return oneSided.privateData();
 	}
 
 	/**
@@ -730,176 +515,37 @@ public final class PeerConnection implements RdmaConnection {
 	 * (before this connection is established); null when it sent none.
 	 */
 	void remoteRegion(@Nullable RemoteRegion region) {
-		this.remoteRegion = region;
-		if (region != null && logger.isDebugEnabled()) {
-			logger.debug("Connection '" + settings.name() + "' (" + this + "): the peer exposes " + region);
-		}
+		oneSided.remoteRegion(region);
 	}
 
 	/** The peer's region, or null. */
 	@Nullable RemoteRegion remoteRegion() {
-		return remoteRegion;
+		return oneSided.remoteRegion();
 	}
 
 	@Override
 	public MemorySegment localRegion() {
-		MemoryRegion region = accessRegion;
-		if (region == null) {
-			throw new IllegalStateException(
-					"connection '" + settings.name() + "' has no region the peer can access: rdma.connections."
-							+ settings.name() + ".remote-access-size is 0");
-		}
-		return region.buffer();
+		return oneSided.localRegion();
 	}
 
 	@Override
 	public long remoteRegionSize() {
-		RemoteRegion region = remoteRegion;
-		return region == null ? 0 : region.length();
+		return oneSided.remoteRegionSize();
 	}
 
 	@Override
 	public void write(long remoteOffset, MemorySegment data) {
-		long length = data.byteSize();
-		RemoteRegion region = remoteFor("write", remoteOffset, length);
-		int chunk = settings.messageSize();
-		for (long done = 0; done < length; done += chunk) {
-			int n = (int) Math.min(chunk, length - done);
-			int index = take(n);
-			MemorySegment.copy(data, done, sendBuffers, (long) index * chunk, n);
-			postOneSided(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
-		}
+		oneSided.write(remoteOffset, data);
 	}
 
 	@Override
 	public void write(long remoteOffset, byte[] data, int offset, int length) {
-		java.util.Objects.checkFromIndexSize(offset, length, data.length);
-		RemoteRegion region = remoteFor("write", remoteOffset, length);
-		int chunk = settings.messageSize();
-		for (long done = 0; done < length; done += chunk) {
-			int n = (int) Math.min(chunk, length - done);
-			int index = take(n);
-			MemorySegment.copy(data, offset + (int) done, sendBuffers, ValueLayout.JAVA_BYTE, (long) index * chunk, n);
-			postOneSided(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
-		}
+		oneSided.write(remoteOffset, data, offset, length);
 	}
 
 	@Override
 	public void read(long remoteOffset, MemorySegment target) {
-		if (target.isReadOnly()) {
-			throw new IllegalArgumentException("the target of an RDMA READ must be writable");
-		}
-		long length = target.byteSize();
-		RemoteRegion region = remoteFor("read", remoteOffset, length);
-		Thread me = Thread.currentThread();
-		for (int i = 0; i < routers.size(); i++) {
-			CompletionRouter router = routers.get(i);
-			if (router.queue().equals(settings.sendQueue()) && router.isPoller(me)) {
-				throw new IllegalStateException("RDMA READ on connection '" + settings.name() + "' called on thread "
-						+ me.getName() + ", the poller of its send queue '" + settings.sendQueue()
-						+ "': it would wait for a completion only this thread delivers; read from another thread");
-			}
-		}
-		int chunk = settings.messageSize();
-		for (long done = 0; done < length; done += chunk) {
-			int n = (int) Math.min(chunk, length - done);
-			int index = take(n);
-			reads.begin(index);
-			postOneSided(index, n, QueuePair.SendOpcode.RDMA_READ, region, remoteOffset + done);
-			int status = reads.await(index, readTimeoutNanos);
-			if (status == ReadCompletions.ABANDONED) {
-				// the buffer stays in flight: the READ's completion frees it
-				boolean interrupted = me.isInterrupted();
-				throw new RemoteAccessException("RDMA READ of " + n + " bytes on connection '" + settings.name() + "' "
-						+ (interrupted ? "interrupted"
-								: "did not complete within " + Duration.ofNanos(readTimeoutNanos)
-										+ " (send-timeout, or connect-timeout when it is 0)")
-						+ "; is the poller of queue '" + settings.sendQueue()
-						+ "' running, and not blocked in this call? Its buffer is freed when the completion arrives");
-			}
-			if (status != 0) {
-				pool.release(index);
-				if (state != ConnectionState.ESTABLISHED) {
-					throw notEstablished();
-				}
-				throw new RemoteAccessException("RDMA READ of " + n + " bytes at offset " + (remoteOffset + done)
-						+ " of the peer's region on connection '" + settings.name() + "' failed: "
-						+ WcStatus.of(status));
-			}
-			MemorySegment.copy(sendBuffers, (long) index * chunk, target, done, n);
-			pool.release(index);
-		}
-	}
-
-	/**
-	 * The peer's region, once {@code length} bytes at {@code offset} are known to fit in
-	 * it and the connection is established.
-	 */
-	private RemoteRegion remoteFor(String operation, long offset, long length) {
-		if (state != ConnectionState.ESTABLISHED) {
-			throw notEstablished();
-		}
-		RemoteRegion region = remoteRegion;
-		if (region == null) {
-			throw new IllegalStateException("RDMA " + operation + " on connection '" + settings.name()
-					+ "': the peer exposes no region (its remote-access-size is 0, or it is not an rdma-spring-boot application)");
-		}
-		if (offset < 0 || length > region.length() - offset) {
-			throw new IllegalArgumentException("RDMA " + operation + " of " + length + " bytes at offset " + offset
-					+ " does not fit in the peer's region of " + region.length() + " bytes (connection '"
-					+ settings.name() + "')");
-		}
-		return region;
-	}
-
-	/**
-	 * Posts an RDMA WRITE or READ of send buffer {@code index}; it is released on
-	 * failure.
-	 */
-	private void postOneSided(int index, int length, QueuePair.SendOpcode opcode, RemoteRegion region, long offset) {
-		sendLengths[index] = length;
-		long kind = opcode == QueuePair.SendOpcode.RDMA_READ ? SEND | ONE_SIDED | READ : SEND | ONE_SIDED;
-		try {
-			qp.postSend(kind | index, sendRegion, (long) index * settings.messageSize(), length, opcode, 0, true, false,
-					region.address() + offset, region.rkey());
-		}
-		catch (RuntimeException ex) {
-			if (opcode == QueuePair.SendOpcode.RDMA_READ) {
-				reads.cancel(index);
-			}
-			pool.release(index);
-			if (state != ConnectionState.ESTABLISHED) {
-				throw notEstablished();
-			}
-			throw ex;
-		}
-	}
-
-	/**
-	 * The completion of an RDMA WRITE (frees its buffer) or READ (hands the status to its
-	 * reader, or frees the buffer of an abandoned READ); on the send queue's poller.
-	 */
-	private void oneSidedCompleted(long wrId, int status) {
-		int index = (int) (wrId & INDEX);
-		boolean read = (wrId & READ) != 0;
-		if (status == 0) {
-			(read ? counters.bytesRead : counters.bytesWritten).add(sendLengths[index]);
-		}
-		else {
-			counters.sendErrors.increment();
-			if (!closing.get() && !peerDisconnected && status != WcStatus.WR_FLUSH_ERR.code()) {
-				logger.warn("RDMA " + (read ? "READ" : "WRITE") + " of " + sendLengths[index] + " bytes on connection '"
-						+ settings.name() + "' (" + this + ") failed: " + WcStatus.of(status));
-			}
-			completionFailed(status);
-		}
-		if (!read) {
-			pool.release(index);
-			return;
-		}
-		if (reads.complete(index, status)) {
-			pool.release(index); // its reader gave up
-		}
+		oneSided.read(remoteOffset, target);
 	}
 
 	@Override

@@ -1,5 +1,7 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
+import dev.rdma.verbs.SendWorkRequest;
+import dev.rdma.verbs.ReceiveWorkRequest;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -78,7 +80,7 @@ class EarlyMessageDeviceTest {
 				id.resolveRoute(STEP);
 				expect(id, CmEventType.ROUTE_RESOLVED);
 				id.moveQueuePair(qp, QueuePair.State.INIT);
-				qp.postRecv(1, mr, 1024, 1024);
+				qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(mr, 1024, 1024));
 				id.connect(qp, CmParameters.DEFAULTS, new byte[0]);
 				expect(id, CmEventType.CONNECT_RESPONSE);
 				id.moveQueuePair(qp, QueuePair.State.INIT);
@@ -89,7 +91,7 @@ class EarlyMessageDeviceTest {
 				byte[] message = new byte[64];
 				ConnectionApps.fill(message, 42, message.length);
 				mr.buffer().copyFrom(java.lang.foreign.MemorySegment.ofArray(message));
-				qp.postSend(2, mr, 0, message.length, QueuePair.SendOpcode.SEND, 0, true);
+				qp.postSend(new SendWorkRequest().wrId(2).buffer(mr, 0, message.length));
 				boolean sent = false;
 				boolean echoed = false;
 				long deadline = System.nanoTime() + Duration.ofSeconds(8).toNanos();

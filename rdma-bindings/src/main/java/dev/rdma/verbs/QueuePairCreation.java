@@ -1,0 +1,89 @@
+package dev.rdma.verbs;
+
+import dev.rdma.verbs.ffm.Ibverbs;
+import dev.rdma.verbs.ffm.Layouts;
+import dev.rdma.verbs.ffm.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/**
+ * The creation of a {@link QueuePair} ({@code ibv_create_qp}): the checks before the
+ * call, the protection domain and both CQs held open for it, the
+ * {@code struct ibv_qp_init_attr}, and a native QP that never outlives a refusal.
+ * {@link ProtectionDomain#createQueuePair} is the public way in.
+ */
+final class QueuePairCreation {
+
+	private QueuePairCreation() {
+	}
+
+	static QueuePair create(ProtectionDomain pd, QueuePair.Attributes attributes) {
+		if (attributes.sendCq().context() != pd.context() || attributes.recvCq().context() != pd.context()) {
+			throw new IllegalArgumentException("the CQs of a QP must belong to the PD's context");
+		}
+		// each acquire paired with its own release: a closed CQ refused after the PD was
+		// acquired must not leave the
+		// PD held (its close would then wait for ever)
+		pd.acquire();
+		try {
+			// read with the PD held: an open PD keeps its context (and the ibv_context
+			// read here) from being freed by a close on another thread
+			if (Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_SEND))
+					|| Native.isNull(pd.context().handle.get(ADDRESS, Layouts.CONTEXT_POST_RECV))) {
+				throw new VerbsException("ibv_create_qp", Errno.EOPNOTSUPP, "the provider has no post_send/post_recv");
+			}
+			attributes.sendCq().acquire();
+			try {
+				attributes.recvCq().acquire();
+				try {
+					return createAcquired(pd, attributes);
+				}
+				finally {
+					attributes.recvCq().release();
+				}
+			}
+			finally {
+				attributes.sendCq().release();
+			}
+		}
+		finally {
+			pd.release();
+		}
+	}
+
+	private static QueuePair createAcquired(ProtectionDomain pd, QueuePair.Attributes attributes) {
+		try (Arena a = Arena.ofConfined()) {
+			var l = Layouts.IBV_QP_INIT_ATTR;
+			MemorySegment init = a.allocate(l);
+			init.set(ADDRESS, Layouts.off(l, "send_cq"), attributes.sendCq().handle);
+			init.set(ADDRESS, Layouts.off(l, "recv_cq"), attributes.recvCq().handle);
+			init.set(JAVA_INT, Layouts.off(l, "cap", "max_send_wr"), attributes.maxSendWr());
+			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr"), attributes.maxRecvWr());
+			init.set(JAVA_INT, Layouts.off(l, "cap", "max_send_sge"), 1);
+			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge"), 1);
+			init.set(JAVA_INT, Layouts.off(l, "qp_type"), attributes.type().code);
+			init.set(JAVA_INT, Layouts.off(l, "sq_sig_all"), attributes.signalAll() ? 1 : 0);
+			MemorySegment capture = Native.allocateCapture(a);
+			MemorySegment qp = (MemorySegment) Ibverbs.CREATE_QP.invokeExact(capture, pd.handle, init);
+			if (Native.isNull(qp)) {
+				throw new VerbsException("ibv_create_qp", Native.errno(capture), attributes.toString());
+			}
+			try {
+				return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes);
+			}
+			catch (RuntimeException e) {
+				// the PD closed meanwhile: the native QP must not outlive the refusal
+				int ignored = (int) Ibverbs.DESTROY_QP.invokeExact(qp);
+				throw e;
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+	}
+
+}

@@ -1,0 +1,147 @@
+package dev.rdma.verbs;
+
+import dev.rdma.verbs.QueuePair.SendOpcode;
+import dev.rdma.verbs.ffm.Ibverbs;
+import dev.rdma.verbs.ffm.Layouts;
+import dev.rdma.verbs.ffm.Native;
+
+import org.jspecify.annotations.Nullable;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+/**
+ * The posting of one {@link QueuePair}: {@code ibv_post_send} and {@code ibv_post_recv},
+ * the inline verbs of verbs.h, called through the provider's {@code post_send} /
+ * {@code post_recv} of {@code qp->context->ops} (never as critical downcalls: a provider
+ * may take its queue's lock). A post claims its work request, reads its fields once,
+ * checks them against this QP, holds the QP, the memory region and the address handle
+ * open, writes the work request's native struct and calls the provider. Nothing is
+ * allocated. The public verbs and their documentation are {@link QueuePair}'s.
+ */
+final class QueuePairPosting {
+
+	private final QueuePair qp;
+
+	private final MemorySegment postSendFn;
+
+	private final MemorySegment postRecvFn;
+
+	QueuePairPosting(QueuePair qp, MemorySegment context) {
+		this.qp = qp;
+		this.postSendFn = context.get(ADDRESS, Layouts.CONTEXT_POST_SEND);
+		this.postRecvFn = context.get(ADDRESS, Layouts.CONTEXT_POST_RECV);
+	}
+
+	void postSend(SendWorkRequest wr) {
+		Objects.requireNonNull(wr, "wr");
+		wr.claim.claim("ibv_post_send", wr);
+		try {
+			// each field read once: what is checked is what is posted
+			long wrId = wr.wrId;
+			@Nullable MemoryRegion mr = wr.mr;
+			long offset = wr.offset;
+			int length = wr.length;
+			SendOpcode opcode = wr.opcode;
+			@Nullable AddressHandle ah = wr.ah;
+			boolean ud = qp.type() == QueuePair.Type.UD;
+			if (mr == null) {
+				throw new IllegalStateException(
+						"ibv_post_send: " + wr + " has no buffer (SendWorkRequest.buffer(mr, offset, length))");
+			}
+			if (ud && ah == null) {
+				throw new IllegalStateException(qp.describe()
+						+ " is a UD QP: each send needs an AddressHandle (ibv_post_send, SendWorkRequest.datagram)");
+			}
+			if (!ud && ah != null) {
+				throw new IllegalStateException(qp.describe()
+						+ " is an RC QP: address handles are for UD sends (ibv_post_send, SendWorkRequest.datagram)");
+			}
+			if (ud && opcode != SendOpcode.SEND && opcode != SendOpcode.SEND_WITH_IMM) {
+				throw new IllegalArgumentException(
+						"a UD QP posts SEND or SEND_WITH_IMM only, not " + opcode + " (ibv_post_send)");
+			}
+			if (ah != null && ah.protectionDomain() != qp.protectionDomain()) {
+				throw new IllegalArgumentException(
+						ah + " belongs to another protection domain than " + qp.describe() + " (ibv_post_send)");
+			}
+			qp.acquire();
+			try {
+				mr.acquire();
+				try {
+					if (ah != null) {
+						ah.acquire();
+					}
+					try {
+						Arguments.requireWithin(mr.buffer().byteSize(), offset, length);
+						wr.fill(wrId, mr.bufferAddress() + offset, length, mr.lkey(), opcode, wr.flags, wr.immData, ah,
+								wr.remoteAddress, wr.rkey, wr.remoteQpn, wr.remoteQkey);
+						int rc = (int) Ibverbs.FP_POST.invokeExact(postSendFn, qp.handle, wr.wr, wr.badWr);
+						if (rc != 0) {
+							throw new VerbsException("ibv_post_send", rc, qp.describe() + " wr_id " + wrId);
+						}
+					}
+					finally {
+						if (ah != null) {
+							ah.release();
+						}
+					}
+				}
+				finally {
+					mr.release();
+				}
+			}
+			finally {
+				qp.release();
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			wr.claim.unclaim();
+		}
+	}
+
+	void postRecv(ReceiveWorkRequest wr) {
+		Objects.requireNonNull(wr, "wr");
+		wr.claim.claim("ibv_post_recv", wr);
+		try {
+			long wrId = wr.wrId;
+			@Nullable MemoryRegion mr = wr.mr;
+			long offset = wr.offset;
+			int length = wr.length;
+			if (mr == null) {
+				throw new IllegalStateException(
+						"ibv_post_recv: " + wr + " has no buffer (ReceiveWorkRequest.buffer(mr, offset, length))");
+			}
+			qp.acquire();
+			try {
+				mr.acquire();
+				try {
+					Arguments.requireWithin(mr.buffer().byteSize(), offset, length);
+					wr.fill(wrId, mr.bufferAddress() + offset, length, mr.lkey());
+					int rc = (int) Ibverbs.FP_POST.invokeExact(postRecvFn, qp.handle, wr.wr, wr.badWr);
+					if (rc != 0) {
+						throw new VerbsException("ibv_post_recv", rc, qp.describe() + " wr_id " + wrId);
+					}
+				}
+				finally {
+					mr.release();
+				}
+			}
+			finally {
+				qp.release();
+			}
+		}
+		catch (Throwable t) {
+			throw Native.unchecked(t);
+		}
+		finally {
+			wr.claim.unclaim();
+		}
+	}
+
+}

@@ -1,0 +1,200 @@
+package dev.rdma.spring.connection.support;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.verbs.MemoryRegion;
+import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.ReceiveWorkRequest;
+import dev.rdma.verbs.WcStatus;
+import dev.rdma.verbs.WorkCompletion;
+
+/**
+ * The receive path of a {@link PeerConnection}: its registered region of
+ * {@code receive-buffers} buffers of {@code message-size} bytes, one
+ * {@link ReceivedMessage} and one {@link ReceiveWorkRequest} per buffer (both made once
+ * and reused: no allocation per message), and the count of buffers not given back. A
+ * receive completion is handed to the {@code @RdmaMessageListener} and the buffer posted
+ * again when the listener returns, or, retained, when the message is released; its
+ * message's state decides which thread posts it, so a buffer's work request is posted by
+ * one thread at a time.
+ */
+final class PeerReceives {
+
+	private static final Log logger = LogFactory.getLog(PeerConnection.class);
+
+	private final PeerConnection peer;
+
+	private final ConnectionSettings settings;
+
+	private final ConnectionCounters counters;
+
+	private final QueuePair qp;
+
+	private final MemoryRegion region;
+
+	private final ReceivedMessage[] messages;
+
+	private final ReceiveWorkRequest[] requests;
+
+	private final @Nullable MessageListenerBinding listener;
+
+	/**
+	 * Receive buffers not given back: posted, in their listener call, or retained by the
+	 * application ({@link ReceivedMessage#retain()}) until released; a close destroys the
+	 * receive region only once this is 0 (or its timeout passed).
+	 */
+	private final AtomicInteger outstanding = new AtomicInteger();
+
+	/** Whether a listener failure was logged at WARN (poller thread only). */
+	private boolean listenerFailureLogged;
+
+	PeerReceives(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
+			MemoryRegion region, @Nullable MessageListenerBinding listener) {
+		this.peer = peer;
+		this.settings = settings;
+		this.counters = counters;
+		this.qp = qp;
+		this.region = region;
+		this.listener = listener;
+		int size = settings.messageSize();
+		this.messages = new ReceivedMessage[settings.receiveBuffers()];
+		this.requests = new ReceiveWorkRequest[settings.receiveBuffers()];
+		MemorySegment buffers = region.buffer();
+		for (int i = 0; i < messages.length; i++) {
+			messages[i] = new ReceivedMessage(peer, i, buffers.asSlice((long) i * size, size));
+			requests[i] = new ReceiveWorkRequest().wrId(i).buffer(region, (long) i * size, size);
+		}
+	}
+
+	MemoryRegion region() {
+		return region;
+	}
+
+	/** Receive buffers posted, in a listener call or retained. */
+	int outstanding() {
+		return outstanding.get();
+	}
+
+	/** Posts every receive buffer (the QP is in INIT or later). */
+	void postAll() {
+		for (int i = 0; i < messages.length; i++) {
+			repost(i);
+		}
+	}
+
+	/**
+	 * Posts receive buffer {@code index} again (after its message was handled); nothing
+	 * once closing.
+	 */
+	void repost(int index) {
+		if (peer.isClosing()) {
+			return;
+		}
+		outstanding.incrementAndGet();
+		try {
+			qp.postRecv(requests[index]);
+		}
+		catch (RuntimeException ex) {
+			outstanding.decrementAndGet();
+			if (!peer.isClosing()) {
+				logger.warn("Posting receive buffer " + index + " of connection '" + settings.name() + "' failed", ex);
+			}
+		}
+	}
+
+	/** The completion of receive buffer {@code index}, on the receive queue's poller. */
+	void completed(int index, int status, WorkCompletion completion) {
+		// the buffer stays outstanding (close waits for it) until its listener call
+		// returned, or, retained, until its release()
+		boolean retained = false;
+		try {
+			retained = received(index, status, completion);
+		}
+		finally {
+			if (!retained) {
+				outstanding.decrementAndGet();
+			}
+		}
+	}
+
+	/**
+	 * Hands the message of receive buffer {@code index} to the listener and posts the
+	 * buffer again; true when the listener retained it.
+	 */
+	private boolean received(int index, int status, WorkCompletion completion) {
+		if (status != 0) {
+			if (!peer.isClosing() && status != WcStatus.WR_FLUSH_ERR.code()) {
+				logger.warn("Receive on connection '" + settings.name() + "' (" + peer + ") failed: "
+						+ WcStatus.of(status));
+			}
+			peer.completionFailed(status);
+			return false;
+		}
+		if (peer.state() == ConnectionState.CONNECTING) {
+			// The peer's first message can be delivered before the thread that accepted
+			// (or connected) has read ESTABLISHED: that event and the peer's first SEND
+			// (rdma_client sends right after its RTU) reach this side by two paths, the
+			// CM's event channel and this QP's completions, and nothing orders them. A
+			// message from the peer proves both QPs are ready; a listener that answers
+			// at once must be able to.
+			peer.established();
+		}
+		int length = completion.byteLen();
+		counters.messagesReceived.increment();
+		counters.bytesReceived.add(length);
+		ReceivedMessage message = messages[index];
+		message.prepare(length);
+		MessageListenerBinding l = listener;
+		if (l != null) {
+			try {
+				l.invoker().invoke(message);
+			}
+			catch (Throwable ex) {
+				listenerFailed(l, length, ex);
+			}
+		}
+		if (message.returnAfterCall()) {
+			repost(index);
+			return false;
+		}
+		return true;
+	}
+
+	/**
+	 * A retained message of receive buffer {@code index} was released: the buffer is
+	 * posted again (unless closing) and no longer holds up a close.
+	 */
+	void released(int index) {
+		try {
+			repost(index);
+		}
+		finally {
+			outstanding.decrementAndGet();
+		}
+	}
+
+	/**
+	 * Counts a listener failure; logs the first of this connection with its stack trace,
+	 * later ones (and those while closing, typically a reply to a peer that is gone) at
+	 * debug: a stack trace per message would slow the poller down to a crawl.
+	 */
+	private void listenerFailed(MessageListenerBinding l, int length, Throwable ex) {
+		counters.listenerErrors.increment();
+		if (!peer.isClosing() && !listenerFailureLogged) {
+			listenerFailureLogged = true;
+			logger.warn(l.id() + " threw for a message of " + length + " bytes on connection '" + settings.name()
+					+ "'; its buffer is posted again (later failures of this connection: counted, logged at debug)",
+					ex);
+		}
+		else if (logger.isDebugEnabled()) {
+			logger.debug(l.id() + " threw for a message on connection '" + settings.name() + "': " + ex);
+		}
+	}
+
+}
