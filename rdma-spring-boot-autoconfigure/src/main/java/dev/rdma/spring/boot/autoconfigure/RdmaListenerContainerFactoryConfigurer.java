@@ -45,7 +45,7 @@ public class RdmaListenerContainerFactoryConfigurer {
 	}
 
 	/** The settings of one configured poller group. */
-	static PollerGroupSettings groupSettings(RdmaProperties.PollerProperties group) {
+	static PollerGroupSettings groupSettings(PollerProperties group) {
 		PollerGroupSettings settings = new PollerGroupSettings();
 		settings.setThreads(group.getThreads());
 		settings.setMode(group.getMode());
@@ -55,7 +55,7 @@ public class RdmaListenerContainerFactoryConfigurer {
 	}
 
 	/** The poller settings of one configured queue. */
-	static PollerSettings settings(RdmaProperties.CompletionQueueProperties queue) {
+	static PollerSettings settings(CompletionQueueProperties queue) {
 		PollerSettings settings = new PollerSettings();
 		settings.setMode(RdmaPropertiesValidator.effectiveMode(queue));
 		settings.setBatchSize(queue.getPolling().getBatchSize());

@@ -13,7 +13,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.SmartLifecycle;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueueProperties;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 import dev.rdma.spring.listener.PollerGroup;

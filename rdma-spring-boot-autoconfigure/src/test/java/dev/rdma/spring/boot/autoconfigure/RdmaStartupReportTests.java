@@ -38,8 +38,8 @@ class RdmaStartupReportTests {
 
 	@Test
 	void queueLineSaysTypeSizePollingCostListenerAndThread() {
-		RdmaProperties.CompletionQueueProperties rx = new RdmaProperties.CompletionQueueProperties();
-		rx.setType(RdmaProperties.QueueType.EXTENDED);
+		CompletionQueueProperties rx = new CompletionQueueProperties();
+		rx.setType(QueueType.EXTENDED);
 		rx.setEntries(1000);
 		rx.setChannel("events0");
 		String line = RdmaStartupReport.queueLine("rx", rx, 1023, "nic0 (rxe0)",
@@ -51,7 +51,7 @@ class RdmaStartupReportTests {
 
 	@Test
 	void busyPollingSaysItBurnsACore() {
-		RdmaProperties.CompletionQueueProperties tx = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties tx = new CompletionQueueProperties();
 		String line = RdmaStartupReport.queueLine("tx", tx, 1024, "nic0 (rxe0)", container(PollingMode.BUSY, "x"));
 		assertThat(line).contains("type legacy, 1024 entries, device nic0 (rxe0), channel none; polling busy "
 				+ "(spins: one core busy, also when idle)");
@@ -61,7 +61,7 @@ class RdmaStartupReportTests {
 
 	@Test
 	void queueWithoutListenerSaysItIsNotPolled() {
-		RdmaProperties.CompletionQueueProperties tx = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties tx = new CompletionQueueProperties();
 		assertThat(RdmaStartupReport.queueLine("tx", tx, -1, "nic0 (rxe0)", null))
 			.isEqualTo("RDMA completion queue 'tx': type legacy, 1024 entries, device nic0 (rxe0), channel none; "
 					+ "no listener: not polled by the starter");
@@ -89,7 +89,7 @@ class RdmaStartupReportTests {
 		group.setSpin(Duration.ofNanos(200_000));
 		when(container.getPollerGroup())
 			.thenReturn(new PollerGroup("conns", group, new dev.rdma.spring.listener.CompletionEventRouter()));
-		RdmaProperties.CompletionQueueProperties rx = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties rx = new CompletionQueueProperties();
 		rx.setChannel("events0");
 		assertThat(RdmaStartupReport.queueLine("rx", rx, 1024, "nic0", container))
 			.contains("polling adaptive (spins 200us after a completion, then waits on the channel)");
