@@ -64,7 +64,7 @@ public class CompletionQueueListenerContainer {
 	private @Nullable PollerGroup group;
 
 	/** The queue on its group thread, once started in a group. */
-	private volatile GroupPollLoop.@Nullable Member member;
+	private volatile @Nullable GroupMember member;
 
 	private @Nullable String listenerId;
 
@@ -267,8 +267,8 @@ public class CompletionQueueListenerContainer {
 		// the group thread reads the clock once per turn for adaptive mode itself
 		CompletionDispatcher dispatcher = new CompletionDispatcher(queueName, id, listener, errorHandler,
 				errorHandlerName, metrics, metrics != PollerMetrics.NONE);
-		GroupPollLoop.Member m = new GroupPollLoop.Member(queueName, queue, dispatcher, metrics, batchListener,
-				s.getBatchSize(), s.getAckBatch());
+		GroupMember m = new GroupMember(queueName, queue, dispatcher, metrics, batchListener, s.getBatchSize(),
+				s.getAckBatch());
 		router.unregister(queue, wakerTarget);
 		wakerTarget = m.routeTarget;
 		router.register(queue, wakerTarget);
@@ -291,7 +291,7 @@ public class CompletionQueueListenerContainer {
 	public void signalStop() {
 		stopSignalled = true;
 		PollLoop l;
-		GroupPollLoop.Member m;
+		GroupMember m;
 		PollerGroup g;
 		synchronized (this) {
 			l = loop;
@@ -326,7 +326,7 @@ public class CompletionQueueListenerContainer {
 	 */
 	public boolean isPolledByCurrentThread() {
 		Thread current = Thread.currentThread();
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
 			if (m.left.getCount() == 0) {
 				return false;
@@ -355,7 +355,7 @@ public class CompletionQueueListenerContainer {
 		if (isPolledByCurrentThread()) {
 			return false;
 		}
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
 			try {
 				long left = deadlineNanos - System.nanoTime();
@@ -393,7 +393,7 @@ public class CompletionQueueListenerContainer {
 	 * The end of a group queue's stop, once it has left its thread: run by the first of
 	 * the group thread and {@link #awaitStop}.
 	 */
-	private void finishLeave(GroupPollLoop.Member m) {
+	private void finishLeave(GroupMember m) {
 		if (!finished.compareAndSet(false, true)) {
 			return;
 		}
@@ -465,7 +465,7 @@ public class CompletionQueueListenerContainer {
 	 * to; null before start (and, in a group, once the queue has left its thread).
 	 */
 	public @Nullable Thread thread() {
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
 			GroupPollLoop l = m.loop;
 			return l == null ? null : l.thread();
@@ -478,7 +478,7 @@ public class CompletionQueueListenerContainer {
 	 * live group thread.
 	 */
 	public boolean isRunning() {
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
 			Thread t = thread();
 			return m.left.getCount() > 0 && t != null && t.isAlive();

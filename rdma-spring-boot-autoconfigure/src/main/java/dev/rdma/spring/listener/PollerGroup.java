@@ -118,7 +118,7 @@ public final class PollerGroup {
 	 * @throws dev.rdma.verbs.VerbsException when the thread's epoll set refuses the
 	 * queue's channel
 	 */
-	synchronized void join(GroupPollLoop.Member member) {
+	synchronized void join(GroupMember member) {
 		CompletionChannel channel = member.queue.channel();
 		ChannelEntry entry = channel == null ? null : channels.get(channel);
 		int t = PollerAssignment.choose(loads, entry == null ? -1 : entry.thread, member.queue.compVector(),
@@ -160,7 +160,7 @@ public final class PollerGroup {
 	}
 
 	/** Takes {@code member} from its thread; its latch opens once it has left. */
-	synchronized void leave(GroupPollLoop.Member member) {
+	synchronized void leave(GroupMember member) {
 		GroupPollLoop loop = member.loop;
 		if (loop == null) {
 			return;
