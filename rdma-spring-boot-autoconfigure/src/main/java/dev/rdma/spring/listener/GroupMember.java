@@ -108,6 +108,38 @@ final class GroupMember {
 		}
 	}
 
+	/**
+	 * The thread that polls the queue while it is on one: the thread that took it in, or,
+	 * assigned but not taken in yet (its thread is busy, e.g. in the listener that is
+	 * stopping its container), the thread that will; null once it has left.
+	 */
+	@Nullable Thread poller() {
+		if (left.getCount() == 0) {
+			return null;
+		}
+		Thread poller = polledBy;
+		if (poller == null) {
+			GroupPollLoop a = assigned;
+			poller = a == null ? null : a.thread();
+		}
+		return poller;
+	}
+
+	/**
+	 * Waits until the queue has left its thread with every got event acked, at most until
+	 * {@code deadlineNanos} ({@link System#nanoTime()}).
+	 * @return false when the deadline passed or the wait was interrupted
+	 */
+	boolean awaitLeft(long deadlineNanos) {
+		try {
+			return left.await(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return false;
+		}
+	}
+
 	// ------------------------------------------------------------------ on its thread
 
 	/** The thread takes the queue in: its buffer is made there. */

@@ -129,9 +129,9 @@ final class GroupPollLoop implements Runnable {
 		this.group = group;
 		this.index = index;
 		this.threadName = "rdma-poller-" + group.name() + "-" + index;
-		this.mode = settings.getMode();
-		this.spinNanos = Deadlines.nanos(settings.getSpin());
-		this.budget = settings.getBatchBudget();
+		this.mode = settings.mode();
+		this.spinNanos = Deadlines.nanos(settings.spin());
+		this.budget = settings.batchBudget();
 		this.router = router;
 		try {
 			this.epoll = mode == PollingMode.BUSY ? null : new Epoll(waker, MAX_EVENTS);

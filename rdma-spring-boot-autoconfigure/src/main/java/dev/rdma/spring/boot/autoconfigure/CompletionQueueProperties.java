@@ -8,6 +8,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationPropertiesSource;
 import org.springframework.boot.context.properties.NestedConfigurationProperty;
 
+import dev.rdma.spring.listener.PollerSettings;
 import dev.rdma.verbs.CqCreateFlag;
 import dev.rdma.verbs.WcExFlag;
 
@@ -159,6 +160,15 @@ public class CompletionQueueProperties {
 
 	public void setAckBatch(int ackBatch) {
 		this.ackBatch = ackBatch;
+	}
+
+	/**
+	 * The settings the queue's poller runs with, built once from these properties (the
+	 * mode resolved as {@code poller} and {@code polling.mode} say).
+	 */
+	public PollerSettings toPollerSettings() {
+		return new PollerSettings(RdmaPropertiesValidator.effectiveMode(this), polling.getBatchSize(),
+				polling.getSpin(), ackBatch, polling.getMaxSleep());
 	}
 
 }

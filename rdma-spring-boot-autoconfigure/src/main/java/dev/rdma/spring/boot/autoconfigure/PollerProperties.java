@@ -4,6 +4,7 @@ import java.time.Duration;
 
 import org.springframework.boot.context.properties.ConfigurationPropertiesSource;
 
+import dev.rdma.spring.listener.PollerGroupSettings;
 import dev.rdma.spring.listener.PollingMode;
 
 /** A poller group: threads shared by the listeners of many completion queues. */
@@ -65,6 +66,11 @@ public class PollerProperties {
 
 	public void setBatchBudget(int batchBudget) {
 		this.batchBudget = batchBudget;
+	}
+
+	/** The settings the group's threads run with, built once from these properties. */
+	public PollerGroupSettings toSettings() {
+		return new PollerGroupSettings(threads, mode, spin, batchBudget);
 	}
 
 }

@@ -95,12 +95,12 @@ class PollerGroupPropertiesTests {
 				PollerGroup a = factory.getPollerGroup("a");
 				assertThat(a).isNotNull();
 				assertThat(a.name()).isEqualTo("conns");
-				assertThat(a.settings().getThreads()).isEqualTo(2);
+				assertThat(a.settings().threads()).isEqualTo(2);
 				PollerGroup b = factory.getPollerGroup("b");
 				assertThat(b).isNotNull();
 				assertThat(b.name()).isEqualTo(PollerGroup.DEFAULT);
-				assertThat(b.settings().getThreads()).isEqualTo(1);
-				assertThat(b.settings().getMode()).isEqualTo(PollingMode.EVENT);
+				assertThat(b.settings().threads()).isEqualTo(1);
+				assertThat(b.settings().mode()).isEqualTo(PollingMode.EVENT);
 				assertThat(factory.getPollerGroup("c")).isNull();
 				assertThat(factory.getPollerGroup("d")).isNull();
 				// one group object per name

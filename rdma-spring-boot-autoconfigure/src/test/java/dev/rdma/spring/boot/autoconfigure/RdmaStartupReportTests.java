@@ -24,9 +24,7 @@ class RdmaStartupReportTests {
 
 	private static CompletionQueueListenerContainer container(PollingMode mode, String listener) {
 		CompletionQueueListenerContainer container = mock(CompletionQueueListenerContainer.class);
-		PollerSettings settings = new PollerSettings();
-		settings.setBatchSize(16);
-		settings.setSpin(Duration.ofNanos(50_000));
+		PollerSettings settings = PollerSettings.DEFAULTS.withBatchSize(16).withSpin(Duration.ofNanos(50_000));
 		when(container.mode()).thenReturn(mode);
 		when(container.getSettings()).thenReturn(settings);
 		when(container.getListenerId()).thenReturn(listener);
@@ -84,9 +82,8 @@ class RdmaStartupReportTests {
 	@Test
 	void adaptiveQueueOfAGroupReportsTheGroupsSpin() {
 		CompletionQueueListenerContainer container = container(PollingMode.ADAPTIVE, "x");
-		PollerGroupSettings group = new PollerGroupSettings();
-		group.setMode(PollingMode.ADAPTIVE);
-		group.setSpin(Duration.ofNanos(200_000));
+		PollerGroupSettings group = PollerGroupSettings.DEFAULTS.withMode(PollingMode.ADAPTIVE)
+			.withSpin(Duration.ofNanos(200_000));
 		when(container.getPollerGroup())
 			.thenReturn(new PollerGroup("conns", group, new dev.rdma.spring.listener.CompletionEventRouter()));
 		CompletionQueueProperties rx = new CompletionQueueProperties();
