@@ -139,9 +139,8 @@ public final class GroupBench {
 			this.n = n;
 			this.flows = new Flow[n];
 			if (groupThreads > 0) {
-				PollerGroupSettings gs = new PollerGroupSettings();
-				gs.setThreads(groupThreads);
-				gs.setMode(PollingMode.EVENT);
+				PollerGroupSettings gs = PollerGroupSettings.DEFAULTS.withThreads(groupThreads)
+					.withMode(PollingMode.EVENT);
 				this.group = new PollerGroup("bench", gs, router);
 			}
 			else {
@@ -156,8 +155,7 @@ public final class GroupBench {
 					LoopbackQueuePair qp = new LoopbackQueuePair(ctx, cq, cq, DEPTH, SLOT);
 					resources.add(qp);
 					flows[i] = new Flow(qp, histograms);
-					PollerSettings settings = new PollerSettings();
-					settings.setMode(PollingMode.EVENT);
+					PollerSettings settings = PollerSettings.DEFAULTS.withMode(PollingMode.EVENT);
 					CompletionQueueListenerContainer c = new CompletionQueueListenerContainer("q" + i, cq, settings,
 							router);
 					Flow flow = flows[i];

@@ -25,10 +25,10 @@ import dev.rdma.verbs.CompletionQueue;
 
 /**
  * Makes a {@link CompletionQueueListenerContainer} per listener: looks up the queue bean
- * and the error handler bean by name, gives the container a copy of the queue's
- * {@link PollerSettings} (or of the default settings), the queue's {@link PollerMetrics}
- * and the listener, then applies the {@link RdmaListenerContainerCustomizer}s in order.
- * The containers it makes share one {@link CompletionEventRouter}, so queues sharing a
+ * and the error handler bean by name, gives the container the queue's
+ * {@link PollerSettings} (or the default settings), the queue's {@link PollerMetrics} and
+ * the listener, then applies the {@link RdmaListenerContainerCustomizer}s in order. The
+ * containers it makes share one {@link CompletionEventRouter}, so queues sharing a
  * completion channel wake each other. A queue {@link #setPollerGroup assigned to a poller
  * group} is polled by that {@link PollerGroup}'s threads (one group object per name, made
  * on first use from {@link #setPollerGroupSettings its settings}); any other by a
@@ -43,7 +43,7 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 
 	private final Map<String, PollerSettings> pollerSettings = new LinkedHashMap<>();
 
-	private PollerSettings defaultPollerSettings = new PollerSettings();
+	private PollerSettings defaultPollerSettings = PollerSettings.DEFAULTS;
 
 	private PollerMetrics.Factory metrics = PollerMetrics.Factory.NONE;
 
@@ -75,7 +75,7 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 	}
 
 	/**
-	 * The settings a container for {@code queue} starts from (a copy is handed to it).
+	 * The settings a container for {@code queue} starts with.
 	 */
 	public PollerSettings getPollerSettings(String queue) {
 		return pollerSettings.getOrDefault(queue, defaultPollerSettings);
@@ -83,11 +83,11 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 
 	/**
 	 * The settings of poller group {@code group}; a group without settings of its own
-	 * (only {@link PollerGroup#DEFAULT} may be used so) has the defaults of
-	 * {@link PollerGroupSettings}.
+	 * (only {@link PollerGroup#DEFAULT} may be used so) has
+	 * {@link PollerGroupSettings#DEFAULTS}.
 	 */
 	public synchronized void setPollerGroupSettings(String group, PollerGroupSettings settings) {
-		groupSettings.put(group, Objects.requireNonNull(settings, "settings").copy());
+		groupSettings.put(group, Objects.requireNonNull(settings, "settings"));
 	}
 
 	/**
@@ -120,7 +120,7 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 				throw new IllegalStateException("queue '" + queue + "' names poller group '" + name
 						+ "', which is not configured (configured: " + groupSettings.keySet() + ")");
 			}
-			group = new PollerGroup(name, settings == null ? new PollerGroupSettings() : settings, router);
+			group = new PollerGroup(name, settings == null ? PollerGroupSettings.DEFAULTS : settings, router);
 			groups.put(name, group);
 		}
 		return group;
@@ -147,18 +147,18 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 			return;
 		}
 		List<String> changed = new ArrayList<>();
-		if (after.getMode() != before.getMode()) {
-			changed.add("setMode(" + after.getMode() + ")");
+		if (after.mode() != before.mode()) {
+			changed.add("mode " + after.mode());
 		}
-		if (!after.getSpin().equals(before.getSpin())) {
-			changed.add("setSpin(" + after.getSpin() + ")");
+		if (!after.spin().equals(before.spin())) {
+			changed.add("spin " + after.spin());
 		}
-		if (!after.getMaxSleep().equals(before.getMaxSleep())) {
-			changed.add("setMaxSleep(" + after.getMaxSleep() + ")");
+		if (!after.maxSleep().equals(before.maxSleep())) {
+			changed.add("maxSleep " + after.maxSleep());
 		}
 		if (!changed.isEmpty()) {
 			throw new RdmaConfigurationException(endpoint.id(),
-					"a RdmaListenerContainerCustomizer called " + changed + " on the container of queue '"
+					"a RdmaListenerContainerCustomizer set " + changed + " in the settings of the container of queue '"
 							+ endpoint.queue() + "', but the queue is polled by poller group '" + group.name()
 							+ "', whose mode and spin apply (rdma.pollers." + group.name() + ".*)",
 					"Change rdma.pollers." + group.name() + ", or give the queue a dedicated poller: "
@@ -210,13 +210,13 @@ public class DefaultRdmaListenerContainerFactory implements RdmaListenerContaine
 					"Check that RDMA auto-configuration is active (rdma.required=true shows why it is not).", ex);
 		}
 		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer(endpoint.queue(), queue,
-				getPollerSettings(endpoint.queue()).copy(), router);
+				getPollerSettings(endpoint.queue()), router);
 		try {
 			container.setupListener(endpoint.id(), endpoint.invoker(), endpoint.batch());
 			container.setErrorHandler(errorHandlerName, errorHandler);
 			container.setMetrics(metrics.forQueue(endpoint.queue()));
 			container.setPollerGroup(getPollerGroup(endpoint.queue()));
-			PollerSettings before = container.getSettings().copy();
+			PollerSettings before = container.getSettings();
 			for (RdmaListenerContainerCustomizer customizer : customizers) {
 				customizer.customize(container);
 			}

@@ -4,8 +4,8 @@ import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 
 /**
  * Changes a listener container after its factory set it up and before it starts: its
- * {@link CompletionQueueListenerContainer#getSettings() poller settings} (mode, batch
- * size, spin, ack batch), its error handler or its metrics. The starter's
+ * {@link CompletionQueueListenerContainer#setSettings poller settings} (mode, batch size,
+ * spin, ack batch, max sleep), its error handler or its metrics. The starter's
  * auto-configuration hands every bean of this type, in {@code @Order}, to its
  * {@link DefaultRdmaListenerContainerFactory}, so an application can change a poller
  * without replacing the auto-configuration:
@@ -15,7 +15,7 @@ import dev.rdma.spring.listener.CompletionQueueListenerContainer;
  * RdmaListenerContainerCustomizer largerRxBatches() {
  *     return container -&gt; {
  *         if (container.queue().equals("rx")) {
- *             container.getSettings().setBatchSize(128);
+ *             container.setSettings(container.getSettings().withBatchSize(128));
  *         }
  *     };
  * }

@@ -2,7 +2,6 @@ package dev.rdma.spring.listener;
 
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
@@ -48,7 +47,7 @@ public class CompletionQueueListenerContainer {
 
 	private final CompletionQueue queue;
 
-	private final PollerSettings settings;
+	private volatile PollerSettings settings;
 
 	private final CompletionEventRouter router;
 
@@ -64,7 +63,7 @@ public class CompletionQueueListenerContainer {
 	private @Nullable PollerGroup group;
 
 	/** The queue on its group thread, once started in a group. */
-	private volatile GroupPollLoop.@Nullable Member member;
+	private volatile @Nullable GroupMember member;
 
 	private @Nullable String listenerId;
 
@@ -95,7 +94,7 @@ public class CompletionQueueListenerContainer {
 	 * @param queueName the queue's name (its bean name): names the thread and appears in
 	 * every message
 	 * @param queue the queue to poll; its channel, if any, is the one the poller waits on
-	 * @param settings the poller's settings, owned by this container from now on
+	 * @param settings the poller's settings (until a customizer gives it others)
 	 * @param router the wakers of the pollers that may share the queue's channel; this
 	 * container's joins them
 	 */
@@ -155,9 +154,18 @@ public class CompletionQueueListenerContainer {
 		return group;
 	}
 
-	/** The poller's settings: changes take effect if made before {@link #start()}. */
+	/** The poller's settings. */
 	public PollerSettings getSettings() {
 		return settings;
+	}
+
+	/**
+	 * Replaces the poller's settings (a customizer:
+	 * {@code container.setSettings(container.getSettings().withBatchSize(128))}); takes
+	 * effect if made before {@link #start()}.
+	 */
+	public void setSettings(PollerSettings settings) {
+		this.settings = Objects.requireNonNull(settings, "settings");
 	}
 
 	public synchronized PollerMetrics getMetrics() {
@@ -229,8 +237,7 @@ public class CompletionQueueListenerContainer {
 		Waker w = new Waker();
 		PollLoop created;
 		try {
-			created = new PollLoop(queueName, queue, mode, settings.copy(), batchListener, dispatcher, metrics, router,
-					w);
+			created = new PollLoop(queueName, queue, mode, settings, batchListener, dispatcher, metrics, router, w);
 		}
 		catch (RuntimeException ex) {
 			w.close();
@@ -259,16 +266,16 @@ public class CompletionQueueListenerContainer {
 			throw new IllegalArgumentException("queue " + queueName + " has no channel for " + mode
 					+ " polling (the mode of poller group '" + g.name() + "')");
 		}
-		PollerSettings s = settings.copy();
-		if (s.getBatchSize() < 1 || s.getAckBatch() < 1) {
+		PollerSettings s = settings;
+		if (s.batchSize() < 1 || s.ackBatch() < 1) {
 			throw new IllegalArgumentException(
 					"queue " + queueName + ": batch size and ack batch must be at least 1 (" + s + ")");
 		}
 		// the group thread reads the clock once per turn for adaptive mode itself
 		CompletionDispatcher dispatcher = new CompletionDispatcher(queueName, id, listener, errorHandler,
 				errorHandlerName, metrics, metrics != PollerMetrics.NONE);
-		GroupPollLoop.Member m = new GroupPollLoop.Member(queueName, queue, dispatcher, metrics, batchListener,
-				s.getBatchSize(), s.getAckBatch());
+		GroupMember m = new GroupMember(queueName, queue, dispatcher, metrics, batchListener, s.batchSize(),
+				s.ackBatch());
 		router.unregister(queue, wakerTarget);
 		wakerTarget = m.routeTarget;
 		router.register(queue, wakerTarget);
@@ -291,7 +298,7 @@ public class CompletionQueueListenerContainer {
 	public void signalStop() {
 		stopSignalled = true;
 		PollLoop l;
-		GroupPollLoop.Member m;
+		GroupMember m;
 		PollerGroup g;
 		synchronized (this) {
 			l = loop;
@@ -326,19 +333,9 @@ public class CompletionQueueListenerContainer {
 	 */
 	public boolean isPolledByCurrentThread() {
 		Thread current = Thread.currentThread();
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
-			if (m.left.getCount() == 0) {
-				return false;
-			}
-			Thread poller = m.polledBy;
-			if (poller == null) {
-				// assigned but not taken in yet (its thread is busy, e.g. in the listener
-				// that is stopping this container): that thread will poll it
-				GroupPollLoop assigned = m.assigned;
-				poller = assigned == null ? null : assigned.thread();
-			}
-			return poller == current;
+			return m.poller() == current;
 		}
 		return thread == current;
 	}
@@ -355,16 +352,9 @@ public class CompletionQueueListenerContainer {
 		if (isPolledByCurrentThread()) {
 			return false;
 		}
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
-			try {
-				long left = deadlineNanos - System.nanoTime();
-				if (!m.left.await(Math.max(0, left), TimeUnit.NANOSECONDS)) {
-					return false;
-				}
-			}
-			catch (InterruptedException ex) {
-				Thread.currentThread().interrupt();
+			if (!m.awaitLeft(deadlineNanos)) {
 				return false;
 			}
 			finishLeave(m);
@@ -393,7 +383,7 @@ public class CompletionQueueListenerContainer {
 	 * The end of a group queue's stop, once it has left its thread: run by the first of
 	 * the group thread and {@link #awaitStop}.
 	 */
-	private void finishLeave(GroupPollLoop.Member m) {
+	private void finishLeave(GroupMember m) {
 		if (!finished.compareAndSet(false, true)) {
 			return;
 		}
@@ -457,7 +447,7 @@ public class CompletionQueueListenerContainer {
 		synchronized (this) {
 			g = group;
 		}
-		return g != null ? g.mode() : PollingMode.resolve(settings.getMode(), queue.channel() != null);
+		return g != null ? g.mode() : PollingMode.resolve(settings.mode(), queue.channel() != null);
 	}
 
 	/**
@@ -465,7 +455,7 @@ public class CompletionQueueListenerContainer {
 	 * to; null before start (and, in a group, once the queue has left its thread).
 	 */
 	public @Nullable Thread thread() {
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
 			GroupPollLoop l = m.loop;
 			return l == null ? null : l.thread();
@@ -478,7 +468,7 @@ public class CompletionQueueListenerContainer {
 	 * live group thread.
 	 */
 	public boolean isRunning() {
-		GroupPollLoop.Member m = member;
+		GroupMember m = member;
 		if (m != null) {
 			Thread t = thread();
 			return m.left.getCount() > 0 && t != null && t.isAlive();

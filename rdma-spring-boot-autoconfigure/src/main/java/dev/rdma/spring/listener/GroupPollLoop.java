@@ -1,13 +1,6 @@
 package dev.rdma.spring.listener;
 
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.IdentityHashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -65,6 +58,11 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * Busy and adaptive modes spin over all the thread's queues, not one. A queue whose poll
  * fails is retried after a pause without holding up the others. On exit every got event
  * is acked. Nothing is allocated per completion or per event.
+ *
+ * <p>
+ * Not the loop, so elsewhere: the thread's queues and their hand-over between threads
+ * ({@link GroupMembers}), and each queue's bookkeeping (events counted and acked, the
+ * pause after a failed poll, lost events, leaving: {@link GroupMember}).
  */
 final class GroupPollLoop implements Runnable {
 
@@ -77,9 +75,6 @@ final class GroupPollLoop implements Runnable {
 	 * How often the armed queues are re-polled for completions whose event never came.
 	 */
 	static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
-
-	/** Pause of a queue after a failed poll (e.g. a CQ in the error state). */
-	private static final long ERROR_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
 	/** {@link #nextWakeupNanos} while the thread is not blocked. */
 	private static final long AWAKE = -1;
@@ -111,28 +106,14 @@ final class GroupPollLoop implements Runnable {
 	 */
 	private final AtomicLong nextWakeupNanos = new AtomicLong(AWAKE);
 
-	private final ConcurrentLinkedQueue<Member> joining = new ConcurrentLinkedQueue<>();
-
-	private final ConcurrentLinkedQueue<Member> leaving = new ConcurrentLinkedQueue<>();
-
-	/** Set (before a wake-up) when joining or leaving has something. */
-	private volatile boolean membershipChanged;
+	/** The thread's queues, and those handed to it or taken from it. */
+	private final GroupMembers members = new GroupMembers();
 
 	/** Set (before a wake-up) when another poller routed an event to a queue of ours. */
 	private volatile boolean eventsRouted;
 
 	// Scratch of the poller thread.
-	private final List<Member> members = new ArrayList<>();
-
-	private final Map<CompletionQueue, Member> byQueue = new IdentityHashMap<>();
-
-	/** Channels by epoll token (tokens are handed out by the group, never reused). */
-	private @Nullable CompletionChannel[] channels = new CompletionChannel[8];
-
-	/** Queues of this thread per channel token: how many events to get per readiness. */
-	private int[] queuesOnChannel = new int[8];
-
-	private final ArrayDeque<Member> ready = new ArrayDeque<>();
+	private final ArrayDeque<GroupMember> ready = new ArrayDeque<>();
 
 	/** Ready queues that pause after a failed poll, and when the first pause ends. */
 	private int pausedReady;
@@ -148,9 +129,9 @@ final class GroupPollLoop implements Runnable {
 		this.group = group;
 		this.index = index;
 		this.threadName = "rdma-poller-" + group.name() + "-" + index;
-		this.mode = settings.getMode();
-		this.spinNanos = Deadlines.nanos(settings.getSpin());
-		this.budget = settings.getBatchBudget();
+		this.mode = settings.mode();
+		this.spinNanos = Deadlines.nanos(settings.spin());
+		this.budget = settings.batchBudget();
 		this.router = router;
 		try {
 			this.epoll = mode == PollingMode.BUSY ? null : new Epoll(waker, MAX_EVENTS);
@@ -172,7 +153,7 @@ final class GroupPollLoop implements Runnable {
 		try {
 			while (true) {
 				// 1. membership: queues join or leave; a thread without queues retires
-				if (membershipChanged && !applyMembership()) {
+				if (members.changed() && !applyMembership()) {
 					return;
 				}
 				// what a listener's shutdown on this thread could not close inside the
@@ -246,29 +227,17 @@ final class GroupPollLoop implements Runnable {
 	 * queue left and the group retired it.
 	 */
 	private boolean applyMembership() {
-		membershipChanged = false;
-		Member joined;
-		while ((joined = joining.poll()) != null) {
-			joined.buffer = new WorkCompletionBuffer(joined.batchSize);
-			joined.eventsSeen = joined.queue.eventsGot();
-			joined.polledBy = Thread.currentThread();
-			members.add(joined);
-			byQueue.put(joined.queue, joined);
-			if (joined.token >= 0) {
-				channelJoined(joined.token, joined.queue.channel());
-			}
+		GroupMember joined;
+		while ((joined = members.nextJoining()) != null) {
+			members.add(joined); // its buffer is made here
 			makeReady(joined); // drains what is there and arms it
 		}
-		Member left;
-		while ((left = leaving.poll()) != null) {
+		GroupMember left;
+		while ((left = members.nextLeaving()) != null) {
 			if (members.remove(left)) {
-				byQueue.remove(left.queue);
 				ready.remove(left);
-				if (left.token >= 0) {
-					queuesOnChannel[left.token]--;
-				}
 			}
-			leave(left);
+			left.leave(); // every got event acked, its container told
 		}
 		return !members.isEmpty() || !group.retire(this);
 	}
@@ -277,7 +246,7 @@ final class GroupPollLoop implements Runnable {
 	private int drainAll() {
 		int work = 0;
 		for (int i = 0; i < members.size(); i++) {
-			Member m = members.get(i);
+			GroupMember m = members.get(i);
 			work += drain(m);
 		}
 		return work;
@@ -292,12 +261,12 @@ final class GroupPollLoop implements Runnable {
 		pausedReady = 0;
 		pausedUntil = 0;
 		for (int turn = ready.size(); turn > 0; turn--) {
-			Member m = ready.poll();
+			GroupMember m = ready.poll();
 			m.queued = false;
 			if (!m.running) {
 				continue; // closed under its poller: nothing to poll, ever
 			}
-			if (paused(m)) {
+			if (m.paused()) {
 				makePausedReady(m); // still pausing after a failed poll
 				continue;
 			}
@@ -315,7 +284,7 @@ final class GroupPollLoop implements Runnable {
 				m.queue.requestNotify(false);
 			}
 			catch (RuntimeException ex) {
-				pollFailed(m, ex);
+				m.pollFailed(ex, threadName);
 				if (m.running) {
 					makePausedReady(m);
 				}
@@ -334,19 +303,7 @@ final class GroupPollLoop implements Runnable {
 		return work;
 	}
 
-	/** Whether {@code m} pauses after a failed poll; clears the pause once it is over. */
-	private boolean paused(Member m) {
-		if (m.pausedUntil == 0) {
-			return false;
-		}
-		if (System.nanoTime() - m.pausedUntil < 0) {
-			return true;
-		}
-		m.pausedUntil = 0;
-		return false;
-	}
-
-	private void makePausedReady(Member m) {
+	private void makePausedReady(GroupMember m) {
 		makeReady(m);
 		pausedReady++;
 		if (pausedUntil == 0 || m.pausedUntil - pausedUntil < 0) {
@@ -371,9 +328,9 @@ final class GroupPollLoop implements Runnable {
 	/**
 	 * Polls {@code m} until it is empty or its budget is used; returns the completions.
 	 */
-	private int drain(Member m) {
+	private int drain(GroupMember m) {
 		int total = 0;
-		if (!m.running || paused(m)) {
+		if (!m.running || m.paused()) {
 			return 0;
 		}
 		try {
@@ -396,7 +353,7 @@ final class GroupPollLoop implements Runnable {
 			}
 		}
 		catch (RuntimeException ex) {
-			pollFailed(m, ex);
+			m.pollFailed(ex, threadName);
 		}
 		return total;
 	}
@@ -413,7 +370,7 @@ final class GroupPollLoop implements Runnable {
 		long timeout = timeoutNanos;
 		nextWakeupNanos.set(System.nanoTime() + timeout);
 		try {
-			if (membershipChanged || eventsRouted) {
+			if (members.changed() || eventsRouted) {
 				return e.await(0); // work was announced before our deadline: no wait
 			}
 			return e.await(timeout);
@@ -427,12 +384,12 @@ final class GroupPollLoop implements Runnable {
 	 * Gets up to one event per queue of this thread on the channel of {@code token}.
 	 */
 	private void takeEvents(int token) {
-		CompletionChannel channel = token < channels.length ? channels[token] : null;
+		CompletionChannel channel = members.channel(token);
 		if (channel == null) {
 			return; // joined after the wait: the membership step adds it, the fd stays
 					// readable
 		}
-		for (int i = Math.max(1, queuesOnChannel[token]); i > 0; i--) {
+		for (int i = Math.max(1, members.queuesOnChannel(token)); i > 0; i--) {
 			CompletionQueue fired;
 			try {
 				fired = channel.getEvent();
@@ -444,9 +401,9 @@ final class GroupPollLoop implements Runnable {
 			if (fired == null) {
 				return;
 			}
-			Member m = byQueue.get(fired);
+			GroupMember m = members.byQueue(fired);
 			if (m != null) {
-				countAndAck(m, false);
+				m.countAndAck(false);
 				makeReady(m);
 			}
 			else {
@@ -464,14 +421,14 @@ final class GroupPollLoop implements Runnable {
 	 */
 	private void sweepArmed() {
 		for (int i = 0; i < members.size(); i++) {
-			Member m = members.get(i);
+			GroupMember m = members.get(i);
 			if (m.eventsAtSweep >= 0) {
 				if (m.eventsSeen == m.eventsAtSweep) {
-					missedEvent(m);
+					m.missedEvent(threadName);
 				}
 				m.eventsAtSweep = -1;
 			}
-			if (m.queued || m.routed || !m.running || paused(m)) {
+			if (m.queued || m.routed || !m.running || m.paused()) {
 				continue;
 			}
 			if (drain(m) > 0) {
@@ -481,24 +438,13 @@ final class GroupPollLoop implements Runnable {
 		}
 	}
 
-	private void missedEvent(Member m) {
-		m.metrics.missedEvent();
-		if (!m.missedEventLogged) {
-			m.missedEventLogged = true;
-			logger.warn("Queue '" + m.queueName + "' had completions whose completion event never came (the"
-					+ " provider lost it); '" + threadName + "' found them by re-polling its armed queues every "
-					+ TimeUnit.NANOSECONDS.toMillis(SWEEP_NANOS) + " ms. Further ones are counted in"
-					+ " rdma.events.missed");
-		}
-	}
-
 	private void collectRoutedEvents() {
 		eventsRouted = false;
 		for (int i = 0; i < members.size(); i++) {
-			Member m = members.get(i);
+			GroupMember m = members.get(i);
 			if (m.routed) {
 				m.routed = false;
-				countAndAck(m, false);
+				m.countAndAck(false);
 				makeReady(m);
 			}
 		}
@@ -506,7 +452,7 @@ final class GroupPollLoop implements Runnable {
 
 	// ------------------------------------------------------------------ helpers
 
-	private void makeReady(Member m) {
+	private void makeReady(GroupMember m) {
 		if (!m.queued) {
 			m.queued = true;
 			ready.add(m);
@@ -519,90 +465,9 @@ final class GroupPollLoop implements Runnable {
 		}
 	}
 
-	private void countAndAck(Member m, boolean all) {
-		try {
-			long got = m.queue.eventsGot();
-			if (got != m.eventsSeen) {
-				m.metrics.events(got - m.eventsSeen);
-				m.eventsSeen = got;
-			}
-			long unacked = m.queue.eventsUnacked();
-			if (unacked > 0 && (all || unacked >= m.ackBatch)) {
-				m.metrics.acks(m.queue.ackEvents());
-			}
-		}
-		catch (IllegalStateException ex) {
-			// the queue is already closed; closing acked every event
-		}
-	}
-
-	private void pollFailed(Member m, RuntimeException ex) {
-		m.metrics.pollError(ex);
-		if (m.queue.isClosed()) {
-			m.running = false;
-			logger.warn("Queue '" + m.queueName + "' was closed while its poller ran; '" + threadName
-					+ "' stops polling it");
-			return;
-		}
-		if (!m.pollErrorLogged) {
-			m.pollErrorLogged = true;
-			logger.error("Polling queue '" + m.queueName + "' failed in '" + threadName + "' (async CQ errors so far: "
-					+ m.queue.asyncErrors() + "); retrying every " + TimeUnit.NANOSECONDS.toMillis(ERROR_PAUSE_NANOS)
-					+ " ms", ex);
-		}
-		long until = System.nanoTime() + ERROR_PAUSE_NANOS;
-		m.pausedUntil = until == 0 ? 1 : until;
-	}
-
-	private void channelJoined(int token, @Nullable CompletionChannel channel) {
-		if (token >= channels.length) {
-			int size = Math.max(token + 1, channels.length * 2);
-			channels = Arrays.copyOf(channels, size);
-			queuesOnChannel = Arrays.copyOf(queuesOnChannel, size);
-		}
-		channels[token] = channel;
-		queuesOnChannel[token]++;
-	}
-
-	/**
-	 * A queue leaves: all its got events acked, its container told, its buffer freed.
-	 */
-	private void leave(Member m) {
-		countAndAck(m, true);
-		m.left.countDown();
-		WorkCompletionBuffer buffer = m.buffer;
-		if (buffer != null) {
-			buffer.close();
-			m.buffer = null;
-		}
-		runAfterLeave(m);
-	}
-
-	/** The container's end of the stop (it may not have been able to wait for it). */
-	private static void runAfterLeave(Member m) {
-		Runnable then = m.afterLeave;
-		if (then != null) {
-			then.run();
-		}
-	}
-
 	private void shutDown() {
-		for (Member m : members) {
-			leave(m);
-		}
-		members.clear();
-		byQueue.clear();
+		members.leaveAll();
 		ready.clear();
-		// queues that joined but were never taken in (the thread failed)
-		Member m;
-		while ((m = joining.poll()) != null) {
-			m.left.countDown();
-			runAfterLeave(m);
-		}
-		while ((m = leaving.poll()) != null) {
-			m.left.countDown();
-			runAfterLeave(m);
-		}
 		group.retired(this);
 		if (epoll != null) {
 			epoll.close();
@@ -631,23 +496,26 @@ final class GroupPollLoop implements Runnable {
 	}
 
 	/** Hands {@code m} to this thread (called by the group, under its lock). */
-	void join(Member m) {
-		joining.add(m);
-		membershipChanged = true;
+	void join(GroupMember m) {
+		members.handOver(m);
 		wakeUp();
 	}
 
 	/** Takes {@code m} from this thread; its latch opens once its events are acked. */
-	void leaveLater(Member m) {
-		m.running = false;
-		leaving.add(m);
-		membershipChanged = true;
+	void leaveLater(GroupMember m) {
+		members.takeAway(m);
+		wakeUp();
+	}
+
+	/** An event of a queue of this thread was taken by another poller (its router). */
+	void eventRouted() {
+		eventsRouted = true;
 		wakeUp();
 	}
 
 	/** Whether queues are waiting to join (the group's retire check, under its lock). */
 	boolean hasJoining() {
-		return !joining.isEmpty();
+		return members.hasJoining();
 	}
 
 	void addChannel(CompletionChannel channel, int token) {
@@ -686,97 +554,6 @@ final class GroupPollLoop implements Runnable {
 
 	String threadName() {
 		return threadName;
-	}
-
-	/**
-	 * One queue of a group thread: what the loop needs to poll it, and its state there.
-	 */
-	static final class Member {
-
-		final String queueName;
-
-		final CompletionQueue queue;
-
-		final CompletionDispatcher dispatcher;
-
-		final PollerMetrics metrics;
-
-		final boolean batchListener;
-
-		final int batchSize;
-
-		final int ackBatch;
-
-		/** Opens once the queue has left its thread with every got event acked. */
-		final CountDownLatch left = new CountDownLatch(1);
-
-		/** The router's way to this queue: mark it and wake its thread. */
-		final Runnable routeTarget = this::eventRouted;
-
-		/** The thread that took the queue in; null until then. */
-		volatile @Nullable Thread polledBy;
-
-		/**
-		 * The loop the queue was assigned to by its join (kept after it left): until the
-		 * thread takes the queue in, that thread is its poller all the same.
-		 */
-		volatile @Nullable GroupPollLoop assigned;
-
-		/**
-		 * Run by the thread once the queue has left it: the rest of the container's stop
-		 * (idempotent; also run by {@code awaitStop} on another thread).
-		 */
-		volatile @Nullable Runnable afterLeave;
-
-		/** The channel's epoll token on its thread, -1 without channel (busy mode). */
-		int token = -1;
-
-		volatile @Nullable GroupPollLoop loop;
-
-		volatile boolean running = true;
-
-		/** An event of this queue was taken by another poller. */
-		volatile boolean routed;
-
-		// Scratch of the poller thread.
-		@Nullable WorkCompletionBuffer buffer;
-
-		long eventsSeen;
-
-		boolean queued;
-
-		long pausedUntil;
-
-		boolean pollErrorLogged;
-
-		/**
-		 * {@link #eventsSeen} when a sweep last found completions of the armed queue, -1
-		 * if none.
-		 */
-		long eventsAtSweep = -1;
-
-		boolean missedEventLogged;
-
-		Member(String queueName, CompletionQueue queue, CompletionDispatcher dispatcher, PollerMetrics metrics,
-				boolean batchListener, int batchSize, int ackBatch) {
-			this.queueName = queueName;
-			this.queue = queue;
-			this.dispatcher = dispatcher;
-			this.metrics = metrics;
-			this.batchListener = batchListener;
-			this.batchSize = batchSize;
-			this.ackBatch = ackBatch;
-		}
-
-		private void eventRouted() {
-			GroupPollLoop l = loop;
-			if (l != null) {
-				routed = true;
-				l.eventsRouted = true;
-				l.wakeUp();
-			}
-		}
-
 	}
 
 }

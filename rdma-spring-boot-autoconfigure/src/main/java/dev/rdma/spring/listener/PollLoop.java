@@ -121,10 +121,10 @@ final class PollLoop implements Runnable {
 		this.queue = queue;
 		this.channel = queue.channel();
 		this.mode = mode;
-		this.batchSize = settings.getBatchSize();
-		this.spinNanos = Deadlines.nanos(settings.getSpin());
-		this.ackBatch = settings.getAckBatch();
-		this.maxSleepNanos = Deadlines.nanos(settings.getMaxSleep());
+		this.batchSize = settings.batchSize();
+		this.spinNanos = Deadlines.nanos(settings.spin());
+		this.ackBatch = settings.ackBatch();
+		this.maxSleepNanos = Deadlines.nanos(settings.maxSleep());
 		this.batchListener = batchListener;
 		this.dispatcher = dispatcher;
 		this.metrics = metrics;

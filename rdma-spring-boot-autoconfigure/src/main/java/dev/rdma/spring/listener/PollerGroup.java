@@ -17,8 +17,8 @@ import dev.rdma.verbs.CompletionChannel;
  * queues: each queue's listener container joins the group when it starts, is assigned to
  * one thread ({@link PollerAssignment}) and stays on it until it stops. A thread is
  * started when its first queue arrives and ends when its last one leaves, so the group
- * never has more than {@link PollerGroupSettings#getThreads()} threads, however many
- * queues it polls. Each thread runs a {@link GroupPollLoop}.
+ * never has more than {@link PollerGroupSettings#threads()} threads, however many queues
+ * it polls. Each thread runs a {@link GroupPollLoop}.
  *
  * <p>
  * Thread-safe: joining and leaving are serialised by the group's lock; the threads
@@ -55,20 +55,20 @@ public final class PollerGroup {
 
 	/**
 	 * @param name the group's name: names its threads
-	 * @param settings its settings (copied)
+	 * @param settings its settings
 	 * @param router the wakers of all pollers, for queues that share a channel with
 	 * queues of other pollers
 	 */
 	public PollerGroup(String name, PollerGroupSettings settings, CompletionEventRouter router) {
 		this.name = Objects.requireNonNull(name, "name");
-		this.settings = settings.copy();
+		this.settings = Objects.requireNonNull(settings, "settings");
 		this.router = Objects.requireNonNull(router, "router");
-		int threads = this.settings.getThreads();
-		if (this.settings.getMode() == PollingMode.BACKOFF) {
+		int threads = this.settings.threads();
+		if (this.settings.mode() == PollingMode.BACKOFF) {
 			throw new IllegalArgumentException("poller group '" + name
 					+ "': backoff is the mode of a dedicated poller; a group runs in event, busy or adaptive mode");
 		}
-		if (threads < 1 || this.settings.getBatchBudget() < 1 || this.settings.getSpin().isNegative()) {
+		if (threads < 1 || this.settings.batchBudget() < 1 || this.settings.spin().isNegative()) {
 			throw new IllegalArgumentException("poller group '" + name
 					+ "': threads and batch budget must be at least 1 and spin must not be negative (" + settings
 					+ ")");
@@ -82,13 +82,13 @@ public final class PollerGroup {
 		return name;
 	}
 
-	/** The group's settings (a copy: changes have no effect). */
+	/** The group's settings. */
 	public PollerGroupSettings settings() {
-		return settings.copy();
+		return settings;
 	}
 
 	PollingMode mode() {
-		return settings.getMode();
+		return settings.mode();
 	}
 
 	CompletionEventRouter router() {
@@ -118,7 +118,7 @@ public final class PollerGroup {
 	 * @throws dev.rdma.verbs.VerbsException when the thread's epoll set refuses the
 	 * queue's channel
 	 */
-	synchronized void join(GroupPollLoop.Member member) {
+	synchronized void join(GroupMember member) {
 		CompletionChannel channel = member.queue.channel();
 		ChannelEntry entry = channel == null ? null : channels.get(channel);
 		int t = PollerAssignment.choose(loads, entry == null ? -1 : entry.thread, member.queue.compVector(),
@@ -160,7 +160,7 @@ public final class PollerGroup {
 	}
 
 	/** Takes {@code member} from its thread; its latch opens once it has left. */
-	synchronized void leave(GroupPollLoop.Member member) {
+	synchronized void leave(GroupMember member) {
 		GroupPollLoop loop = member.loop;
 		if (loop == null) {
 			return;

@@ -7,80 +7,53 @@ import java.util.Objects;
  * How the threads of a {@link PollerGroup} run: how many there are, their
  * {@link PollingMode} (for every queue of the group), the adaptive spin, and the batch
  * budget: the most completions one queue gets per turn before the thread moves on to the
- * next ready queue, so that one flooded queue cannot starve the others. Read once, when
- * the group is created.
+ * next ready queue, so that one flooded queue cannot starve the others. An immutable
+ * value, built once (by the starter from {@code rdma.pollers.<group>}) and read when the
+ * group is created.
+ *
+ * @param threads threads of the group (at least 1); each owns the queues assigned to it
+ * for life
+ * @param mode the polling mode of every queue of the group: event (one epoll_wait for all
+ * the thread's channels), busy (spin over all the thread's queues) or adaptive
+ * @param spin adaptive mode: how long a thread keeps spinning over its queues after the
+ * last completion before it arms them all and waits
+ * @param batchBudget the most completions taken from one queue per turn (rounded up to
+ * whole polls of its batch size); what is left waits for the queue's next turn
  */
-public final class PollerGroupSettings {
-
-	private int threads = 1;
-
-	private PollingMode mode = PollingMode.EVENT;
-
-	private Duration spin = Duration.ofNanos(50_000);
-
-	private int batchBudget = 256;
+public record PollerGroupSettings(int threads, PollingMode mode, Duration spin, int batchBudget) {
 
 	/**
-	 * Threads of the group (at least 1); each owns the queues assigned to it for life.
+	 * The defaults: 1 thread, event mode, 50 µs spin, a budget of 256 completions (those
+	 * of the {@code rdma.pollers.*} properties, and of the group {@code default} when it
+	 * is not configured).
 	 */
-	public int getThreads() {
-		return threads;
+	public static final PollerGroupSettings DEFAULTS = new PollerGroupSettings(1, PollingMode.EVENT,
+			Duration.ofNanos(50_000), 256);
+
+	/** Checks that the mode and the spin are given. */
+	public PollerGroupSettings {
+		Objects.requireNonNull(mode, "mode");
+		Objects.requireNonNull(spin, "spin");
 	}
 
-	public void setThreads(int threads) {
-		this.threads = threads;
+	/** These settings with {@code threads}. */
+	public PollerGroupSettings withThreads(int threads) {
+		return new PollerGroupSettings(threads, mode, spin, batchBudget);
 	}
 
-	/**
-	 * The polling mode of every queue of the group: event (one epoll_wait for all the
-	 * thread's channels), busy (spin over all the thread's queues) or adaptive.
-	 */
-	public PollingMode getMode() {
-		return mode;
+	/** These settings with {@code mode}. */
+	public PollerGroupSettings withMode(PollingMode mode) {
+		return new PollerGroupSettings(threads, mode, spin, batchBudget);
 	}
 
-	public void setMode(PollingMode mode) {
-		this.mode = Objects.requireNonNull(mode, "mode");
+	/** These settings with {@code spin}. */
+	public PollerGroupSettings withSpin(Duration spin) {
+		return new PollerGroupSettings(threads, mode, spin, batchBudget);
 	}
 
-	/**
-	 * Adaptive mode: how long a thread keeps spinning over its queues after the last
-	 * completion before it arms them all and waits.
-	 */
-	public Duration getSpin() {
-		return spin;
-	}
-
-	public void setSpin(Duration spin) {
-		this.spin = Objects.requireNonNull(spin, "spin");
-	}
-
-	/**
-	 * The most completions taken from one queue per turn (rounded up to whole polls of
-	 * its batch size); what is left waits for the queue's next turn.
-	 */
-	public int getBatchBudget() {
-		return batchBudget;
-	}
-
-	public void setBatchBudget(int batchBudget) {
-		this.batchBudget = batchBudget;
-	}
-
-	/** An independent copy. */
-	public PollerGroupSettings copy() {
-		PollerGroupSettings copy = new PollerGroupSettings();
-		copy.threads = threads;
-		copy.mode = mode;
-		copy.spin = spin;
-		copy.batchBudget = batchBudget;
-		return copy;
-	}
-
-	@Override
-	public String toString() {
-		return "PollerGroupSettings[threads=" + threads + ", mode=" + mode + ", spin=" + spin + ", batchBudget="
-				+ batchBudget + "]";
+	/** These settings with {@code batchBudget}. */
+	public PollerGroupSettings withBatchBudget(int batchBudget) {
+		return new PollerGroupSettings(threads, mode, spin, batchBudget);
 	}
 
 }

@@ -7,97 +7,65 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * How the poller of one queue runs: its {@link PollingMode}, the most completions per
- * poll, the adaptive spin and the event ack batch. Mutable until the container starts (a
- * {@code RdmaListenerContainerCustomizer} may change it); the container reads it once,
- * when it starts its thread.
+ * poll, the adaptive spin, the event ack batch and the backoff's longest sleep. An
+ * immutable value: the starter builds it once from the queue's properties, a
+ * {@code RdmaListenerContainerCustomizer} may give the container another one
+ * ({@code container.setSettings(container.getSettings().withBatchSize(128))}) before it
+ * starts, and the container reads it once, when it starts its poller.
+ *
+ * @param mode the polling mode, or null for {@link PollingMode#resolve the default}
+ * (event with a channel, else backoff)
+ * @param batchSize most completions taken per poll ({@code ibv_poll_cq num_entries}) and
+ * handed to a batch listener at once
+ * @param spin adaptive mode: how long to keep spinning after the last completion before
+ * waiting on the channel
+ * @param ackBatch completion events acknowledged together ({@code ibv_ack_cq_events});
+ * all are acked when the poller stops
+ * @param maxSleep backoff mode: the longest pause between two polls of an idle queue (the
+ * pauses double up to it)
  */
-public final class PollerSettings {
-
-	private @Nullable PollingMode mode;
-
-	private int batchSize = 32;
-
-	private Duration spin = Duration.ofNanos(50_000);
-
-	private int ackBatch = 64;
-
-	private Duration maxSleep = Duration.ofMillis(1);
+public record PollerSettings(@Nullable PollingMode mode, int batchSize, Duration spin, int ackBatch,
+		Duration maxSleep) {
 
 	/**
-	 * The polling mode, or null for {@link PollingMode#resolve the default} (event with a
-	 * channel, else backoff).
+	 * The defaults: mode by channel, 32 completions per poll, 50 µs spin, events acked by
+	 * 64, 1 ms longest backoff sleep (those of the {@code rdma.completion-queues.*}
+	 * properties).
 	 */
-	public @Nullable PollingMode getMode() {
-		return mode;
-	}
-
-	public void setMode(@Nullable PollingMode mode) {
-		this.mode = mode;
-	}
+	public static final PollerSettings DEFAULTS = new PollerSettings(null, 32, Duration.ofNanos(50_000), 64,
+			Duration.ofMillis(1));
 
 	/**
-	 * Most completions taken per poll ({@code ibv_poll_cq num_entries}) and handed to a
-	 * batch listener at once.
+	 * Checks that the durations are given; sizes are checked when the poller starts.
 	 */
-	public int getBatchSize() {
-		return batchSize;
+	public PollerSettings {
+		Objects.requireNonNull(spin, "spin");
+		Objects.requireNonNull(maxSleep, "maxSleep");
 	}
 
-	public void setBatchSize(int batchSize) {
-		this.batchSize = batchSize;
+	/** These settings with {@code mode} (null: by channel). */
+	public PollerSettings withMode(@Nullable PollingMode mode) {
+		return new PollerSettings(mode, batchSize, spin, ackBatch, maxSleep);
 	}
 
-	/**
-	 * Adaptive mode: how long to keep spinning after the last completion before waiting
-	 * on the channel.
-	 */
-	public Duration getSpin() {
-		return spin;
+	/** These settings with {@code batchSize}. */
+	public PollerSettings withBatchSize(int batchSize) {
+		return new PollerSettings(mode, batchSize, spin, ackBatch, maxSleep);
 	}
 
-	public void setSpin(Duration spin) {
-		this.spin = Objects.requireNonNull(spin, "spin");
+	/** These settings with {@code spin}. */
+	public PollerSettings withSpin(Duration spin) {
+		return new PollerSettings(mode, batchSize, spin, ackBatch, maxSleep);
 	}
 
-	/**
-	 * Backoff mode: the longest pause between two polls of an idle queue (the pauses
-	 * double up to it).
-	 */
-	public Duration getMaxSleep() {
-		return maxSleep;
+	/** These settings with {@code ackBatch}. */
+	public PollerSettings withAckBatch(int ackBatch) {
+		return new PollerSettings(mode, batchSize, spin, ackBatch, maxSleep);
 	}
 
-	public void setMaxSleep(Duration maxSleep) {
-		this.maxSleep = Objects.requireNonNull(maxSleep, "maxSleep");
-	}
-
-	/**
-	 * Completion events acknowledged together ({@code ibv_ack_cq_events}); all are acked
-	 * when the poller stops.
-	 */
-	public int getAckBatch() {
-		return ackBatch;
-	}
-
-	public void setAckBatch(int ackBatch) {
-		this.ackBatch = ackBatch;
-	}
-
-	/** An independent copy (each container gets its own). */
-	public PollerSettings copy() {
-		PollerSettings copy = new PollerSettings();
-		copy.mode = mode;
-		copy.batchSize = batchSize;
-		copy.spin = spin;
-		copy.ackBatch = ackBatch;
-		copy.maxSleep = maxSleep;
-		return copy;
-	}
-
-	@Override
-	public String toString() {
-		return "PollerSettings[mode=" + mode + ", batchSize=" + batchSize + ", spin=" + spin + ", ackBatch=" + ackBatch
-				+ ", maxSleep=" + maxSleep + "]";
+	/** These settings with {@code maxSleep}. */
+	public PollerSettings withMaxSleep(Duration maxSleep) {
+		return new PollerSettings(mode, batchSize, spin, ackBatch, maxSleep);
 	}
 
 }

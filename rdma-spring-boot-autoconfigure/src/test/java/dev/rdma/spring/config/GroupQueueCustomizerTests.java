@@ -20,9 +20,9 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 
 /**
- * A queue of a poller group polls in the group's mode and spin: a customizer's
- * {@code setMode}/{@code setSpin} on its container would be ignored, so they are refused
- * naming the queue and the group; leaving the group makes them count.
+ * A queue of a poller group polls in the group's mode and spin: a customizer's settings
+ * with another mode or spin on its container would be ignored, so they are refused naming
+ * the queue and the group; leaving the group makes them count.
  */
 class GroupQueueCustomizerTests {
 
@@ -33,7 +33,7 @@ class GroupQueueCustomizerTests {
 		beans.registerSingleton("rx", rx);
 		DefaultRdmaListenerContainerFactory factory = new DefaultRdmaListenerContainerFactory();
 		factory.setBeanFactory(beans);
-		factory.setPollerGroupSettings(PollerGroup.DEFAULT, new PollerGroupSettings());
+		factory.setPollerGroupSettings(PollerGroup.DEFAULT, PollerGroupSettings.DEFAULTS);
 		factory.setPollerGroup("rx", PollerGroup.DEFAULT);
 		return factory;
 	}
@@ -48,28 +48,29 @@ class GroupQueueCustomizerTests {
 	void setModeOrSpinOnAGroupQueueIsRefused() throws Exception {
 		DefaultRdmaListenerContainerFactory factory = factory();
 		factory.addContainerCustomizer(container -> {
-			container.getSettings().setMode(PollingMode.BUSY);
-			container.getSettings().setSpin(Duration.ofMillis(1));
+			container.setSettings(container.getSettings().withMode(PollingMode.BUSY));
+			container.setSettings(container.getSettings().withSpin(Duration.ofMillis(1)));
 		});
 		assertThatExceptionOfType(RdmaConfigurationException.class)
 			.isThrownBy(() -> factory.createListenerContainer(endpoint()))
-			.withMessageContaining("a RdmaListenerContainerCustomizer called [setMode(BUSY), setSpin(PT0.001S)] on the "
-					+ "container of queue 'rx', but the queue is polled by poller group 'default'")
+			.withMessageContaining(
+					"a RdmaListenerContainerCustomizer set [mode BUSY, spin PT0.001S] in the settings of "
+							+ "the container of queue 'rx', but the queue is polled by poller group 'default'")
 			.satisfies(ex -> assertThat(ex.action()).contains("rdma.completion-queues.rx.poller=dedicated"));
 	}
 
 	@Test
 	void otherSettingsAndLeavingTheGroupAreAccepted() throws Exception {
 		DefaultRdmaListenerContainerFactory factory = factory();
-		factory.addContainerCustomizer(container -> container.getSettings().setBatchSize(128));
+		factory.addContainerCustomizer(container -> container.setSettings(container.getSettings().withBatchSize(128)));
 		CompletionQueueListenerContainer grouped = factory.createListenerContainer(endpoint());
-		assertThat(grouped.getSettings().getBatchSize()).isEqualTo(128);
+		assertThat(grouped.getSettings().batchSize()).isEqualTo(128);
 		assertThat(grouped.getPollerGroup()).isNotNull();
 		grouped.awaitStop(System.nanoTime());
 		DefaultRdmaListenerContainerFactory dedicated = factory();
 		dedicated.addContainerCustomizer(container -> {
 			container.setPollerGroup(null);
-			container.getSettings().setMode(PollingMode.BUSY);
+			container.setSettings(container.getSettings().withMode(PollingMode.BUSY));
 		});
 		CompletionQueueListenerContainer own = dedicated.createListenerContainer(endpoint());
 		assertThat(own.mode()).isEqualTo(PollingMode.BUSY);

@@ -51,13 +51,11 @@ class ContainerRestartTests {
 	}
 
 	private static CompletionQueueListenerContainer container(CompletionQueue queue, boolean group) {
-		PollerSettings settings = new PollerSettings();
-		settings.setMode(PollingMode.BUSY);
+		PollerSettings settings = PollerSettings.DEFAULTS.withMode(PollingMode.BUSY);
 		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("q", queue, settings,
 				new CompletionEventRouter());
 		if (group) {
-			PollerGroupSettings groupSettings = new PollerGroupSettings();
-			groupSettings.setMode(PollingMode.BUSY);
+			PollerGroupSettings groupSettings = PollerGroupSettings.DEFAULTS.withMode(PollingMode.BUSY);
 			container.setPollerGroup(new PollerGroup("g", groupSettings, new CompletionEventRouter()));
 		}
 		return container;

@@ -68,7 +68,7 @@ class IdlePollerTests {
 	@Test
 	void idleQueueWithoutChannelBacksOffByDefault() throws Exception {
 		AtomicLong polls = new AtomicLong();
-		CompletionQueueListenerContainer container = container(idleQueue(polls), new PollerSettings());
+		CompletionQueueListenerContainer container = container(idleQueue(polls), PollerSettings.DEFAULTS);
 		assertThat(container.mode()).isEqualTo(PollingMode.BACKOFF);
 		long[] seen = watch(container, polls);
 		// max-sleep 1ms: about 600 polls in 600 ms; a spinning poller makes millions
@@ -80,8 +80,7 @@ class IdlePollerTests {
 	@Test
 	void maxSleepBoundsThePause() throws Exception {
 		AtomicLong polls = new AtomicLong();
-		PollerSettings settings = new PollerSettings();
-		settings.setMaxSleep(Duration.ofMillis(20));
+		PollerSettings settings = PollerSettings.DEFAULTS.withMaxSleep(Duration.ofMillis(20));
 		long[] seen = watch(container(idleQueue(polls), settings), polls);
 		// 20 ms pauses: about 30 polls in 600 ms
 		assertThat(seen[0]).isBetween(5L, 200L);

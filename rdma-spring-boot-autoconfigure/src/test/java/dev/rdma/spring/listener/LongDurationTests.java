@@ -52,9 +52,7 @@ class LongDurationTests {
 			polls.incrementAndGet();
 			return 0;
 		});
-		PollerSettings settings = new PollerSettings();
-		settings.setSpin(HUGE);
-		settings.setMaxSleep(HUGE);
+		PollerSettings settings = PollerSettings.DEFAULTS.withSpin(HUGE).withMaxSleep(HUGE);
 		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("long", queue, settings,
 				new CompletionEventRouter());
 		container.setupListener("listener", completion -> {

@@ -80,9 +80,8 @@ class PollLoopPauseTests {
 			polls.incrementAndGet();
 			return 0;
 		});
-		PollerSettings settings = new PollerSettings();
-		settings.setMode(PollingMode.ADAPTIVE);
-		settings.setSpin(Duration.ofMillis(100));
+		PollerSettings settings = PollerSettings.DEFAULTS.withMode(PollingMode.ADAPTIVE)
+			.withSpin(Duration.ofMillis(100));
 		Duration window = Duration.ofMillis(1000);
 		long[] seen = watch(container(queue, settings), polls, Duration.ofMillis(300), window);
 		// two polls per 50 ms wait (drain, arm, drain): about 40 in 1 s; a poller that
@@ -103,8 +102,7 @@ class PollLoopPauseTests {
 			polls.incrementAndGet();
 			throw new IllegalStateException("ibv_poll_cq failed: a CQ in the error state");
 		});
-		PollerSettings settings = new PollerSettings();
-		settings.setMode(PollingMode.EVENT);
+		PollerSettings settings = PollerSettings.DEFAULTS.withMode(PollingMode.EVENT);
 		Duration window = Duration.ofMillis(1000);
 		long[] seen = watch(container(queue, settings), polls, Duration.ofMillis(50), window);
 		// one attempt per 100 ms pause: about 10; a pause that ends when the fd is

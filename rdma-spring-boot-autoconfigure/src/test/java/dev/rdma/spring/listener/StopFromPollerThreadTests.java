@@ -57,10 +57,9 @@ class StopFromPollerThreadTests {
 		assertThat(PollerThreads.closeWhenPollEnds(() -> {
 		})).as("nothing is deferred off a poller thread").isFalse();
 		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("q", oneCompletion(),
-				new PollerSettings(), new CompletionEventRouter());
+				PollerSettings.DEFAULTS, new CompletionEventRouter());
 		if (group) {
-			PollerGroupSettings settings = new PollerGroupSettings();
-			settings.setMode(PollingMode.BUSY);
+			PollerGroupSettings settings = PollerGroupSettings.DEFAULTS.withMode(PollingMode.BUSY);
 			container.setPollerGroup(new PollerGroup("g", settings, new CompletionEventRouter()));
 		}
 		AtomicReference<@Nullable Thread> poller = new AtomicReference<>();
@@ -111,15 +110,13 @@ class StopFromPollerThreadTests {
 	 */
 	@Test
 	void aListenerStoppingAQueueAssignedToItsThreadButNotTakenInDoesNotWaitForItself() throws Exception {
-		PollerGroupSettings settings = new PollerGroupSettings();
-		settings.setMode(PollingMode.BUSY);
-		settings.setThreads(1);
+		PollerGroupSettings settings = PollerGroupSettings.DEFAULTS.withMode(PollingMode.BUSY).withThreads(1);
 		PollerGroup group = new PollerGroup("g", settings, new CompletionEventRouter());
 		CompletionQueueListenerContainer a = new CompletionQueueListenerContainer("a", oneCompletion(),
-				new PollerSettings(), new CompletionEventRouter());
+				PollerSettings.DEFAULTS, new CompletionEventRouter());
 		a.setPollerGroup(group);
 		CompletionQueueListenerContainer c = new CompletionQueueListenerContainer("c", oneCompletion(),
-				new PollerSettings(), new CompletionEventRouter());
+				PollerSettings.DEFAULTS, new CompletionEventRouter());
 		c.setPollerGroup(group);
 		c.setupListener("c-listener", completion -> {
 		}, false);

@@ -23,7 +23,6 @@ import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.support.ConnectionSettings;

@@ -3,7 +3,6 @@ package dev.rdma.spring.boot.autoconfigure;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
 import dev.rdma.verbs.DeviceAttributes;
 import dev.rdma.verbs.Gid;
 import dev.rdma.verbs.PortAttributes;
@@ -75,7 +74,7 @@ final class RdmaConnectionLimits {
 				"max_qp_rd_atom", device.name());
 		readAtomic(path + ".cm.initiator-depth", c.getCm().getInitiatorDepth(), attributes.maxQpInitRdAtom(),
 				"max_qp_init_rd_atom", device.name());
-		if (c.getExchange() != RdmaProperties.ConnectionExchange.OUT_OF_BAND) {
+		if (c.getExchange() != ConnectionExchange.OUT_OF_BAND) {
 			return;
 		}
 		String portPath = path + ".out-of-band.port";

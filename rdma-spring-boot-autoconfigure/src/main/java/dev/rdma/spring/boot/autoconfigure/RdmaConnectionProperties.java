@@ -14,7 +14,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.util.unit.DataSize;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ConnectionProperties;
 import dev.rdma.spring.connection.support.ConnectionSettings;
 import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.cm.CmParameters;
@@ -90,7 +89,7 @@ final class RdmaConnectionProperties {
 					"Remove " + path + ".max-peers.");
 		}
 		positive(path + ".connect-timeout", c.getConnectTimeout(), "5s");
-		RdmaProperties.RetryProperties retry = c.getRetry();
+		RetryProperties retry = c.getRetry();
 		positive(path + ".retry.initial-interval", retry.getInitialInterval(), "100ms");
 		positive(path + ".retry.max-interval", retry.getMaxInterval(), "5s");
 		if (retry.getMaxInterval().compareTo(retry.getInitialInterval()) < 0) {
@@ -148,7 +147,7 @@ final class RdmaConnectionProperties {
 		}
 		RdmaPropertiesValidator.notTooLong(path + ".send-timeout", c.getSendTimeout(), "1s");
 		remoteAccessSize(path + ".remote-access-size", c.getRemoteAccessSize());
-		RdmaProperties.CmProperties cm = c.getCm();
+		CmProperties cm = c.getCm();
 		range(path + ".cm.responder-resources", cm.getResponderResources(), 0, 255, "255 (the device's maximum)");
 		if (cm.getResponderResources() == 0 && c.getRemoteAccessSize() != null
 				&& c.getRemoteAccessSize().toBytes() > 0) {
@@ -174,7 +173,7 @@ final class RdmaConnectionProperties {
 	 */
 	private static void providesConnectionFields(RdmaProperties properties, String path, String role, String queue,
 			List<WcExFlag> needed) {
-		RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
+		CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
 		long provided = RdmaResources.providedWcFlags(config);
 		List<WcExFlag> missing = needed.stream().filter(f -> (provided & f.bit()) == 0).toList();
 		if (missing.isEmpty()) {
@@ -194,13 +193,13 @@ final class RdmaConnectionProperties {
 	}
 
 	private static void validateExchange(String path, ConnectionProperties c) {
-		RdmaProperties.ConnectionExchange exchange = c.getExchange();
+		ConnectionExchange exchange = c.getExchange();
 		if (exchange == null) {
 			throw new RdmaConfigurationException(path + ".exchange", path + ".exchange is empty",
 					"Set " + path + ".exchange to cm (rdma_cm, the default) or out-of-band.");
 		}
-		RdmaProperties.OutOfBandProperties oob = c.getOutOfBand();
-		if (exchange == RdmaProperties.ConnectionExchange.CM) {
+		OutOfBandProperties oob = c.getOutOfBand();
+		if (exchange == ConnectionExchange.CM) {
 			if (oob.getGidIndex() != null || oob.getPort() != 1 || oob.getPathMtu() != null) {
 				String property = path + (oob.getGidIndex() != null ? ".out-of-band.gid-index"
 						: oob.getPathMtu() != null ? ".out-of-band.path-mtu" : ".out-of-band.port");
@@ -251,8 +250,8 @@ final class RdmaConnectionProperties {
 					server ? c.getListen() : c.getConnect());
 			InetSocketAddress source = c.getSource() == null ? null
 					: new InetSocketAddress(ip(path + ".source", c.getSource()), 0);
-			RdmaProperties.RetryProperties r = c.getRetry();
-			RdmaProperties.CmProperties cm = c.getCm();
+			RetryProperties r = c.getRetry();
+			CmProperties cm = c.getCm();
 			all.add(new ConnectionSettings(key, server, address, source, c.getMaxPeers(), c.getConnectTimeout(),
 					new ConnectionSettings.Retry(r.getInitialInterval(), r.getMultiplier(), r.getMaxInterval(),
 							r.getMaxAttempts()),
@@ -267,7 +266,7 @@ final class RdmaConnectionProperties {
 	}
 
 	private static ConnectionSettings.@Nullable OutOfBandOptions outOfBand(ConnectionProperties c) {
-		if (c.getExchange() != RdmaProperties.ConnectionExchange.OUT_OF_BAND) {
+		if (c.getExchange() != ConnectionExchange.OUT_OF_BAND) {
 			return null;
 		}
 		Integer gid = c.getOutOfBand().getGidIndex();

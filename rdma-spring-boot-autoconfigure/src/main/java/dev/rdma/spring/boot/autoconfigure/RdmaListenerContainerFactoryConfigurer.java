@@ -4,9 +4,7 @@ import java.util.List;
 
 import dev.rdma.spring.config.DefaultRdmaListenerContainerFactory;
 import dev.rdma.spring.config.RdmaListenerContainerCustomizer;
-import dev.rdma.spring.listener.PollerGroupSettings;
 import dev.rdma.spring.listener.PollerMetrics;
-import dev.rdma.spring.listener.PollerSettings;
 
 /**
  * Fills a {@link DefaultRdmaListenerContainerFactory} the way the auto-configuration
@@ -35,34 +33,13 @@ public class RdmaListenerContainerFactoryConfigurer {
 	 * Configures {@code factory} from the properties, the metrics and the customizers.
 	 */
 	public void configure(DefaultRdmaListenerContainerFactory factory) {
-		properties.getPollers().forEach((name, group) -> factory.setPollerGroupSettings(name, groupSettings(group)));
+		properties.getPollers().forEach((name, group) -> factory.setPollerGroupSettings(name, group.toSettings()));
 		properties.getCompletionQueues().forEach((name, queue) -> {
-			factory.setPollerSettings(name, settings(queue));
+			factory.setPollerSettings(name, queue.toPollerSettings());
 			factory.setPollerGroup(name, RdmaPropertiesValidator.effectivePoller(queue));
 		});
 		factory.setMetrics(metrics);
 		factory.setContainerCustomizers(customizers);
-	}
-
-	/** The settings of one configured poller group. */
-	static PollerGroupSettings groupSettings(RdmaProperties.PollerProperties group) {
-		PollerGroupSettings settings = new PollerGroupSettings();
-		settings.setThreads(group.getThreads());
-		settings.setMode(group.getMode());
-		settings.setSpin(group.getSpin());
-		settings.setBatchBudget(group.getBatchBudget());
-		return settings;
-	}
-
-	/** The poller settings of one configured queue. */
-	static PollerSettings settings(RdmaProperties.CompletionQueueProperties queue) {
-		PollerSettings settings = new PollerSettings();
-		settings.setMode(RdmaPropertiesValidator.effectiveMode(queue));
-		settings.setBatchSize(queue.getPolling().getBatchSize());
-		settings.setSpin(queue.getPolling().getSpin());
-		settings.setMaxSleep(queue.getPolling().getMaxSleep());
-		settings.setAckBatch(queue.getAckBatch());
-		return settings;
 	}
 
 }

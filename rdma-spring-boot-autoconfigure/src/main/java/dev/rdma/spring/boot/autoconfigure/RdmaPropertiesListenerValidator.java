@@ -24,7 +24,7 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 
 	@Override
 	public void validateQueue(String listener, String queue) {
-		Map<String, RdmaProperties.CompletionQueueProperties> queues = properties.getCompletionQueues();
+		Map<String, CompletionQueueProperties> queues = properties.getCompletionQueues();
 		if (queue == null || queue.isBlank() || !queues.containsKey(queue)) {
 			throw new RdmaConfigurationException(listener, listener + " listens to queue '" + queue
 					+ "', which is not configured under rdma.completion-queues (configured: " + queues.keySet() + ")",
@@ -43,7 +43,7 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 
 	@Override
 	public void validateFields(String listener, String queue, List<WcExFlag> fields) {
-		RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
+		CompletionQueueProperties config = properties.getCompletionQueues().get(queue);
 		long provided = RdmaResources.providedWcFlags(config);
 		// every missing field, not only the first: one restart fixes them all
 		Set<WcExFlag> missing = new LinkedHashSet<>();
@@ -59,7 +59,7 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 		boolean one = missing.size() == 1;
 		String names = one ? RdmaPropertiesValidator.yaml(missing.iterator().next())
 				: RdmaPropertiesValidator.yaml(missing);
-		String configured = config.getType() == RdmaProperties.QueueType.LEGACY
+		String configured = config.getType() == QueueType.LEGACY
 				? "legacy queues provide " + RdmaPropertiesValidator.yaml(standard())
 				: path + "="
 						+ (config.getWcFlags().isEmpty() ? "(not set: " + RdmaPropertiesValidator.yaml(standard()) + ")"
@@ -68,7 +68,7 @@ class RdmaPropertiesListenerValidator implements RdmaListenerEndpointValidator {
 				listener + " reads field" + (one ? " " : "s ") + names + ", but queue '" + queue + "' (type "
 						+ RdmaPropertiesValidator.yaml(config.getType()) + ") does not provide " + (one ? "it" : "them")
 						+ " (" + configured + ")",
-				config.getType() == RdmaProperties.QueueType.LEGACY
+				config.getType() == QueueType.LEGACY
 						? "Make queue '" + queue + "' an extended queue (" + RdmaPropertiesValidator.QUEUES + queue
 								+ ".type=extended) with " + names + " in " + path + "."
 						: "Add " + names + " to " + path + ".");

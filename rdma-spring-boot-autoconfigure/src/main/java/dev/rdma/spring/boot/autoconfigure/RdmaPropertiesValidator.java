@@ -9,10 +9,6 @@ import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.ChannelProperties;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueueProperties;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.DeviceProperties;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.spring.listener.PollerGroup;
 import dev.rdma.spring.listener.PollingMode;
 
@@ -100,7 +96,7 @@ public final class RdmaPropertiesValidator {
 		RdmaConnectionProperties.validate(properties);
 	}
 
-	private static void validatePoller(String key, RdmaProperties.PollerProperties poller) {
+	private static void validatePoller(String key, PollerProperties poller) {
 		String path = POLLERS + key;
 		if (key.equals(PollerGroup.DEDICATED)) {
 			throw new RdmaConfigurationException(path,
@@ -146,7 +142,7 @@ public final class RdmaPropertiesValidator {
 		if (group == null) {
 			return;
 		}
-		RdmaProperties.PollerProperties configured = properties.getPollers().get(group);
+		PollerProperties configured = properties.getPollers().get(group);
 		if (configured == null && !group.equals(PollerGroup.DEFAULT)) {
 			throw new RdmaConfigurationException(path + ".poller",
 					path + ".poller=" + group + " names no poller group under rdma.pollers (configured: "

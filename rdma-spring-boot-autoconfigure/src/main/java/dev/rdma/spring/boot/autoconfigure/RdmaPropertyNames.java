@@ -50,9 +50,12 @@ final class RdmaPropertyNames {
 		return names;
 	}
 
-	/** A class of the starter's own that holds further properties (not an enum). */
+	/**
+	 * A class of the starter's own that holds further properties: a property class of
+	 * {@link RdmaProperties}'s package (not an enum).
+	 */
 	private static boolean isGroup(Class<?> type) {
-		return type.getName().startsWith(RdmaProperties.class.getName() + "$") && !type.isEnum();
+		return type.getPackageName().equals(RdmaProperties.class.getPackageName()) && !type.isEnum();
 	}
 
 	private static String kebab(String camel) {

@@ -16,8 +16,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.BeanFactory;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.EfaWcField;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
@@ -74,7 +72,7 @@ public class RdmaResources {
 	/** Opens the device of {@code rdma.devices.<key>}. */
 	public Context openDevice(String key) {
 		String path = RdmaPropertiesValidator.DEVICES + key;
-		RdmaProperties.DeviceProperties config = properties.getDevices().get(key);
+		DeviceProperties config = properties.getDevices().get(key);
 		Context context;
 		try (DeviceList list = DeviceList.open()) {
 			Device device;
@@ -199,7 +197,7 @@ public class RdmaResources {
 	/** Creates the completion queue of {@code rdma.completion-queues.<key>}. */
 	public CompletionQueue createQueue(String key) {
 		String path = RdmaPropertiesValidator.QUEUES + key;
-		RdmaProperties.CompletionQueueProperties config = properties.getCompletionQueues().get(key);
+		CompletionQueueProperties config = properties.getCompletionQueues().get(key);
 		String deviceKey = RdmaPropertiesValidator.resolveDevice(properties, path, config.getDevice());
 		Context context = beanFactory.getBean(deviceKey, Context.class);
 		String channelKey = config.getChannel();
@@ -255,8 +253,8 @@ public class RdmaResources {
 		return queue;
 	}
 
-	private static CqInitAttributes attributes(RdmaProperties.CompletionQueueProperties config,
-			@Nullable CompletionChannel channel, int vector) {
+	private static CqInitAttributes attributes(CompletionQueueProperties config, @Nullable CompletionChannel channel,
+			int vector) {
 		CqInitAttributes attributes = CqInitAttributes.of(config.getEntries())
 			.withChannel(channel)
 			.withCompVector(vector);
@@ -269,7 +267,7 @@ public class RdmaResources {
 		return attributes;
 	}
 
-	private static EnumSet<EfaWcFlag> efaFlags(RdmaProperties.CompletionQueueProperties config) {
+	private static EnumSet<EfaWcFlag> efaFlags(CompletionQueueProperties config) {
 		EnumSet<EfaWcFlag> flags = EnumSet.noneOf(EfaWcFlag.class);
 		for (EfaWcField field : config.getEfaWcFlags()) {
 			flags.add(field.flag());
@@ -281,7 +279,7 @@ public class RdmaResources {
 	 * The wc-flags a queue provides: the configured ones, the standard fields for legacy
 	 * queues or when none are set.
 	 */
-	public static long providedWcFlags(RdmaProperties.CompletionQueueProperties config) {
+	public static long providedWcFlags(CompletionQueueProperties config) {
 		if (config.getType() == QueueType.LEGACY || config.getWcFlags().isEmpty()) {
 			return WcExFlag.STANDARD;
 		}

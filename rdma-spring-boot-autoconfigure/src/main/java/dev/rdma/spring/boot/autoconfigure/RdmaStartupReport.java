@@ -13,7 +13,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.SmartLifecycle;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.CompletionQueueProperties;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 import dev.rdma.spring.listener.PollerGroup;
@@ -113,7 +112,7 @@ class RdmaStartupReport implements SmartLifecycle {
 		}
 		PollingMode mode = container.mode();
 		line.append("; polling ").append(RdmaPropertiesValidator.yaml(mode)).append(" (").append(cost(container));
-		line.append("), batch ").append(container.getSettings().getBatchSize());
+		line.append("), batch ").append(container.getSettings().batchSize());
 		line.append("; listener ").append(Objects.requireNonNullElse(container.getListenerId(), "?"));
 		Thread thread = container.thread();
 		PollerGroup group = container.getPollerGroup();
@@ -128,13 +127,13 @@ class RdmaStartupReport implements SmartLifecycle {
 	private static String cost(CompletionQueueListenerContainer container) {
 		PollerGroup group = container.getPollerGroup();
 		// a queue of a group spins as long as its group does
-		Duration spin = (group != null) ? group.settings().getSpin() : container.getSettings().getSpin();
+		Duration spin = (group != null) ? group.settings().spin() : container.getSettings().spin();
 		return switch (container.mode()) {
 			case BUSY -> "spins: one core busy, also when idle";
 			case EVENT -> "waits on the channel when idle";
 			case ADAPTIVE -> "spins " + spin.toNanos() / 1000 + "us after a completion, then waits on the channel";
 			case BACKOFF ->
-				"sleeps up to " + container.getSettings().getMaxSleep().toNanos() / 1000 + "us between polls when idle";
+				"sleeps up to " + container.getSettings().maxSleep().toNanos() / 1000 + "us between polls when idle";
 		};
 	}
 

@@ -58,14 +58,14 @@ class ConnectionLimitsDeviceTest {
 	@Test
 	void depthsAboveTheDevicesMaxQpWrAreRefusedNamingTheLimit() {
 		RdmaProperties properties = new RdmaProperties();
-		RdmaProperties.CompletionQueueProperties queue = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties queue = new CompletionQueueProperties();
 		properties.getCompletionQueues().put("tx", queue);
-		RdmaProperties.ConnectionProperties link = new RdmaProperties.ConnectionProperties();
+		ConnectionProperties link = new ConnectionProperties();
 		link.setConnect("10.0.0.2:7471");
 		link.setSendQueue("tx");
 		link.setReceiveQueue("tx");
 		properties.getConnections().put("link", link);
-		properties.getDevices().put("nic0", new RdmaProperties.DeviceProperties());
+		properties.getDevices().put("nic0", new DeviceProperties());
 		long open = NativeObjects.open();
 		try (Context context = Context.open(device)) {
 			RdmaConnectionLimits.DeviceView view = RdmaResources.deviceView(context);

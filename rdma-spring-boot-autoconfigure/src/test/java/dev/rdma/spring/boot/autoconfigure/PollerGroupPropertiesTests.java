@@ -46,7 +46,7 @@ class PollerGroupPropertiesTests {
 					"rdma.completion-queues.rx.channel=events0", "rdma.completion-queues.rx.poller=conns")
 			.run(context -> {
 				RdmaProperties p = context.getBean(RdmaProperties.class);
-				RdmaProperties.PollerProperties conns = p.getPollers().get("conns");
+				PollerProperties conns = p.getPollers().get("conns");
 				assertThat(conns.getThreads()).isEqualTo(4);
 				assertThat(conns.getMode()).isEqualTo(PollingMode.ADAPTIVE);
 				assertThat(conns.getSpin()).isEqualTo(Duration.ofNanos(20_000));
@@ -58,7 +58,7 @@ class PollerGroupPropertiesTests {
 
 	@Test
 	void defaultsOfAGroup() {
-		RdmaProperties.PollerProperties group = new RdmaProperties.PollerProperties();
+		PollerProperties group = new PollerProperties();
 		assertThat(group.getThreads()).isEqualTo(1);
 		assertThat(group.getMode()).isEqualTo(PollingMode.EVENT);
 		assertThat(group.getBatchBudget()).isEqualTo(256);
@@ -67,7 +67,7 @@ class PollerGroupPropertiesTests {
 
 	@Test
 	void aQueueWithAChannelAndNoModeOfItsOwnGoesToTheDefaultGroupAnyOtherToADedicatedThread() {
-		RdmaProperties.CompletionQueueProperties q = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties q = new CompletionQueueProperties();
 		assertThat(RdmaPropertiesValidator.effectivePoller(q)).as("no channel: busy only, dedicated").isNull();
 		q.setChannel("events0");
 		assertThat(RdmaPropertiesValidator.effectivePoller(q)).isEqualTo(PollerGroup.DEFAULT);
@@ -95,12 +95,12 @@ class PollerGroupPropertiesTests {
 				PollerGroup a = factory.getPollerGroup("a");
 				assertThat(a).isNotNull();
 				assertThat(a.name()).isEqualTo("conns");
-				assertThat(a.settings().getThreads()).isEqualTo(2);
+				assertThat(a.settings().threads()).isEqualTo(2);
 				PollerGroup b = factory.getPollerGroup("b");
 				assertThat(b).isNotNull();
 				assertThat(b.name()).isEqualTo(PollerGroup.DEFAULT);
-				assertThat(b.settings().getThreads()).isEqualTo(1);
-				assertThat(b.settings().getMode()).isEqualTo(PollingMode.EVENT);
+				assertThat(b.settings().threads()).isEqualTo(1);
+				assertThat(b.settings().mode()).isEqualTo(PollingMode.EVENT);
 				assertThat(factory.getPollerGroup("c")).isNull();
 				assertThat(factory.getPollerGroup("d")).isNull();
 				// one group object per name

@@ -211,10 +211,8 @@ class RdmaConnectionPropertiesTests {
 		RdmaProperties properties = new Binder(new MapConfigurationPropertySource(values))
 			.bind("rdma", RdmaProperties.class)
 			.get();
-		assertThat(properties.getConnections().get("cmlink").getExchange())
-			.isEqualTo(RdmaProperties.ConnectionExchange.CM);
-		assertThat(properties.getConnections().get("oob").getExchange())
-			.isEqualTo(RdmaProperties.ConnectionExchange.OUT_OF_BAND);
+		assertThat(properties.getConnections().get("cmlink").getExchange()).isEqualTo(ConnectionExchange.CM);
+		assertThat(properties.getConnections().get("oob").getExchange()).isEqualTo(ConnectionExchange.OUT_OF_BAND);
 		RdmaConnectionProperties.validate(properties);
 		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
 		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
@@ -231,9 +229,9 @@ class RdmaConnectionPropertiesTests {
 	void outOfBandPathMtuMustBeAnIbMtuAndNeedsTheOutOfBandExchange() {
 		String c = "rdma.connections.orders.";
 		RdmaProperties properties = new RdmaProperties();
-		properties.getDevices().put("nic0", new RdmaProperties.DeviceProperties());
-		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
-		RdmaProperties.ConnectionProperties p = new RdmaProperties.ConnectionProperties();
+		properties.getDevices().put("nic0", new DeviceProperties());
+		properties.getCompletionQueues().put("tx", new CompletionQueueProperties());
+		ConnectionProperties p = new ConnectionProperties();
 		p.setConnect("10.0.0.2:7471");
 		p.setSendQueue("tx");
 		p.setReceiveQueue("tx");
@@ -244,7 +242,7 @@ class RdmaConnectionPropertiesTests {
 			.satisfies(ex -> assertThat(ex.property()).isEqualTo(c + "out-of-band.path-mtu"))
 			.withMessageContaining(
 					"applies to " + "rdma.connections.orders.exchange=out-of-band, but the exchange is cm");
-		p.setExchange(RdmaProperties.ConnectionExchange.OUT_OF_BAND);
+		p.setExchange(ConnectionExchange.OUT_OF_BAND);
 		assertThatExceptionOfType(RdmaConfigurationException.class)
 			.isThrownBy(() -> RdmaConnectionProperties.validate(properties))
 			.satisfies(ex -> assertThat(ex.property()).isEqualTo(c + "out-of-band.path-mtu"))
@@ -256,8 +254,8 @@ class RdmaConnectionPropertiesTests {
 	@Test
 	void settingsCarryTheDefaults() {
 		RdmaProperties properties = new RdmaProperties();
-		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
-		RdmaProperties.ConnectionProperties c = new RdmaProperties.ConnectionProperties();
+		properties.getCompletionQueues().put("tx", new CompletionQueueProperties());
+		ConnectionProperties c = new ConnectionProperties();
 		c.setConnect("10.0.0.2:7471");
 		c.setSource("10.0.0.1");
 		c.setSendQueue("tx");
@@ -288,13 +286,13 @@ class RdmaConnectionPropertiesTests {
 		RdmaConnectionProperties.validate(bound);
 		assertThat(RdmaConnectionProperties.settings(bound).get(0).remoteAccessSize()).isEqualTo(64 * 1024);
 		RdmaProperties properties = new RdmaProperties();
-		properties.getCompletionQueues().put("tx", new RdmaProperties.CompletionQueueProperties());
-		RdmaProperties.ConnectionProperties c = new RdmaProperties.ConnectionProperties();
+		properties.getCompletionQueues().put("tx", new CompletionQueueProperties());
+		ConnectionProperties c = new ConnectionProperties();
 		c.setListen("10.0.0.2:7471");
 		c.setSendQueue("tx");
 		c.setReceiveQueue("tx");
 		c.setRemoteAccessSize(DataSize.ofGigabytes(1));
-		RdmaProperties.DeviceProperties device = new RdmaProperties.DeviceProperties();
+		DeviceProperties device = new DeviceProperties();
 		device.setName("mlx5_0");
 		properties.getDevices().put("nic0", device);
 		properties.getConnections().put("orders", c);
@@ -305,8 +303,7 @@ class RdmaConnectionPropertiesTests {
 
 	@Test
 	void remoteAccessSizeIsInTheMetadataWithItsDefaultAndADescription() throws Exception {
-		String resource = "META-INF/spring/configuration-metadata/"
-				+ RdmaProperties.ConnectionProperties.class.getName() + ".json";
+		String resource = "META-INF/spring/configuration-metadata/" + ConnectionProperties.class.getName() + ".json";
 		String json;
 		try (InputStream in = getClass().getClassLoader().getResourceAsStream(resource)) {
 			assertThat(in).as(resource).isNotNull();

@@ -99,7 +99,7 @@ class RdmaListenerContainerFactoryTests {
 		RdmaListenerContainerCustomizer doubleTheBatch() {
 			return container -> {
 				customized.add("double " + container.queue());
-				container.getSettings().setBatchSize(container.getSettings().getBatchSize() * 2);
+				container.setSettings(container.getSettings().withBatchSize(container.getSettings().batchSize() * 2));
 			};
 		}
 
@@ -108,7 +108,7 @@ class RdmaListenerContainerFactoryTests {
 		RdmaListenerContainerCustomizer batchOfSeven() {
 			return container -> {
 				customized.add("seven " + container.queue());
-				container.getSettings().setBatchSize(7);
+				container.setSettings(container.getSettings().withBatchSize(7));
 			};
 		}
 
@@ -119,7 +119,7 @@ class RdmaListenerContainerFactoryTests {
 
 		@Bean
 		RdmaListenerContainerCustomizer eventMode() {
-			return container -> container.getSettings().setMode(PollingMode.EVENT);
+			return container -> container.setSettings(container.getSettings().withMode(PollingMode.EVENT));
 		}
 
 	}
@@ -139,9 +139,9 @@ class RdmaListenerContainerFactoryTests {
 			RdmaListenerEndpointRegistry registry = context.getBean(RdmaListenerEndpointRegistry.class);
 			container[0] = registry.getListenerContainer("rx");
 			assertThat(container[0]).isNotNull();
-			assertThat(container[0].getSettings().getBatchSize()).isEqualTo(16);
-			assertThat(container[0].getSettings().getAckBatch()).isEqualTo(8);
-			assertThat(container[0].getSettings().getSpin()).isEqualTo(Duration.ofMillis(1));
+			assertThat(container[0].getSettings().batchSize()).isEqualTo(16);
+			assertThat(container[0].getSettings().ackBatch()).isEqualTo(8);
+			assertThat(container[0].getSettings().spin()).isEqualTo(Duration.ofMillis(1));
 			assertThat(container[0].mode()).isEqualTo(PollingMode.BACKOFF);
 			assertThat(container[0].getListenerId())
 				.isEqualTo("@RdmaCompletionListener Listener.onCompletion(WorkCompletion) of bean 'listener'");
@@ -165,11 +165,11 @@ class RdmaListenerContainerFactoryTests {
 			CompletionQueueListenerContainer container = context.getBean(RdmaListenerEndpointRegistry.class)
 				.getListenerContainer("rx");
 			assertThat(customized).containsExactly("seven rx", "double rx");
-			assertThat(container.getSettings().getBatchSize()).isEqualTo(14);
+			assertThat(container.getSettings().batchSize()).isEqualTo(14);
 			// the factory's own settings stay as the properties say: each container has a
 			// copy
 			DefaultRdmaListenerContainerFactory factory = context.getBean(DefaultRdmaListenerContainerFactory.class);
-			assertThat(factory.getPollerSettings("rx").getBatchSize()).isEqualTo(16);
+			assertThat(factory.getPollerSettings("rx").batchSize()).isEqualTo(16);
 		});
 	}
 
@@ -193,7 +193,7 @@ class RdmaListenerContainerFactoryTests {
 		DefaultRdmaListenerContainerFactory ownFactory(RdmaListenerContainerFactoryConfigurer configurer) {
 			DefaultRdmaListenerContainerFactory factory = new DefaultRdmaListenerContainerFactory();
 			configurer.configure(factory);
-			factory.addContainerCustomizer(container -> container.getSettings().setAckBatch(3));
+			factory.addContainerCustomizer(container -> container.setSettings(container.getSettings().withAckBatch(3)));
 			return factory;
 		}
 
@@ -211,8 +211,8 @@ class RdmaListenerContainerFactoryTests {
 					.containsOnlyKeys("rdmaListenerContainerFactory");
 				CompletionQueueListenerContainer container = context.getBean(RdmaListenerEndpointRegistry.class)
 					.getListenerContainer("rx");
-				assertThat(container.getSettings().getAckBatch()).isEqualTo(3);
-				assertThat(container.getSettings().getBatchSize()).isEqualTo(16);
+				assertThat(container.getSettings().ackBatch()).isEqualTo(3);
+				assertThat(container.getSettings().batchSize()).isEqualTo(16);
 			});
 	}
 

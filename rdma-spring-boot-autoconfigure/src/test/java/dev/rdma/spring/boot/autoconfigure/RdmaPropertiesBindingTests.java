@@ -8,8 +8,6 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Configuration;
 
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.EfaWcField;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties.QueueType;
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CqCreateFlag;
 import dev.rdma.verbs.WcExFlag;
@@ -57,7 +55,7 @@ class RdmaPropertiesBindingTests {
 					.isEqualTo(0x505400fffe727865L);
 				assertThat(p.getChannels().get("events0").getDevice()).isEqualTo("nic0");
 				assertThat(p.getChannels().get("events0").isNonBlocking()).isTrue();
-				RdmaProperties.CompletionQueueProperties rx = p.getCompletionQueues().get("rx");
+				CompletionQueueProperties rx = p.getCompletionQueues().get("rx");
 				assertThat(rx.getDevice()).isEqualTo("nic0");
 				assertThat(rx.getType()).isEqualTo(QueueType.EXTENDED);
 				assertThat(rx.getEntries()).isEqualTo(4096);
@@ -71,7 +69,7 @@ class RdmaPropertiesBindingTests {
 				assertThat(rx.getPolling().getBatchSize()).isEqualTo(16);
 				assertThat(rx.getPolling().getSpin()).isEqualTo(Duration.ofNanos(50_000));
 				assertThat(rx.getAckBatch()).isEqualTo(128);
-				RdmaProperties.CompletionQueueProperties tx = p.getCompletionQueues().get("tx");
+				CompletionQueueProperties tx = p.getCompletionQueues().get("tx");
 				assertThat(tx.getType()).isEqualTo(QueueType.LEGACY);
 				assertThat(tx.getEntries()).isEqualTo(1024);
 				assertThat(RdmaPropertiesValidator.compVector("p", tx)).isEqualTo(3);
@@ -86,7 +84,7 @@ class RdmaPropertiesBindingTests {
 			RdmaProperties p = context.getBean(RdmaProperties.class);
 			assertThat(p.isRequired()).isFalse();
 			assertThat(p.getShutdownTimeout()).isEqualTo(Duration.ofSeconds(5));
-			RdmaProperties.CompletionQueueProperties q = p.getCompletionQueues().get("q");
+			CompletionQueueProperties q = p.getCompletionQueues().get("q");
 			assertThat(q.getType()).isEqualTo(QueueType.LEGACY);
 			assertThat(q.getEntries()).isEqualTo(1024);
 			assertThat(q.getCompVector()).isEqualTo("auto");
@@ -111,9 +109,7 @@ class RdmaPropertiesBindingTests {
 			.withPropertyValues("rdma.completion-queues.rx.wc-flags[0]=byte-len",
 					"rdma.completion-queues.rx.wc-flags[1]=completion-timestamp", "rdma.completion-queues.rx.type=EFA")
 			.run(context -> {
-				RdmaProperties.CompletionQueueProperties rx = context.getBean(RdmaProperties.class)
-					.getCompletionQueues()
-					.get("rx");
+				CompletionQueueProperties rx = context.getBean(RdmaProperties.class).getCompletionQueues().get("rx");
 				assertThat(rx.getWcFlags()).containsExactly(WcExFlag.BYTE_LEN, WcExFlag.COMPLETION_TIMESTAMP);
 				assertThat(rx.getType()).isEqualTo(QueueType.EFA);
 				assertThat(RdmaResources.providedWcFlags(rx))

@@ -24,9 +24,7 @@ class RdmaStartupReportTests {
 
 	private static CompletionQueueListenerContainer container(PollingMode mode, String listener) {
 		CompletionQueueListenerContainer container = mock(CompletionQueueListenerContainer.class);
-		PollerSettings settings = new PollerSettings();
-		settings.setBatchSize(16);
-		settings.setSpin(Duration.ofNanos(50_000));
+		PollerSettings settings = PollerSettings.DEFAULTS.withBatchSize(16).withSpin(Duration.ofNanos(50_000));
 		when(container.mode()).thenReturn(mode);
 		when(container.getSettings()).thenReturn(settings);
 		when(container.getListenerId()).thenReturn(listener);
@@ -38,8 +36,8 @@ class RdmaStartupReportTests {
 
 	@Test
 	void queueLineSaysTypeSizePollingCostListenerAndThread() {
-		RdmaProperties.CompletionQueueProperties rx = new RdmaProperties.CompletionQueueProperties();
-		rx.setType(RdmaProperties.QueueType.EXTENDED);
+		CompletionQueueProperties rx = new CompletionQueueProperties();
+		rx.setType(QueueType.EXTENDED);
 		rx.setEntries(1000);
 		rx.setChannel("events0");
 		String line = RdmaStartupReport.queueLine("rx", rx, 1023, "nic0 (rxe0)",
@@ -51,7 +49,7 @@ class RdmaStartupReportTests {
 
 	@Test
 	void busyPollingSaysItBurnsACore() {
-		RdmaProperties.CompletionQueueProperties tx = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties tx = new CompletionQueueProperties();
 		String line = RdmaStartupReport.queueLine("tx", tx, 1024, "nic0 (rxe0)", container(PollingMode.BUSY, "x"));
 		assertThat(line).contains("type legacy, 1024 entries, device nic0 (rxe0), channel none; polling busy "
 				+ "(spins: one core busy, also when idle)");
@@ -61,7 +59,7 @@ class RdmaStartupReportTests {
 
 	@Test
 	void queueWithoutListenerSaysItIsNotPolled() {
-		RdmaProperties.CompletionQueueProperties tx = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties tx = new CompletionQueueProperties();
 		assertThat(RdmaStartupReport.queueLine("tx", tx, -1, "nic0 (rxe0)", null))
 			.isEqualTo("RDMA completion queue 'tx': type legacy, 1024 entries, device nic0 (rxe0), channel none; "
 					+ "no listener: not polled by the starter");
@@ -84,12 +82,11 @@ class RdmaStartupReportTests {
 	@Test
 	void adaptiveQueueOfAGroupReportsTheGroupsSpin() {
 		CompletionQueueListenerContainer container = container(PollingMode.ADAPTIVE, "x");
-		PollerGroupSettings group = new PollerGroupSettings();
-		group.setMode(PollingMode.ADAPTIVE);
-		group.setSpin(Duration.ofNanos(200_000));
+		PollerGroupSettings group = PollerGroupSettings.DEFAULTS.withMode(PollingMode.ADAPTIVE)
+			.withSpin(Duration.ofNanos(200_000));
 		when(container.getPollerGroup())
 			.thenReturn(new PollerGroup("conns", group, new dev.rdma.spring.listener.CompletionEventRouter()));
-		RdmaProperties.CompletionQueueProperties rx = new RdmaProperties.CompletionQueueProperties();
+		CompletionQueueProperties rx = new CompletionQueueProperties();
 		rx.setChannel("events0");
 		assertThat(RdmaStartupReport.queueLine("rx", rx, 1024, "nic0", container))
 			.contains("polling adaptive (spins 200us after a completion, then waits on the channel)");

@@ -9,7 +9,7 @@ import org.springframework.boot.health.contributor.AbstractHealthIndicator;
 import org.springframework.boot.health.contributor.Health;
 
 import dev.rdma.spring.boot.autoconfigure.RdmaAsyncEventMonitor;
-import dev.rdma.spring.boot.autoconfigure.RdmaProperties;
+import dev.rdma.spring.boot.autoconfigure.DeviceProperties;
 import dev.rdma.spring.boot.autoconfigure.RdmaResources;
 import dev.rdma.spring.connection.support.ConfiguredConnection;
 import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
@@ -49,7 +49,7 @@ public class RdmaHealthIndicator extends AbstractHealthIndicator {
 		Map<String, Object> devices = new LinkedHashMap<>();
 		for (Map.Entry<String, Context> entry : resources.contexts().entrySet()) {
 			Context context = entry.getValue();
-			RdmaProperties.DeviceProperties config = resources.properties().getDevices().get(entry.getKey());
+			DeviceProperties config = resources.properties().getDevices().get(entry.getKey());
 			int port = config == null ? 1 : config.getPort();
 			Map<String, Object> details = new LinkedHashMap<>();
 			details.put("device", context.deviceName());
