@@ -16,7 +16,7 @@
 #   DT_HS_ERR          the -XX:ErrorFile pattern for JVM crash logs
 #   DT_SAMPLE_JAR      the sample's executable jar (skipped when missing or RDMA_TEST_SKIP_SAMPLE=1)
 #   DT_SAMPLE_MESSAGES how many messages the sample exchanges
-#   DT_SAMPLE_TWO_PROCESS_MESSAGES how many the sample's two-process mode exchanges (default 3000)
+#   DT_SAMPLE_TWO_PROCESS_MESSAGES how many the sample's two-process mode exchanges (default 1200)
 #   DT_SAMPLE_TWO_PROCESS_TIMEOUT  seconds each of its processes may run before it is killed (default 600)
 #   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
@@ -117,7 +117,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     # (sample.reconnect-after). The client resends what was not echoed and fails on any missing, duplicated,
     # out-of-order or corrupt echo; every process must exit 0, within its timeout (killed after it).
     if [[ -n "${RDMA_DEVICE_A:-}" && -n "${RDMA_DEVICE_B:-}" ]]; then
-        two=${DT_SAMPLE_TWO_PROCESS_MESSAGES:-3000}
+        two=${DT_SAMPLE_TWO_PROCESS_MESSAGES:-1200}
         stop_after=$((two / 3)) reconnect_after=$((2 * two / 3))
         two_limit=${DT_SAMPLE_TWO_PROCESS_TIMEOUT:-600}
         say "sample application, two processes: server on $RDMA_DEVICE_B (restarted after $stop_after echoes)," \
