@@ -66,7 +66,7 @@ class ConnectionManagerDeviceTest {
 		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
 		serverEnd = pair[0];
 		clientEnd = pair[1];
-		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		port = DeviceTestSupport.randomPort();
 	}
 
 	InetSocketAddress server() throws Exception {
@@ -160,8 +160,8 @@ class ConnectionManagerDeviceTest {
 	void aFirstContactConnectsWithinTwoAddressResolutionAttempts() throws Exception {
 		int repeated = 0;
 		for (int round = 0; round < 3; round++) {
-			DeviceRemovalDeviceTest.run(30, "ip", "neigh", "flush", "to", serverEnd.ipv4());
-			port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+			DeviceTestSupport.run(30, "ip", "neigh", "flush", "to", serverEnd.ipv4());
+			port = DeviceTestSupport.randomPort();
 			long t0 = System.nanoTime();
 			try (Connection c = connect()) {
 				Duration took = Duration.ofNanos(System.nanoTime() - t0);
