@@ -11,6 +11,7 @@ import java.util.function.BooleanSupplier;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceList;
+import dev.rdma.verbs.Rdma;
 
 /**
  * Helpers of the device tier (tests tagged {@code device}): they fail, never skip, when
@@ -41,6 +42,19 @@ public final class DeviceTestSupport {
 					.orElseThrow(() -> new AssertionError("RDMA_TEST_DEVICE=" + wanted + " not found"));
 			}
 			return list.devices().getFirst().name();
+		}
+	}
+
+	/**
+	 * Whether this machine has an RDMA device (the host tests that need none assume it
+	 * has none).
+	 */
+	public static boolean hostHasDevice() {
+		if (!Rdma.isAvailable()) {
+			return false;
+		}
+		try (DeviceList list = DeviceList.open()) {
+			return !list.devices().isEmpty();
 		}
 	}
 
