@@ -37,16 +37,7 @@ final class BlockingRead {
 
 	private static final int SIGNALLING = 2;
 
-	private static final VarHandle STATE;
-
-	static {
-		try {
-			STATE = MethodHandles.lookup().findVarHandle(BlockingRead.class, "state", int.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
+	private static final VarHandle STATE = VarHandles.field(MethodHandles.lookup(), "state", int.class);
 
 	@SuppressWarnings("unused") // through STATE
 	private volatile int state;

@@ -146,16 +146,8 @@ public final class CompletionChannel extends NativeObject {
 	@SuppressWarnings("unused") // through SCRATCH_BUSY
 	private volatile boolean scratchBusy;
 
-	private static final VarHandle SCRATCH_BUSY;
-
-	static {
-		try {
-			SCRATCH_BUSY = MethodHandles.lookup().findVarHandle(CompletionChannel.class, "scratchBusy", boolean.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
+	private static final VarHandle SCRATCH_BUSY = VarHandles.field(MethodHandles.lookup(), "scratchBusy",
+			boolean.class);
 
 	/**
 	 * Serialises ibv_get_cq_event with the ack-all-then-destroy of a CQ on this channel.

@@ -70,16 +70,7 @@ public class CompletionQueue extends NativeObject {
 	/** See {@link #attach(Object)}. */
 	private volatile @Nullable Object attachment;
 
-	private static final VarHandle ATTACHMENT;
-
-	static {
-		try {
-			ATTACHMENT = MethodHandles.lookup().findVarHandle(CompletionQueue.class, "attachment", Object.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
+	private static final VarHandle ATTACHMENT = VarHandles.field(MethodHandles.lookup(), "attachment", Object.class);
 
 	/*
 	 * One rule for every call that touches the provider's CQ state - ibv_poll_cq, the

@@ -24,16 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 public final class Waker implements AutoCloseable {
 
-	private static final java.lang.invoke.VarHandle WAITER;
-
-	static {
-		try {
-			WAITER = java.lang.invoke.MethodHandles.lookup().findVarHandle(Waker.class, "waiter", Thread.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
+	private static final java.lang.invoke.VarHandle WAITER = VarHandles.field(java.lang.invoke.MethodHandles.lookup(),
+			"waiter", Thread.class);
 
 	/** The thread waiting with this waker, or null. */
 	private volatile @Nullable Thread waiter;

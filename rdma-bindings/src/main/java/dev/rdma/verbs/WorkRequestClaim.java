@@ -17,16 +17,7 @@ final class WorkRequestClaim {
 
 	private static final int CLOSED = 2;
 
-	private static final VarHandle STATE;
-
-	static {
-		try {
-			STATE = MethodHandles.lookup().findVarHandle(WorkRequestClaim.class, "state", int.class);
-		}
-		catch (ReflectiveOperationException e) {
-			throw new ExceptionInInitializerError(e);
-		}
-	}
+	private static final VarHandle STATE = VarHandles.field(MethodHandles.lookup(), "state", int.class);
 
 	private volatile int state;
 

@@ -11,13 +11,14 @@ import java.util.stream.Collectors;
 
 import dev.rdma.verbs.QueuePair.ConnectionParameters;
 import dev.rdma.verbs.QueuePair.SendOpcode;
+import dev.rdma.verbs.testing.DeviceContext;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -38,25 +39,19 @@ class QueuePairDeviceTest {
 	static final int IMM = 0xCAFE0001;
 	static final EnumSet<MemoryRegion.Access> LOCAL = EnumSet.of(MemoryRegion.Access.LOCAL_WRITE);
 
+	@RegisterExtension
+	static final DeviceContext device = new DeviceContext();
+
 	static Context ctx;
-	static long openBefore;
 	static int gidIndex;
 	static Gid gid;
 
 	@BeforeAll
 	static void open() {
-		openBefore = NativeObjects.open();
-		ctx = DeviceTestSupport.openContext();
+		ctx = device.context();
 		gidIndex = ctx.findIpv4GidIndex(PORT);
 		assertThat(gidIndex).as("an IPv4-mapped GID on %s port %d", ctx.deviceName(), PORT).isNotNegative();
 		gid = ctx.queryGid(PORT, gidIndex);
-	}
-
-	@AfterAll
-	static void close() {
-		ctx.close();
-		assertThat(NativeObjects.open()).as("native objects left open: " + NativeObjects.openByType())
-			.isEqualTo(openBefore);
 	}
 
 	private static QueuePair udQp(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {

@@ -7,7 +7,6 @@ import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NativePeer;
 import dev.rdma.verbs.testing.TwoDevices;
 import dev.rdma.verbs.testing.TwoDevices.Peer;
-import dev.rdma.verbs.testing.TwoDevices.Traffic;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -56,23 +55,15 @@ class TwoDeviceTierDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		Peer a = two.a();
 		Peer b = two.b();
-		Traffic a0 = a.traffic();
-		Traffic b0 = b.traffic();
-		String port = Integer.toString(PINGPONG_PORT);
-		try (NativePeer server = NativePeer.start("ibv_rc_pingpong", "-d", b.device(), "-g",
-				Integer.toString(b.gidIndex()), "-e", "-n", Integer.toString(ITERATIONS), "-p", port)) {
+		TwoDevices.Marks m0 = two.mark();
+		try (NativePeer server = NativePeer.ibvRcPingpong(b, ITERATIONS, PINGPONG_PORT)) {
 			// connecting before the server listens fails (its stdout is a pipe, fully
 			// buffered: its "local
 			// address" line shows only at exit, so the listening socket is the signal)
 			NativePeer.awaitTcpListening(PINGPONG_PORT, Duration.ofSeconds(60));
-			try (NativePeer client = NativePeer.start("ibv_rc_pingpong", "-d", a.device(), "-g",
-					Integer.toString(a.gidIndex()), "-e", "-n", Integer.toString(ITERATIONS), "-p", port, b.ipv4())) {
-				assertThat(client.awaitExit(Duration.ofSeconds(180)))
-					.as("client exit status; output:%n%s", client.output())
-					.isZero();
-				assertThat(server.awaitExit(Duration.ofSeconds(60)))
-					.as("server exit status; output:%n%s", server.output())
-					.isZero();
+			try (NativePeer client = NativePeer.ibvRcPingpong(a, ITERATIONS, PINGPONG_PORT, b.ipv4())) {
+				client.assertExitsZero(Duration.ofSeconds(180), "client");
+				server.assertExitsZero(Duration.ofSeconds(60), "server");
 				System.out.printf("ibv_rc_pingpong server on %s:%n%s%nclient on %s:%n%s%n", b, server.output(), a,
 						client.output());
 				assertThat(client.output()).contains(ITERATIONS + " iters in")
@@ -81,7 +72,7 @@ class TwoDeviceTierDeviceTest {
 					.containsPattern("remote address: .*GID " + a.gid());
 			}
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
+		m0.assertCrossed(ITERATIONS);
 	}
 
 	/**
@@ -101,20 +92,15 @@ class TwoDeviceTierDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		Peer a = two.a();
 		Peer b = two.b();
-		Traffic a0 = a.traffic();
-		Traffic b0 = b.traffic();
+		TwoDevices.Marks m0 = two.mark();
 		String port = Integer.toString(RDMA_CM_PORT);
 		try (NativePeer server = NativePeer.start("rping", "-s", "-a", b.ipv4(), "-p", port, "-C",
 				Integer.toString(RPING_COUNT))) {
 			NativePeer.awaitRdmaCmListening(b.device(), RDMA_CM_PORT, Duration.ofSeconds(60));
 			try (NativePeer client = NativePeer.start("rping", "-c", "-a", b.ipv4(), "-I", a.ipv4(), "-p", port, "-C",
 					Integer.toString(RPING_COUNT), "-v")) {
-				assertThat(client.awaitExit(Duration.ofSeconds(120)))
-					.as("client exit status; output:%n%s", client.output())
-					.isZero();
-				assertThat(server.awaitExit(Duration.ofSeconds(60)))
-					.as("server exit status; output:%n%s", server.output())
-					.isZero();
+				client.assertExitsZero(Duration.ofSeconds(120), "client");
+				server.assertExitsZero(Duration.ofSeconds(60), "server");
 				System.out.printf("rping server on %s:%n%s%nrping client on %s:%n%s%n", b, server.output(), a,
 						client.output());
 				assertThat(client.output().lines().filter(l -> l.startsWith("ping data: rdma-ping-")))
@@ -122,7 +108,7 @@ class TwoDeviceTierDeviceTest {
 					.hasSize(RPING_COUNT);
 			}
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, RPING_COUNT);
+		m0.assertCrossed(RPING_COUNT);
 	}
 
 }

@@ -66,7 +66,7 @@ class ConnectionManagerDeviceTest {
 		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
 		serverEnd = pair[0];
 		clientEnd = pair[1];
-		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		port = DeviceTestSupport.randomPort();
 	}
 
 	InetSocketAddress server() throws Exception {
@@ -94,6 +94,17 @@ class ConnectionManagerDeviceTest {
 			.array();
 	}
 
+	/**
+	 * A listener of {@code channel} on the test's port at any address (like
+	 * {@code rdma_server}), with {@code backlog}.
+	 */
+	ConnectionId listen(EventChannel channel, int backlog) {
+		ConnectionId listener = channel.createId();
+		listener.bind(new InetSocketAddress(port));
+		listener.listen(backlog);
+		return listener;
+	}
+
 	/** A connected pair: listener, server id, client id, and both sides' resources. */
 	record Connection(EventChannel serverChannel, ConnectionId listener, ConnectionId serverId, CmSide serverSide,
 			EventChannel clientChannel, ConnectionId clientId, CmSide clientSide, CmEvent request,
@@ -114,9 +125,7 @@ class ConnectionManagerDeviceTest {
 		EventChannel clientChannel = EventChannel.create();
 		CmSide serverSide = new CmSide(serverEnd.device());
 		CmSide clientSide = new CmSide(clientEnd.device());
-		ConnectionId listener = serverChannel.createId();
-		listener.bind(new InetSocketAddress(port)); // any address, like rdma_server
-		listener.listen(4);
+		ConnectionId listener = listen(serverChannel, 4);
 		assertThat(listener.localAddress().getPort()).isEqualTo(port);
 		CompletableFuture<ConnectionId> accepted = CompletableFuture.supplyAsync(() -> {
 			ConnectionId id = listener.awaitRequest(STEP);
@@ -160,8 +169,8 @@ class ConnectionManagerDeviceTest {
 	void aFirstContactConnectsWithinTwoAddressResolutionAttempts() throws Exception {
 		int repeated = 0;
 		for (int round = 0; round < 3; round++) {
-			DeviceRemovalDeviceTest.run(30, "ip", "neigh", "flush", "to", serverEnd.ipv4());
-			port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+			DeviceTestSupport.run(30, "ip", "neigh", "flush", "to", serverEnd.ipv4());
+			port = DeviceTestSupport.randomPort();
 			long t0 = System.nanoTime();
 			try (Connection c = connect()) {
 				Duration took = Duration.ofNanos(System.nanoTime() - t0);
@@ -365,9 +374,7 @@ class ConnectionManagerDeviceTest {
 		try (EventChannel sc = EventChannel.create();
 				EventChannel cc = EventChannel.create();
 				CmSide k = new CmSide(clientEnd.device())) {
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port)); // any address, like rdma_server
-			listener.listen(1);
+			ConnectionId listener = listen(sc, 1);
 			CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
 				ConnectionId req = listener.awaitRequest(STEP);
 				assertThatThrownBy(() -> req.reject(new byte[149])).isInstanceOf(IllegalArgumentException.class)
@@ -391,9 +398,7 @@ class ConnectionManagerDeviceTest {
 		try (EventChannel sc = EventChannel.create();
 				EventChannel cc = EventChannel.create();
 				CmSide k = new CmSide(clientEnd.device())) {
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port)); // any address, like rdma_server
-			listener.listen(1);
+			ConnectionId listener = listen(sc, 1);
 			ConnectionId id = cc.createId();
 			Duration bound = Duration.ofSeconds(4);
 			long t0 = System.nanoTime();
@@ -415,9 +420,7 @@ class ConnectionManagerDeviceTest {
 		try (EventChannel sc = EventChannel.create();
 				EventChannel cc = EventChannel.create();
 				CmSide k = new CmSide(clientEnd.device())) {
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port)); // any address, like rdma_server
-			listener.listen(1);
+			ConnectionId listener = listen(sc, 1);
 			ConnectionId id = cc.createId();
 			CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> catchThrowable(
 					() -> id.connect(server(), client(), k.qp, new byte[0], Duration.ofSeconds(120))));
@@ -437,9 +440,7 @@ class ConnectionManagerDeviceTest {
 	@Test
 	void aWakeUpEndsABlockedAcceptWait() throws Exception {
 		try (EventChannel sc = EventChannel.create()) {
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port)); // any address, like rdma_server
-			listener.listen(1);
+			ConnectionId listener = listen(sc, 1);
 			CompletableFuture<Throwable> blocked = CompletableFuture
 				.supplyAsync(() -> catchThrowable(() -> listener.awaitRequest(Duration.ofSeconds(120))));
 			Thread.sleep(300);
@@ -563,9 +564,7 @@ class ConnectionManagerDeviceTest {
 		try (EventChannel sc = EventChannel.create();
 				CmSide s = new CmSide(serverEnd.device());
 				CmSide k = new CmSide(clientEnd.device())) {
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port));
-			listener.listen(8);
+			ConnectionId listener = listen(sc, 8);
 			long t0 = System.nanoTime();
 			while (rounds < maxRounds && System.nanoTime() - t0 < budget) {
 				boolean closeChannel = rounds % 2 == 1;
@@ -723,9 +722,7 @@ class ConnectionManagerDeviceTest {
 				EventChannel cc = EventChannel.create();
 				CmSide s = new CmSide(serverEnd.device());
 				CmSide k = new CmSide(clientEnd.device())) {
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port));
-			listener.listen(1);
+			ConnectionId listener = listen(sc, 1);
 			ConnectionId pumpA = sc.createId();
 			ConnectionId pumpB = sc.createId();
 			CompletableFuture<ConnectionId> accepted = CompletableFuture.supplyAsync(() -> {
@@ -828,9 +825,7 @@ class ConnectionManagerDeviceTest {
 			ConnectionId other = sc.createId();
 			ConnectionId cid = cc.createId();
 			long baseline = openIds();
-			ConnectionId listener = sc.createId();
-			listener.bind(new InetSocketAddress(port));
-			listener.listen(1);
+			ConnectionId listener = listen(sc, 1);
 			CompletableFuture<Throwable> client = CompletableFuture.supplyAsync(
 					() -> catchThrowable(
 							() -> cid.connect(server(), client(), k.qp, new byte[0], Duration.ofSeconds(20))),

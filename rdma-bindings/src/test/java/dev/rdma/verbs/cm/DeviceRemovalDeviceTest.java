@@ -7,9 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -21,6 +19,7 @@ import org.junit.jupiter.api.Timeout;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 
+import static dev.rdma.verbs.testing.DeviceTestSupport.run;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
@@ -84,7 +83,7 @@ class DeviceRemovalDeviceTest {
 
 	@Test
 	void aListenerWaitingOnARemovedDeviceGetsDeviceRemovalWithinItsBound() throws Exception {
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = DeviceTestSupport.randomPort();
 		Process delete = null;
 		try (EventChannel channel = EventChannel.create()) {
 			ConnectionId listener = channel.createId();
@@ -133,19 +132,6 @@ class DeviceRemovalDeviceTest {
 		if (Files.exists(Path.of("/sys/class/net", NETDEV))) {
 			run(30, "ip", "link", "delete", NETDEV);
 		}
-	}
-
-	static String run(long seconds, String... command) throws IOException, InterruptedException {
-		Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
-		if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-			p.destroyForcibly();
-			throw new AssertionError(String.join(" ", command) + " did not finish within " + seconds + " s");
-		}
-		String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-		if (p.exitValue() != 0) {
-			throw new AssertionError(String.join(" ", command) + " exited " + p.exitValue() + ": " + out);
-		}
-		return out;
 	}
 
 }

@@ -6,7 +6,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.BeforeEach;
@@ -50,7 +49,7 @@ class RdmacmInteropDeviceTest {
 		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
 		serverEnd = pair[0];
 		clientEnd = pair[1];
-		port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		port = DeviceTestSupport.randomPort();
 	}
 
 	@Test
@@ -92,7 +91,7 @@ class RdmacmInteropDeviceTest {
 					assertThat(id.awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
 					id.disconnect(STEP); // answers the server's DREQ: its rdma_disconnect
 											// waits for that
-					assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+					c.assertExitsZero(STEP, "rdma_server");
 					assertThat(c.output()).contains("rdma_server: end 0");
 					id.close();
 					assertCarried(marks);
@@ -138,7 +137,7 @@ class RdmacmInteropDeviceTest {
 				WorkCompletionSnapshot reply = takeWithin(s, "send to rdma_client", Duration.ofSeconds(5));
 				long retransmitted = TwoDevices.hwCounter(serverEnd.device(), "completer_retry_err") - retries;
 				assertThat(id.awaitDisconnect(STEP).type()).isEqualTo(CmEventType.DISCONNECTED);
-				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+				c.assertExitsZero(STEP, "rdma_client");
 				assertThat(c.output()).contains("rdma_client: end 0");
 				if (reply == null) {
 					assertThat(retransmitted)

@@ -47,17 +47,7 @@ class EfaStandInTest {
 		arena = Arena.ofShared();
 		cq = arena.allocate(Layouts.IBV_CQ_EX);
 		efadv = arena.allocate(24, 8);
-		StandInLibrary.expect(cq, efadv);
-		for (String slot : new String[] { "start_poll", "next_poll", "end_poll", "read_opcode", "read_vendor_err",
-				"read_byte_len", "read_imm_data", "read_qp_num", "read_src_qp", "read_wc_flags", "read_slid", "read_sl",
-				"read_dlid_path_bits", "read_completion_ts", "read_cvlan", "read_flow_tag", "read_tm_info",
-				"read_completion_wallclock_ns" }) {
-			cq.set(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, slot), StandInLibrary.fn("si_" + slot));
-		}
-		efadv.set(ADDRESS, Layouts.off(Layouts.EFADV_CQ, "wc_read_sgid"), StandInLibrary.fn("si_wc_read_sgid"));
-		efadv.set(ADDRESS, Layouts.EFADV_CQ_WC_IS_UNSOLICITED, StandInLibrary.fn("si_wc_is_unsolicited"));
-		cq.set(JAVA_LONG, Layouts.CQ_EX_WR_ID, 0xDEAD_BEEF_0000_0042L);
-		cq.set(JAVA_INT, Layouts.CQ_EX_STATUS, 0);
+		StandInLibrary.install(cq, efadv);
 	}
 
 	@AfterEach

@@ -22,7 +22,6 @@ import dev.rdma.verbs.testing.NoNativeLeaks;
 import dev.rdma.verbs.testing.NativePeer;
 import dev.rdma.verbs.testing.TwoDevices;
 import dev.rdma.verbs.testing.TwoDevices.Peer;
-import dev.rdma.verbs.testing.TwoDevices.Traffic;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -76,8 +75,7 @@ class OutOfBandDeviceTest {
 	void javaToJavaOverRcWithEveryOpcodeFromRxeAToRxeB() throws Exception {
 		Peer a = two.a();
 		Peer b = two.b();
-		Traffic a0 = a.traffic();
-		Traffic b0 = b.traffic();
+		TwoDevices.Marks m0 = two.mark();
 		try (PingPongSide client = new PingPongSide(a.device(), SLOT, 4, 5L * SLOT, QueuePair.Type.RC);
 				PingPongSide server = new PingPongSide(b.device(), SLOT, 4, 5L * SLOT, QueuePair.Type.RC);
 				ExchangeListener listener = ExchangeListener.bind(address(b, 0))) {
@@ -151,7 +149,7 @@ class OutOfBandDeviceTest {
 			assertThat(bytes(server, 3L * SLOT, 3000)).isEqualTo(expected(3000, 31));
 			assertThat(bytes(client, 0, SLOT)).isEqualTo(expected(SLOT, 40));
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, 5);
+		m0.assertCrossed(5);
 	}
 
 	@Test
@@ -160,8 +158,7 @@ class OutOfBandDeviceTest {
 		Peer b = two.b();
 		int qkeyA = 0x11111111;
 		int qkeyB = 0x22222222;
-		Traffic a0 = a.traffic();
-		Traffic b0 = b.traffic();
+		TwoDevices.Marks m0 = two.mark();
 		try (PingPongSide client = new PingPongSide(a.device(), 1024, 4, 4L * 1024 + 128, QueuePair.Type.UD);
 				PingPongSide server = new PingPongSide(b.device(), 1024, 4, 4L * 1024 + 128, QueuePair.Type.UD);
 				ExchangeListener listener = ExchangeListener.bind(address(b, 0))) {
@@ -213,21 +210,18 @@ class OutOfBandDeviceTest {
 			assertThat(ipv4Source(server)).isEqualTo(a.ipv4());
 			assertThat(ipv4Source(client)).isEqualTo(b.ipv4());
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, 1);
+		m0.assertCrossed(1);
 	}
 
 	@Test
 	void theBindingAsIbvRcPingpongServerWithTheCClient() throws Exception {
 		Peer a = two.a();
 		Peer b = two.b();
-		Traffic a0 = a.traffic();
-		Traffic b0 = b.traffic();
+		TwoDevices.Marks m0 = two.mark();
 		try (PingPongSide server = new PingPongSide(b.device(), SLOT, 500);
 				ExchangeListener listener = ExchangeListener.bind(address(b, PINGPONG_PORT))) {
 			server.postReceives();
-			try (NativePeer client = NativePeer.start("ibv_rc_pingpong", "-d", a.device(), "-g",
-					Integer.toString(a.gidIndex()), "-e", "-n", Integer.toString(ITERATIONS), "-p",
-					Integer.toString(PINGPONG_PORT), b.ipv4())) {
+			try (NativePeer client = NativePeer.ibvRcPingpong(a, ITERATIONS, PINGPONG_PORT, b.ipv4())) {
 				Endpoint peer = OutOfBand.accept(listener, server.qp, options());
 				assertThat(peer.gid()).isEqualTo(a.gid());
 				int events;
@@ -238,7 +232,7 @@ class OutOfBandDeviceTest {
 					throw new AssertionError(e.getMessage() + "; ibv_rc_pingpong client output:\n" + client.output(),
 							e);
 				}
-				assertThat(client.awaitExit(STEP)).as("client exit status; output:%n%s", client.output()).isZero();
+				client.assertExitsZero(STEP, "client");
 				System.out.printf("binding server on %s, %d completion events; ibv_rc_pingpong client on %s:%n%s%n", b,
 						events, a, client.output());
 				assertThat(client.output()).contains(ITERATIONS + " iters in")
@@ -247,18 +241,16 @@ class OutOfBandDeviceTest {
 				assertThat(events).isPositive();
 			}
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
+		m0.assertCrossed(ITERATIONS);
 	}
 
 	@Test
 	void theBindingAsIbvRcPingpongClientOfTheCServer() {
 		Peer a = two.a();
 		Peer b = two.b();
-		Traffic a0 = a.traffic();
-		Traffic b0 = b.traffic();
-		try (NativePeer server = NativePeer.start("ibv_rc_pingpong", "-d", b.device(), "-g",
-				Integer.toString(b.gidIndex()), "-e", "-n", Integer.toString(ITERATIONS), "-p",
-				Integer.toString(PINGPONG_PORT)); PingPongSide client = new PingPongSide(a.device(), SLOT, 500)) {
+		TwoDevices.Marks m0 = two.mark();
+		try (NativePeer server = NativePeer.ibvRcPingpong(b, ITERATIONS, PINGPONG_PORT);
+				PingPongSide client = new PingPongSide(a.device(), SLOT, 500)) {
 			// it listens after creating its QP (its stdout is a pipe: buffered until
 			// exit)
 			NativePeer.awaitTcpListening(PINGPONG_PORT, STEP);
@@ -272,7 +264,7 @@ class OutOfBandDeviceTest {
 			catch (AssertionError e) {
 				throw new AssertionError(e.getMessage() + "; ibv_rc_pingpong server output:\n" + server.output(), e);
 			}
-			assertThat(server.awaitExit(STEP)).as("server exit status; output:%n%s", server.output()).isZero();
+			server.assertExitsZero(STEP, "server");
 			System.out.printf("binding client on %s, %d completion events; ibv_rc_pingpong server on %s:%n%s%n", a,
 					events, b, server.output());
 			assertThat(server.output()).contains(ITERATIONS + " iters in")
@@ -280,7 +272,7 @@ class OutOfBandDeviceTest {
 						"remote address: .*QPN 0x0*" + Integer.toHexString(client.qp.qpNum()) + ",.*GID " + a.gid());
 			assertThat(events).isPositive();
 		}
-		TwoDevices.assertCrossed(a, a0, b, b0, ITERATIONS);
+		m0.assertCrossed(ITERATIONS);
 	}
 
 	private static String ipv4Source(PingPongSide side) {

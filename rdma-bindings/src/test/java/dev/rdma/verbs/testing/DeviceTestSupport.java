@@ -1,11 +1,17 @@
 package dev.rdma.verbs.testing;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceList;
+import dev.rdma.verbs.Rdma;
 
 /**
  * Helpers of the device tier (tests tagged {@code device}): they fail, never skip, when
@@ -39,6 +45,19 @@ public final class DeviceTestSupport {
 		}
 	}
 
+	/**
+	 * Whether this machine has an RDMA device (the host tests that need none assume it
+	 * has none).
+	 */
+	public static boolean hostHasDevice() {
+		if (!Rdma.isAvailable()) {
+			return false;
+		}
+		try (DeviceList list = DeviceList.open()) {
+			return !list.devices().isEmpty();
+		}
+	}
+
 	public static Context openContext() {
 		return Context.open(deviceName());
 	}
@@ -59,6 +78,42 @@ public final class DeviceTestSupport {
 				throw new AssertionError(e);
 			}
 		}
+	}
+
+	/**
+	 * Checks {@code condition} every 20 ms until it holds; fails ("not within
+	 * {@code timeout}: {@code what}") once {@code timeout} has passed.
+	 */
+	public static void within(Duration timeout, String what, BooleanSupplier condition) throws InterruptedException {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		while (!condition.getAsBoolean()) {
+			if (System.nanoTime() - deadline > 0) {
+				throw new AssertionError("not within " + timeout + ": " + what);
+			}
+			Thread.sleep(20);
+		}
+	}
+
+	/** A random port for the listeners of one test (20000 to 39999). */
+	public static int randomPort() {
+		return 20000 + ThreadLocalRandom.current().nextInt(20000);
+	}
+
+	/**
+	 * Runs {@code command} (an administration step such as {@code ip neigh flush}),
+	 * failing unless it exits 0 within {@code seconds}; returns its output.
+	 */
+	public static String run(long seconds, String... command) throws IOException, InterruptedException {
+		Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
+		if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+			p.destroyForcibly();
+			throw new AssertionError(String.join(" ", command) + " did not finish within " + seconds + " s");
+		}
+		String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+		if (p.exitValue() != 0) {
+			throw new AssertionError(String.join(" ", command) + " exited " + p.exitValue() + ": " + out);
+		}
+		return out;
 	}
 
 }

@@ -14,6 +14,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /**
  * A C program (a peer no one here wrote: {@code ibv_rc_pingpong}, {@code rdma_server},
  * ...) run by a device test: stdout and stderr captured together, every wait bounded.
@@ -120,6 +122,29 @@ public final class NativePeer implements AutoCloseable {
 			close();
 			throw new AssertionError("interrupted waiting for " + describe(), ex);
 		}
+	}
+
+	/**
+	 * Waits up to {@code timeout} for the program to exit ({@link #awaitExit}) and
+	 * asserts that its exit status is 0, the failure naming {@code who} and showing the
+	 * output.
+	 */
+	public void assertExitsZero(Duration timeout, String who) {
+		int status = awaitExit(timeout);
+		assertThat(status).as("%s exit status; output:%n%s", who, output()).isZero();
+	}
+
+	/**
+	 * Starts rdma-core's {@code ibv_rc_pingpong} with completion events ({@code -e}) on
+	 * {@code device} (its name and GID index), {@code iterations} round trips, TCP port
+	 * {@code port}: the server, or with {@code server} (its address) the client.
+	 */
+	public static NativePeer ibvRcPingpong(TwoDevices.Peer device, int iterations, int port, String... server) {
+		List<String> command = new ArrayList<>(
+				List.of("ibv_rc_pingpong", "-d", device.device(), "-g", Integer.toString(device.gidIndex()), "-e", "-n",
+						Integer.toString(iterations), "-p", Integer.toString(port)));
+		command.addAll(List.of(server));
+		return start(command.toArray(String[]::new));
 	}
 
 	/**

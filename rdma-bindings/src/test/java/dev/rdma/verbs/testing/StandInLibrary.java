@@ -14,8 +14,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import dev.rdma.verbs.ffm.Layouts;
+
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The provider stand-in of the host tests: {@code stand-in/cq_stand_in.c} (test
@@ -84,6 +87,26 @@ public final class StandInLibrary {
 	public static void expect(MemorySegment cq, MemorySegment efadvCq) {
 		global("si_cq", 8).set(ADDRESS, 0, cq);
 		global("si_dv", 8).set(ADDRESS, 0, efadvCq);
+	}
+
+	/**
+	 * Makes {@code cq} (an {@code ibv_cq_ex}) and {@code efadv} (an {@code efadv_cq}) the
+	 * stand-in's: {@link #expect expects} them, points their iterator and reader slots at
+	 * the library's functions ({@code si_<slot>}), and sets the completion's wr_id
+	 * ({@code 0xDEAD_BEEF_0000_0042}) and status (0).
+	 */
+	public static void install(MemorySegment cq, MemorySegment efadv) {
+		expect(cq, efadv);
+		for (String slot : new String[] { "start_poll", "next_poll", "end_poll", "read_opcode", "read_vendor_err",
+				"read_byte_len", "read_imm_data", "read_qp_num", "read_src_qp", "read_wc_flags", "read_slid", "read_sl",
+				"read_dlid_path_bits", "read_completion_ts", "read_cvlan", "read_flow_tag", "read_tm_info",
+				"read_completion_wallclock_ns" }) {
+			cq.set(ADDRESS, Layouts.off(Layouts.IBV_CQ_EX, slot), fn("si_" + slot));
+		}
+		efadv.set(ADDRESS, Layouts.off(Layouts.EFADV_CQ, "wc_read_sgid"), fn("si_wc_read_sgid"));
+		efadv.set(ADDRESS, Layouts.EFADV_CQ_WC_IS_UNSOLICITED, fn("si_wc_is_unsolicited"));
+		cq.set(JAVA_LONG, Layouts.CQ_EX_WR_ID, 0xDEAD_BEEF_0000_0042L);
+		cq.set(JAVA_INT, Layouts.CQ_EX_STATUS, 0);
 	}
 
 	/** How many more start_poll/next_poll calls return a completion (then ENOENT). */

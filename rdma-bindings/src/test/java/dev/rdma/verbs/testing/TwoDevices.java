@@ -124,6 +124,44 @@ public record TwoDevices(Peer a, Peer b) {
 	}
 
 	/**
+	 * Both devices' packet counters now ({@code a}'s first): the mark that a test checks
+	 * the traffic against, {@code Marks m = two.mark(); ... m.assertCrossed(n);}.
+	 */
+	public Marks mark() {
+		Traffic ta = a.traffic();
+		return new Marks(this, ta, b.traffic());
+	}
+
+	/**
+	 * Both devices' packet counters at one moment.
+	 *
+	 * @param two the devices
+	 * @param a {@code two.a()}'s counters
+	 * @param b {@code two.b()}'s counters
+	 */
+	public record Marks(TwoDevices two, Traffic a, Traffic b) {
+
+		/**
+		 * {@link TwoDevices#assertCrossed(Peer, Traffic, Peer, Traffic, int)}: both
+		 * devices sent and received at least {@code messages} packets since this mark.
+		 */
+		public void assertCrossed(int messages) {
+			TwoDevices.assertCrossed(two.a(), a, two.b(), b, messages);
+		}
+
+		/** What {@code two.a()} counted since this mark. */
+		public Traffic aSince() {
+			return two.a().traffic().since(a);
+		}
+
+		/** What {@code two.b()} counted since this mark. */
+		public Traffic bSince() {
+			return two.b().traffic().since(b);
+		}
+
+	}
+
+	/**
 	 * A device's packet counters at one moment.
 	 *
 	 * @param sent {@code sent_pkts}

@@ -66,8 +66,7 @@ class RdmaAutoConfigurationDeviceTest {
 	}
 
 	private ApplicationContextRunner runner() {
-		return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
-			.withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
+		return RdmaAutoConfigurations.onDevice(device);
 	}
 
 	// ------------------------------------------------------------------ the yml

@@ -29,6 +29,7 @@ import dev.rdma.verbs.Context;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.Rdma;
+import dev.rdma.verbs.testing.DeviceTestSupport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
@@ -42,18 +43,9 @@ class RdmaAutoConfigurationTests {
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(RdmaAutoConfigurations.all());
 
-	private static boolean hostHasDevice() {
-		if (!Rdma.isAvailable()) {
-			return false;
-		}
-		try (DeviceList list = DeviceList.open()) {
-			return !list.devices().isEmpty();
-		}
-	}
-
 	@Test
 	void backsOffWithoutDeviceWhenNotRequired() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		long open = NativeObjects.open();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
 			.run(context -> {
@@ -78,7 +70,7 @@ class RdmaAutoConfigurationTests {
 
 	@Test
 	void requiredFailsStartupWithAnalysedMessage() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		long open = NativeObjects.open();
 		runner.withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=mlx5_0").run(context -> {
 			assertThat(context).hasFailed();
@@ -119,7 +111,7 @@ class RdmaAutoConfigurationTests {
 
 	@Test
 	void healthAndMetricsBackOffWithTheRoot() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0").run(context -> {
 			assertThat(context).hasNotFailed();
 			assertThat(context).doesNotHaveBean(RdmaHealthIndicator.class);

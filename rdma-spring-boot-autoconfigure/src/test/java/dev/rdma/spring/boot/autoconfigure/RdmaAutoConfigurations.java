@@ -5,6 +5,7 @@ import java.util.List;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.annotation.ImportCandidates;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.util.ClassUtils;
 
 /**
@@ -34,6 +35,15 @@ public final class RdmaAutoConfigurations {
 		return AutoConfigurations.of(names().stream()
 			.map(name -> ClassUtils.resolveClassName(name, RdmaAutoConfigurations.class.getClassLoader()))
 			.toArray(Class<?>[]::new));
+	}
+
+	/**
+	 * A runner of {@link #all()} that requires RDMA on {@code device} (its port 1) as
+	 * {@code rdma.devices.nic0}: the start of the device tests' applications.
+	 */
+	public static ApplicationContextRunner onDevice(String device) {
+		return new ApplicationContextRunner().withConfiguration(all())
+			.withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
 	}
 
 }

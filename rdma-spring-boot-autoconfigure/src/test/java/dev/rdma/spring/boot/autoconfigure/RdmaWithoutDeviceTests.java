@@ -24,6 +24,7 @@ import dev.rdma.verbs.Context;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.Rdma;
+import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.WorkCompletion;
 
@@ -40,15 +41,6 @@ class RdmaWithoutDeviceTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(RdmaAutoConfigurations.all());
-
-	private static boolean hostHasDevice() {
-		if (!Rdma.isAvailable()) {
-			return false;
-		}
-		try (DeviceList list = DeviceList.open()) {
-			return !list.devices().isEmpty();
-		}
-	}
 
 	static Stream<Arguments> misconfigurations() {
 		return Stream.of(
@@ -134,7 +126,7 @@ class RdmaWithoutDeviceTests {
 	 */
 	@Test
 	void aListenerItsBeansJdkProxyCannotInvokeFailsNamingTheListener() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
 			.withBean("listener", Named.class, () -> {
 				ProxyFactory proxy = new ProxyFactory(new ProxiedListener());
@@ -157,7 +149,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void listenerOnUnknownQueueFailsWithoutDevice() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
 			.withBean("listener", UnknownQueueListener.class)
 			.run(context -> {
@@ -208,7 +200,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void messageListenerWithAWrongParameterFailsWithoutDevice() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues(ORDERS).withBean("listener", WrongParameterMessageListener.class).run(context -> {
 			assertThat(context).hasFailed();
 			assertThat(StartupFailures.messages(context.getStartupFailure()))
@@ -219,7 +211,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void messageListenerOnAnUnknownConnectionFailsWithoutDevice() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues(ORDERS).withBean("listener", UnknownConnectionMessageListener.class).run(context -> {
 			assertThat(context).hasFailed();
 			assertThat(StartupFailures.messages(context.getStartupFailure()))
@@ -229,7 +221,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void goodMessageListenerStartsWithoutDevice() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues(ORDERS)
 			.withBean("listener", GoodMessageListener.class)
 			.run(context -> assertThat(context).hasNotFailed());
@@ -237,7 +229,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void unknownErrorHandlerFailsWithoutDevice() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.tx.entries=64")
 			.withBean("listener", UnknownErrorHandlerListener.class)
 			.run(context -> {
@@ -249,7 +241,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void listenerOnUnknownQueueFailsWithoutDeviceUnderLazyInitialization() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner
 			.withInitializer(
 					context -> context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor()))
@@ -280,7 +272,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void listenerReadingFieldsTheQueueLacksFailsWithoutDevice() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner
 			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.type=extended",
 					"rdma.completion-queues.rx.wc-flags=byte-len")
@@ -295,7 +287,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void validConfigurationWithListenerStartsWithoutDeviceAndTheStatusSaysWhy() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
 			.withBean("listener", GoodListener.class)
 			.run(context -> {
@@ -362,7 +354,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void knownKeysInEveryFormPass() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner
 			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.channels.events0.device=nic0",
 					"rdma.completion-queues.rx.type=extended", "rdma.completion-queues.rx.wc-flags[0]=byte-len",
@@ -389,7 +381,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void theDocumentedApplicationYmlPassesTheChecks() throws Exception {
-		assumeThat(hostHasDevice()).as("host without RDMA device (the yml names mlx5_0)").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device (the yml names mlx5_0)").isFalse();
 		String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "docs", "configuration.md"));
 		String start = "## application.yml\n\n```yaml\n";
 		int from = readme.indexOf(start) + start.length();
@@ -424,7 +416,7 @@ class RdmaWithoutDeviceTests {
 
 	@Test
 	void aMissingRdmaBeanIsExplainedByTheBackOff() {
-		assumeThat(hostHasDevice()).as("host without RDMA device").isFalse();
+		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0").withBean(NeedsContext.class).run(context -> {
 			assertThat(context).hasFailed();
 			FailureAnalysis analysis = new RdmaBackedOffFailureAnalyzer().analyze(context.getStartupFailure());

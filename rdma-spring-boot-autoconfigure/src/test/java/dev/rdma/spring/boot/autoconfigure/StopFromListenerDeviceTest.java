@@ -1,5 +1,6 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -20,6 +21,7 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 
+import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -61,11 +63,7 @@ class StopFromListenerDeviceTest {
 			.isLessThan(TimeUnit.SECONDS.toNanos(5));
 		// the poller thread closes the queue, channel and device once the listener
 		// returned
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (NativeObjects.open() != baseline && System.nanoTime() - deadline < 0) {
-			Thread.sleep(20);
-		}
-		assertThat(NativeObjects.open()).as("native objects open: " + NativeObjects.openByType()).isEqualTo(baseline);
+		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(10), "the close from the listener");
 		pollerThread.join(TimeUnit.SECONDS.toMillis(10));
 		assertThat(pollerThread.isAlive()).as("poller thread " + pollerThread.getName() + " ended").isFalse();
 	}

@@ -60,11 +60,7 @@ final class ConnectionApps {
 	 * {@code rdma.connections.link.} (e.g. {@code remote-access-size=64KB}).
 	 */
 	static ConfigurableApplicationContext server(TwoDevices.Peer peer, int port, String... more) {
-		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
-		for (String property : more) {
-			p.add("rdma.connections." + NAME + "." + property);
-		}
-		return start(EchoServer.class, p);
+		return start(EchoServer.class, side(peer, "listen=" + peer.ipv4() + ":" + port, List.of(), more));
 	}
 
 	/**
@@ -78,12 +74,8 @@ final class ConnectionApps {
 	/** The client; {@code more} as for {@link #server}. */
 	static ConfigurableApplicationContext client(TwoDevices.Peer peer, TwoDevices.Peer server, int port,
 			String... more) {
-		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
-		p.add("rdma.connections." + NAME + ".source=" + peer.ipv4());
-		for (String property : more) {
-			p.add("rdma.connections." + NAME + "." + property);
-		}
-		return start(Client.class, p);
+		return start(Client.class,
+				side(peer, "connect=" + server.ipv4() + ":" + port, List.of("source=" + peer.ipv4()), more));
 	}
 
 	/**
@@ -92,12 +84,8 @@ final class ConnectionApps {
 	 * its queues).
 	 */
 	static ConfigurableApplicationContext outOfBandServer(TwoDevices.Peer peer, int port, String... more) {
-		List<String> p = properties(peer, "listen=" + peer.ipv4() + ":" + port);
-		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
-		for (String property : more) {
-			p.add("rdma.connections." + NAME + "." + property);
-		}
-		return start(EchoServer.class, p);
+		return start(EchoServer.class,
+				side(peer, "listen=" + peer.ipv4() + ":" + port, List.of("exchange=out-of-band"), more));
 	}
 
 	/**
@@ -106,12 +94,23 @@ final class ConnectionApps {
 	 */
 	static ConfigurableApplicationContext outOfBandClient(TwoDevices.Peer peer, TwoDevices.Peer server, int port,
 			String... more) {
-		List<String> p = properties(peer, "connect=" + server.ipv4() + ":" + port);
-		p.add("rdma.connections." + NAME + ".exchange=out-of-band");
+		return start(Client.class,
+				side(peer, "connect=" + server.ipv4() + ":" + port, List.of("exchange=out-of-band"), more));
+	}
+
+	/**
+	 * The properties of one side: {@link #properties}, then {@code settings} and
+	 * {@code more}, each relative to {@code rdma.connections.link.}.
+	 */
+	private static List<String> side(TwoDevices.Peer peer, String connection, List<String> settings, String... more) {
+		List<String> p = properties(peer, connection);
+		for (String property : settings) {
+			p.add("rdma.connections." + NAME + "." + property);
+		}
 		for (String property : more) {
 			p.add("rdma.connections." + NAME + "." + property);
 		}
-		return start(Client.class, p);
+		return p;
 	}
 
 	/**

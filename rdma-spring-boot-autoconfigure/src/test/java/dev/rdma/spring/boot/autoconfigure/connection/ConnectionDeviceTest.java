@@ -12,7 +12,6 @@ import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.reliability.DeviceAdmin;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
@@ -21,11 +20,11 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.errors;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -72,13 +71,12 @@ class ConnectionDeviceTest {
 			assertThat(link.peerAddress().getAddress().getHostAddress()).isEqualTo(two.b().ipv4());
 			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
 
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			int n = 2000;
 			exchange(link, collector, 0, n, 64);
 			exchange(link, collector, n, 200, 1024); // full-size messages too
-			TwoDevices.Traffic a = two.a().traffic().since(a0);
-			TwoDevices.Traffic b = two.b().traffic().since(b0);
+			TwoDevices.Traffic a = m0.aSince();
+			TwoDevices.Traffic b = m0.bSince();
 			assertThat(a.sent()).as("packets sent by " + two.a()).isGreaterThanOrEqualTo(n + 200);
 			assertThat(b.received()).as("packets received by " + two.b()).isGreaterThanOrEqualTo(n + 200);
 			assertThat(b.sent()).as("packets sent by " + two.b()).isGreaterThanOrEqualTo(n + 200);
@@ -151,7 +149,7 @@ class ConnectionDeviceTest {
 		int port = randomPort();
 		long baseline = NativeObjects.open();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
-			DeviceAdmin.run(30, "ip", "neigh", "flush", "to", two.b().ipv4());
+			DeviceTestSupport.run(30, "ip", "neigh", "flush", "to", two.b().ipv4());
 			long t0 = System.nanoTime();
 			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
 				RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
@@ -182,12 +180,11 @@ class ConnectionDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		int port = randomPort();
 		long baseline = NativeObjects.open();
-		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
-				ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
-			RdmaConnectionRegistry registry = client.getBean(RdmaConnectionRegistry.class);
+		try (AppPair apps = AppPair.start(two, port)) {
+			RdmaConnection link = apps.link;
+			RdmaConnection serverLink = apps.serverLink;
+			ConnectionApps.Collector collector = apps.collector;
+			RdmaConnectionRegistry registry = apps.client.getBean(RdmaConnectionRegistry.class);
 			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
 			exchange(link, collector, 0, 100, 64);
 
@@ -197,13 +194,12 @@ class ConnectionDeviceTest {
 			assertThat(link.peers()).isEmpty();
 			await("the server saw the client go", () -> serverLink.peers().isEmpty());
 
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			registry.start();
 			await("the client connected again", () -> link.state() == ConnectionState.ESTABLISHED);
 			await("the server accepted it again", () -> serverLink.peers().size() == 1);
 			exchange(link, collector, 100, 200, 64);
-			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 200);
+			m0.assertCrossed(200);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(300);
 			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(300);
 		}

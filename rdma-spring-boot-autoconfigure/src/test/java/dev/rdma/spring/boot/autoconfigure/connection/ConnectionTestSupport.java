@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
@@ -13,35 +12,23 @@ import java.util.stream.Collectors;
 import io.micrometer.core.instrument.MeterRegistry;
 
 import dev.rdma.spring.connection.RdmaConnection;
-import dev.rdma.verbs.NativeObjects;
+import dev.rdma.verbs.cm.CmEvent;
+import dev.rdma.verbs.cm.CmEventType;
+import dev.rdma.verbs.cm.ConnectionId;
+import dev.rdma.verbs.testing.DeviceTestSupport;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * What the connection device tests share: a port for their applications, the check that
- * every native object they opened is closed again, the echo exchange of
- * {@link ConnectionApps} with its checks, the connection's error count, waiting for a
- * condition, and the names of the live threads.
+ * What the connection device tests share: the echo exchange of {@link ConnectionApps}
+ * with its checks, the connection's error count, waiting for a condition, and the names
+ * of the live threads.
  */
 final class ConnectionTestSupport {
 
 	private static final Duration TIMEOUT = Duration.ofSeconds(60);
 
 	private ConnectionTestSupport() {
-	}
-
-	/** A random port for the applications of one test (20000 to 39999). */
-	static int randomPort() {
-		return 20000 + ThreadLocalRandom.current().nextInt(20000);
-	}
-
-	/**
-	 * Asserts that as many native objects are open as at {@code baseline} (taken before
-	 * the test opened any), {@code when} naming the moment.
-	 */
-	static void assertNativeObjectsClosed(long baseline, String when) {
-		assertThat(NativeObjects.open()).as("native objects after " + when + ": " + NativeObjects.openByType())
-			.isEqualTo(baseline);
 	}
 
 	/**
@@ -82,14 +69,19 @@ final class ConnectionTestSupport {
 			.sum();
 	}
 
+	/** Waits up to 60 s for {@code condition} ({@link DeviceTestSupport#within}). */
 	static void await(String what, BooleanSupplier condition) throws InterruptedException {
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		while (!condition.getAsBoolean()) {
-			if (System.nanoTime() - deadline > 0) {
-				throw new AssertionError("not within " + TIMEOUT + ": " + what);
-			}
-			Thread.sleep(20);
-		}
+		DeviceTestSupport.within(TIMEOUT, what, condition);
+	}
+
+	/**
+	 * Reads {@code id}'s next event, waiting up to {@code step}, and asserts that it came
+	 * and is a {@code type}.
+	 */
+	static void expect(ConnectionId id, CmEventType type, Duration step) {
+		CmEvent e = id.getEvent(step);
+		assertThat(e).as("an event within %s (expected %s)", step, type).isNotNull();
+		assertThat(e.type()).as(e.toString()).isEqualTo(type);
 	}
 
 	static Set<String> threads() {

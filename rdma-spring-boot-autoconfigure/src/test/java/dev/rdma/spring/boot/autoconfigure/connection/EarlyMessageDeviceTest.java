@@ -7,7 +7,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Tag;
@@ -26,7 +25,6 @@ import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.WorkCompletionBuffer;
-import dev.rdma.verbs.cm.CmEvent;
 import dev.rdma.verbs.cm.CmEventType;
 import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.verbs.cm.ConnectionId;
@@ -34,6 +32,9 @@ import dev.rdma.verbs.cm.EventChannel;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.expect;
+import static dev.rdma.verbs.testing.DeviceTestSupport.within;
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -59,13 +60,12 @@ class EarlyMessageDeviceTest {
 	@Test
 	void aMessageThatArrivesBeforeTheServerReadEstablishedIsAnswered() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = DeviceTestSupport.randomPort();
 		long baseline = NativeObjects.open();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
 			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			try (Context ctx = Context.open(two.a().device());
 					EventChannel channel = EventChannel.create();
 					WorkCompletionBuffer completions = new WorkCompletionBuffer(4)) {
@@ -76,13 +76,13 @@ class EarlyMessageDeviceTest {
 				ConnectionId id = channel.createId();
 				id.resolveAddress(new InetSocketAddress(InetAddress.getByName(two.a().ipv4()), 0),
 						new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port), STEP);
-				expect(id, CmEventType.ADDR_RESOLVED);
+				expect(id, CmEventType.ADDR_RESOLVED, STEP);
 				id.resolveRoute(STEP);
-				expect(id, CmEventType.ROUTE_RESOLVED);
+				expect(id, CmEventType.ROUTE_RESOLVED, STEP);
 				id.moveQueuePair(qp, QueuePair.State.INIT);
 				qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(mr, 1024, 1024));
 				id.connect(qp, CmParameters.DEFAULTS, new byte[0]);
-				expect(id, CmEventType.CONNECT_RESPONSE);
+				expect(id, CmEventType.CONNECT_RESPONSE, STEP);
 				id.moveQueuePair(qp, QueuePair.State.INIT);
 				id.moveQueuePair(qp, QueuePair.State.RTR);
 				id.moveQueuePair(qp, QueuePair.State.RTS);
@@ -117,7 +117,7 @@ class EarlyMessageDeviceTest {
 				assertThat(echoed).as("the echo of a message the server got before it read ESTABLISHED").isTrue();
 				// the listener counts its echo after the send returned: the client may
 				// have the echo first
-				await("the server's listener replied without an exception", () -> echo.echoed.get() == 1);
+				within(STEP, "the server's listener replied without an exception", () -> echo.echoed.get() == 1);
 				assertThat(echo.echoed.get()).isEqualTo(1);
 				assertThat(mr.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 1024))
 					.isEqualTo(mr.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
@@ -125,33 +125,17 @@ class EarlyMessageDeviceTest {
 
 				// now the RTU: the server reads ESTABLISHED and lists the peer
 				id.establish();
-				await("the server lists the peer", () -> link.peers().size() == 1);
+				within(STEP, "the server lists the peer", () -> link.peers().size() == 1);
 				assertThat(link.peers().get(0).state()).isEqualTo(ConnectionState.ESTABLISHED);
 				assertThat(link.statistics().messagesSent()).isEqualTo(1);
-				TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 1);
+				m0.assertCrossed(1);
 
 				id.disconnect(STEP);
-				await("the server saw the disconnect", () -> link.peers().isEmpty());
+				within(STEP, "the server saw the disconnect", () -> link.peers().isEmpty());
 				id.close();
 			}
 		}
-		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
-	}
-
-	private static void expect(ConnectionId id, CmEventType type) {
-		CmEvent e = id.getEvent(STEP);
-		assertThat(e).as("an event within %s (expected %s)", STEP, type).isNotNull();
-		assertThat(e.type()).as(e.toString()).isEqualTo(type);
-	}
-
-	private static void await(String what, java.util.function.BooleanSupplier condition) throws InterruptedException {
-		long deadline = System.nanoTime() + STEP.toNanos();
-		while (!condition.getAsBoolean()) {
-			if (System.nanoTime() - deadline > 0) {
-				throw new AssertionError("not within " + STEP + ": " + what);
-			}
-			Thread.sleep(20);
-		}
+		assertNativeObjectsClosed(baseline, "the server and the client closed");
 	}
 
 }

@@ -1,5 +1,7 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -7,18 +9,16 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import org.springframework.context.ConfigurableApplicationContext;
-
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
+import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -39,14 +39,11 @@ class FailedCompletionDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		int port = randomPort();
 		long baseline = NativeObjects.open();
-		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port, "max-peers=1");
-				ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port,
-						"message-size=4096")) {
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
-			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
-			await("the server accepted", () -> serverLink.peers().size() == 1);
+		try (AppPair apps = AppPair.start(two, port, List.of("max-peers=1"), List.of("message-size=4096"))) {
+			RdmaConnection link = apps.link;
+			RdmaConnection serverLink = apps.serverLink;
+			ConnectionApps.Collector collector = apps.collector;
+			apps.awaitConnected();
 			exchange(link, collector, 0, 10, 64);
 
 			link.send(new byte[2048]); // more than the server's 1024-byte receive buffers
@@ -65,13 +62,12 @@ class FailedCompletionDeviceTest {
 			// server's peer on rxeB, and their packet counters carry the new traffic
 			assertThat(link.deviceName()).isEqualTo(two.a().device());
 			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			exchange(link, collector, 10, 10, 64);
-			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 10);
+			m0.assertCrossed(10);
 
 			// the failed completion's status is a kind with a meter of its own
-			MeterRegistry meters = server.getBean(MeterRegistry.class);
+			MeterRegistry meters = apps.server.getBean(MeterRegistry.class);
 			for (String kind : serverLink.statistics().connectionErrors().keySet()) {
 				assertThat(meters.get("rdma.connection.errors")
 					.tag("connection", ConnectionApps.NAME)
@@ -80,8 +76,7 @@ class FailedCompletionDeviceTest {
 					.count()).as(kind).isEqualTo(serverLink.statistics().connectionErrors().get(kind).doubleValue());
 			}
 		}
-		await("every native object closed", () -> NativeObjects.open() == baseline);
-		assertNativeObjectsClosed(baseline, "both applications closed");
+		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "both applications closed");
 	}
 
 }

@@ -1,5 +1,7 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
+import java.util.List;
+
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -14,12 +16,12 @@ import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.errors;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.threads;
+import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -45,25 +47,20 @@ class OutOfBandConnectionDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		int port = randomPort();
 		long baseline = NativeObjects.open();
-		ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port,
-				"out-of-band.path-mtu=512");
-		ConfigurableApplicationContext client = null;
-		try {
-			client = ConnectionApps.outOfBandClient(two.a(), two.b(), port, "out-of-band.path-mtu=512");
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+		try (AppPair apps = AppPair.startOutOfBand(two, port, List.of("out-of-band.path-mtu=512"),
+				List.of("out-of-band.path-mtu=512"))) {
+			RdmaConnection link = apps.link;
+			ConnectionApps.Collector collector = apps.collector;
 			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
 			int n = 500;
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			exchange(link, collector, 0, n, 64);
-			TwoDevices.Traffic a1 = two.a().traffic();
-			TwoDevices.Traffic b1 = two.b().traffic();
+			TwoDevices.Marks m1 = two.mark();
 			exchange(link, collector, n, n, 1000);
-			long largeA = two.a().traffic().since(a1).sent();
-			long smallA = a1.since(a0).sent();
-			long largeB = two.b().traffic().since(b1).sent();
-			long smallB = b1.since(b0).sent();
+			long largeA = m1.aSince().sent();
+			long smallA = m1.a().since(m0.a()).sent();
+			long largeB = m1.bSince().sent();
+			long smallB = m1.b().since(m0.b()).sent();
 			// the same messages and acknowledgements, plus one packet per
 			// 1000-byte message each way
 			assertThat(largeA - smallA)
@@ -74,12 +71,6 @@ class OutOfBandConnectionDeviceTest {
 				.as("packets sent by " + two.b() + ": " + largeB + " for the 1000-byte echoes, " + smallB
 						+ " for the 64-byte ones")
 				.isBetween((long) (0.9 * n), (long) (1.1 * n));
-		}
-		finally {
-			if (client != null) {
-				client.close();
-			}
-			server.close();
 		}
 		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
@@ -122,12 +113,11 @@ class OutOfBandConnectionDeviceTest {
 			assertThat(link.peerAddress().getAddress().getHostAddress()).isEqualTo(two.b().ipv4());
 			assertThat(link.peerAddress().getPort()).isEqualTo(port);
 
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			int n = 2000;
 			exchange(link, collector, 0, n, 64);
 			exchange(link, collector, n, 200, 1024); // full size too
-			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, n + 200);
+			m0.assertCrossed(n + 200);
 			assertThat(link.statistics().messagesSent()).isEqualTo(n + 200);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(n + 200);
 			assertThat(link.statistics().bytesSent()).isEqualTo(64L * n + 1024L * 200);
@@ -146,10 +136,9 @@ class OutOfBandConnectionDeviceTest {
 			server = ConnectionApps.outOfBandServer(two.b(), port);
 			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().reconnects()).isEqualTo(1);
-			TwoDevices.Traffic a1 = two.a().traffic();
-			TwoDevices.Traffic b1 = two.b().traffic();
+			TwoDevices.Marks m1 = two.mark();
 			exchange(link, collector, n + 200, 500, 64);
-			TwoDevices.assertCrossed(two.a(), a1, two.b(), b1, 500);
+			m1.assertCrossed(500);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
 			await("the server's count of its echoes", () -> echo.echoed.get() == 500);
 			assertThat(echo.seen).hasSize(500);
@@ -209,10 +198,9 @@ class OutOfBandConnectionDeviceTest {
 			await("the second client got in once the first left",
 					() -> secondLink.state() == ConnectionState.ESTABLISHED);
 			await("the server has one peer again", () -> serverLink.peers().size() == 1);
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			exchange(secondLink, second.getBean(ConnectionApps.Collector.class), 0, 300, 512);
-			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 300);
+			m0.assertCrossed(300);
 		}
 		finally {
 			if (second != null) {

@@ -1,15 +1,8 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -22,8 +15,11 @@ import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.NativePeer;
 import dev.rdma.verbs.testing.TwoDevices;
 
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -41,22 +37,21 @@ class RdmacmToolsInteropDeviceTest {
 	@Test
 	void theStarterAsServerOfRdmaClient() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = DeviceTestSupport.randomPort();
 		long baseline = NativeObjects.open();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
 			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 			long retries = TwoDevices.hwCounter(two.b().device(), "completer_retry_err");
-			try (Peer c = new Peer("rdma_client", "-s", two.b().ipv4(), "-p", Integer.toString(port))) {
-				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+			try (NativePeer c = NativePeer.start("rdma_client", "-s", two.b().ipv4(), "-p", Integer.toString(port))) {
+				c.assertExitsZero(STEP, "rdma_client");
 				assertThat(c.output()).contains("rdma_client: end 0");
 			}
 			// rdma_client binds no source: the tier's routing sends it out of rxeA, so
 			// the
 			// message and the echo crossed the veth pair (not rxeB to itself)
-			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 1);
+			m0.assertCrossed(1);
 			// the listener counts its echo after the send returned
 			await("the server's count of its echo", () -> echo.echoed.get() == 1);
 			assertThat(echo.echoed.get()).isEqualTo(1);
@@ -81,15 +76,15 @@ class RdmacmToolsInteropDeviceTest {
 					stats.messagesSent(), stats.sendErrors(), retransmitted);
 			assertThat(stats.messagesSent() + stats.sendErrors()).isEqualTo(1);
 		}
-		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
+		assertNativeObjectsClosed(baseline, "rdma_client and the server closed");
 	}
 
 	@Test
 	void theStarterAsClientOfRdmaServer() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = 20000 + ThreadLocalRandom.current().nextInt(20000);
+		int port = DeviceTestSupport.randomPort();
 		long baseline = NativeObjects.open();
-		try (Peer c = new Peer("rdma_server", "-p", Integer.toString(port))) {
+		try (NativePeer c = NativePeer.start("rdma_server", "-p", Integer.toString(port))) {
 			// rdma_server listens a moment after it starts: the client retries meanwhile
 			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
 				RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
@@ -97,78 +92,21 @@ class RdmacmToolsInteropDeviceTest {
 				await("connected to rdma_server", () -> link.state() == ConnectionState.ESTABLISHED);
 				assertThat(link.deviceName()).isEqualTo(two.a().device());
 				collector.length = 16;
-				TwoDevices.Traffic a0 = two.a().traffic();
-				TwoDevices.Traffic b0 = two.b().traffic();
+				TwoDevices.Marks m0 = two.mark();
 				byte[] message = "java->c 16 bytes".getBytes(StandardCharsets.US_ASCII);
 				link.send(message);
 				await("rdma_server's reply", () -> link.statistics().messagesReceived() == 1);
 				// rdma_server listens on every address: the message and its reply
 				// crossed from rxeA to rxeB and back
-				TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 1);
+				m0.assertCrossed(1);
 				assertThat(link.statistics().bytesReceived()).isEqualTo(16);
 				assertThat(link.statistics().messagesSent()).isEqualTo(1);
-				assertThat(c.awaitExit(STEP)).as(c.output()).isZero();
+				c.assertExitsZero(STEP, "rdma_server");
 				assertThat(c.output()).contains("rdma_server: end 0");
 				assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
 			}
 		}
-		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
-	}
-
-	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
-		long deadline = System.nanoTime() + STEP.toNanos();
-		while (!condition.getAsBoolean()) {
-			if (System.nanoTime() - deadline > 0) {
-				throw new AssertionError("not within " + STEP + ": " + what);
-			}
-			Thread.sleep(20);
-		}
-	}
-
-	/** A C peer whose output is collected by a thread of its own. */
-	static final class Peer implements AutoCloseable {
-
-		final Process process;
-
-		final ByteArrayOutputStream out = new ByteArrayOutputStream();
-
-		final Thread reader;
-
-		Peer(String... command) throws IOException {
-			// line-buffered stdout (coreutils' stdbuf): a peer that hangs still shows how
-			// far it got (printf into a pipe is block-buffered until exit)
-			List<String> line = new ArrayList<>(List.of("stdbuf", "-oL"));
-			line.addAll(List.of(command));
-			process = new ProcessBuilder(line).redirectErrorStream(true).start();
-			reader = Thread.ofPlatform().daemon().start(() -> {
-				try (InputStream in = process.getInputStream()) {
-					in.transferTo(out);
-				}
-				catch (IOException ignored) {
-					// the process was killed
-				}
-			});
-		}
-
-		String output() {
-			synchronized (out) {
-				return out.toString(StandardCharsets.UTF_8);
-			}
-		}
-
-		int awaitExit(Duration timeout) throws InterruptedException {
-			if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-				throw new AssertionError("the C peer did not exit within " + timeout + "; output:\n" + output());
-			}
-			reader.join(5000);
-			return process.exitValue();
-		}
-
-		@Override
-		public void close() {
-			process.destroyForcibly();
-		}
-
+		assertNativeObjectsClosed(baseline, "rdma_server and the client closed");
 	}
 
 }

@@ -3,25 +3,22 @@ package dev.rdma.spring.boot.autoconfigure.connection;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import org.springframework.context.ConfigurableApplicationContext;
-
-import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.assertNativeObjectsClosed;
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
+import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -36,8 +33,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RemoteAccessDeviceTest {
 
-	private static final Duration TIMEOUT = Duration.ofSeconds(60);
-
 	private static final int REGION = 64 * 1024;
 
 	@Test
@@ -45,16 +40,13 @@ class RemoteAccessDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		int port = randomPort();
 		long baseline = NativeObjects.open();
-		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port, "remote-access-size=64KB");
-		ConfigurableApplicationContext client = null;
-		try (Arena arena = Arena.ofConfined()) {
-			client = ConnectionApps.client(two.a(), two.b(), port, "remote-access-size=64KB");
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
-			MeterRegistry meters = client.getBean(MeterRegistry.class);
-			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
-			await("the server accepted", () -> serverLink.peers().size() == 1);
+		try (AppPair apps = AppPair.start(two, port, List.of("remote-access-size=64KB"),
+				List.of("remote-access-size=64KB")); Arena arena = Arena.ofConfined()) {
+			RdmaConnection link = apps.link;
+			RdmaConnection serverLink = apps.serverLink;
+			ConnectionApps.Collector collector = apps.collector;
+			MeterRegistry meters = apps.client.getBean(MeterRegistry.class);
+			apps.awaitConnected();
 			assertThat(link.deviceName()).isEqualTo(two.a().device());
 			assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
 
@@ -64,8 +56,7 @@ class RemoteAccessDeviceTest {
 			assertThat(link.localRegion().byteSize()).isEqualTo(REGION);
 			assertThat(serverLink.localRegion().byteSize()).isEqualTo(REGION);
 
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+			TwoDevices.Marks m0 = two.mark();
 
 			// client -> server: 10000 bytes (10 WRITEs of up to 1024), then a message
 			byte[] pattern = pattern(10_000, 3);
@@ -90,7 +81,7 @@ class RemoteAccessDeviceTest {
 
 			// a READ on the poller thread of the send queue (here a listener: both queues
 			// share the poller group's thread) would wait for itself: refused at once
-			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+			ConnectionApps.Echo echo = apps.server.getBean(ConnectionApps.Echo.class);
 			await("the server's two sends completed (its send queue's poller is known)",
 					() -> serverLink.statistics().messagesSent() >= 2);
 			echo.readInListener = arena.allocate(16);
@@ -127,9 +118,9 @@ class RemoteAccessDeviceTest {
 
 			// the traffic crossed: 10 WRITEs, 13 READ requests and 9 READ responses from
 			// rxeA; 9 WRITEs, 13 READ responses and 9 READ requests from rxeB
-			TwoDevices.assertCrossed(two.a(), a0, two.b(), b0, 10);
-			TwoDevices.Traffic a = two.a().traffic().since(a0);
-			TwoDevices.Traffic b = two.b().traffic().since(b0);
+			m0.assertCrossed(10);
+			TwoDevices.Traffic a = m0.aSince();
+			TwoDevices.Traffic b = m0.bSince();
 			assertThat(a.sent()).as("rxeA: WRITE and READ request packets").isGreaterThanOrEqualTo(10 + 13);
 			assertThat(b.sent()).as("rxeB: WRITE and READ response packets").isGreaterThanOrEqualTo(9 + 13);
 			assertThat(b.received()).as("rxeB: WRITE and READ request packets").isGreaterThanOrEqualTo(10 + 13);
@@ -150,12 +141,6 @@ class RemoteAccessDeviceTest {
 			}
 			await("the last writes completed", () -> link.statistics().bytesWritten() == 10_000 + 64 * 1024);
 		}
-		finally {
-			if (client != null) {
-				client.close();
-			}
-			server.close();
-		}
 		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
@@ -164,17 +149,12 @@ class RemoteAccessDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		int port = randomPort();
 		long baseline = NativeObjects.open();
-		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
-		ConfigurableApplicationContext client = null;
-		try {
-			client = ConnectionApps.client(two.a(), two.b(), port, "remote-access-size=4KB");
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
-			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
-			await("the server accepted", () -> serverLink.peers().size() == 1);
-			TwoDevices.Traffic a0 = two.a().traffic();
-			TwoDevices.Traffic b0 = two.b().traffic();
+		try (AppPair apps = AppPair.start(two, port, List.of(), List.of("remote-access-size=4KB"))) {
+			RdmaConnection link = apps.link;
+			RdmaConnection serverLink = apps.serverLink;
+			ConnectionApps.Collector collector = apps.collector;
+			apps.awaitConnected();
+			TwoDevices.Marks m0 = two.mark();
 
 			assertThat(link.remoteRegionSize()).as("the server exposes none").isZero();
 			assertThat(serverLink.remoteRegionSize()).as("the client's region").isEqualTo(4096);
@@ -190,18 +170,10 @@ class RemoteAccessDeviceTest {
 			serverLink.send(note);
 			await("the server's note", () -> collector.echoes.contains(42L));
 			assertThat(bytes(link.localRegion(), 0, 4096)).isEqualTo(pattern);
-			TwoDevices.assertCrossed(two.b(), b0, two.a(), a0, 1);
-			assertThat(two.b().traffic().since(b0).sent()).as("rxeB: 4 WRITE packets and the note")
-				.isGreaterThanOrEqualTo(5);
-			assertThat(two.a().traffic().since(a0).received()).as("rxeA: 4 WRITE packets and the note")
-				.isGreaterThanOrEqualTo(5);
+			TwoDevices.assertCrossed(two.b(), m0.b(), two.a(), m0.a(), 1);
+			assertThat(m0.bSince().sent()).as("rxeB: 4 WRITE packets and the note").isGreaterThanOrEqualTo(5);
+			assertThat(m0.aSince().received()).as("rxeA: 4 WRITE packets and the note").isGreaterThanOrEqualTo(5);
 			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(4096);
-		}
-		finally {
-			if (client != null) {
-				client.close();
-			}
-			server.close();
 		}
 		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
@@ -216,16 +188,6 @@ class RemoteAccessDeviceTest {
 
 	private static byte[] bytes(MemorySegment segment, long offset, int length) {
 		return segment.asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE);
-	}
-
-	private static void await(String what, BooleanSupplier condition) throws InterruptedException {
-		long deadline = System.nanoTime() + TIMEOUT.toNanos();
-		while (!condition.getAsBoolean()) {
-			if (System.nanoTime() - deadline > 0) {
-				throw new AssertionError("not within " + TIMEOUT + ": " + what);
-			}
-			Thread.sleep(20);
-		}
 	}
 
 }

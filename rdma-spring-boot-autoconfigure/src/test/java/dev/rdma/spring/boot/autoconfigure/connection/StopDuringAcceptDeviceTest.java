@@ -28,8 +28,10 @@ import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.expect;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.threads;
+import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
+import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -60,12 +62,12 @@ class StopDuringAcceptDeviceTest {
 				ConnectionId id = resolved(channel, new InetSocketAddress(InetAddress.getByName(two.a().ipv4()), 0),
 						new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port));
 				id.resolveRoute(STEP);
-				expect(id, CmEventType.ROUTE_RESOLVED);
+				expect(id, CmEventType.ROUTE_RESOLVED, STEP);
 				id.moveQueuePair(qp, QueuePair.State.INIT);
 				id.connect(qp, CmParameters.DEFAULTS, new byte[0]);
 				// the server accepted (rdma_accept answered) and now waits
 				// for ESTABLISHED
-				expect(id, CmEventType.CONNECT_RESPONSE);
+				expect(id, CmEventType.CONNECT_RESPONSE, STEP);
 				Thread.sleep(200);
 				assertThat(link.peers()).as("no peer before its RTU").isEmpty();
 				assertThat(threads()).as("the accepting thread").contains("rdma-accept-" + ConnectionApps.NAME);
@@ -80,8 +82,7 @@ class StopDuringAcceptDeviceTest {
 				id.close();
 			}
 		}
-		await("every native object closed", () -> NativeObjects.open() == baseline);
-		assertThat(NativeObjects.open()).as(NativeObjects.openByType().toString()).isEqualTo(baseline);
+		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "the server and the client closed");
 	}
 
 	/**
@@ -103,12 +104,6 @@ class StopDuringAcceptDeviceTest {
 			assertThat(System.nanoTime() - deadline).as("address resolution within %s, last event %s", STEP, e)
 				.isNegative();
 		}
-	}
-
-	private static void expect(ConnectionId id, CmEventType type) {
-		CmEvent e = id.getEvent(STEP);
-		assertThat(e).as("an event within %s (expected %s)", STEP, type).isNotNull();
-		assertThat(e.type()).as(e.toString()).isEqualTo(type);
 	}
 
 }

@@ -1,5 +1,6 @@
 package dev.rdma.spring.boot.autoconfigure.connection;
 
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -27,7 +28,8 @@ import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.randomPort;
+import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
+import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -119,11 +121,7 @@ class StopFromMessageListenerDeviceTest {
 			}
 			server.close();
 		}
-		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (NativeObjects.open() != baseline && System.nanoTime() - deadline < 0) {
-			Thread.sleep(20);
-		}
-		assertThat(NativeObjects.open()).as("native objects open: " + NativeObjects.openByType()).isEqualTo(baseline);
+		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(10), "the close from the listener");
 		// every close of the server's shutdown went through the first time (on extended
 		// queues the QP close inside the batch was refused, and the PD, queues and
 		// channel

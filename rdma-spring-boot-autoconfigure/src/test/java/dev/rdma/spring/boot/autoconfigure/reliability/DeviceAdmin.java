@@ -4,8 +4,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Administration of the device under test for the fault scenarios that need root inside
@@ -39,20 +37,6 @@ public final class DeviceAdmin {
 		}
 		Path ndev = Path.of("/sys/class/infiniband", device, "ports/1/gid_attrs/ndevs/0");
 		return Files.readString(ndev, StandardCharsets.UTF_8).trim();
-	}
-
-	/** Runs {@code command}, failing unless it exits 0 within {@code seconds}. */
-	public static String run(long seconds, String... command) throws IOException, InterruptedException {
-		Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
-		if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-			p.destroyForcibly();
-			throw new AssertionError(String.join(" ", command) + " did not finish within " + seconds + " s");
-		}
-		String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-		if (p.exitValue() != 0) {
-			throw new AssertionError(String.join(" ", command) + " exited " + p.exitValue() + ": " + out);
-		}
-		return out;
 	}
 
 }

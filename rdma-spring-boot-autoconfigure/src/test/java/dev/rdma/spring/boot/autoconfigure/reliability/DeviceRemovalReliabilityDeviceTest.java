@@ -18,6 +18,7 @@ import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -119,9 +120,7 @@ class DeviceRemovalReliabilityDeviceTest {
 			assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
 		}
 		assertThat(figures[0]).as("shutdown ms").isLessThan(5000);
-		assertThat(NativeObjects.open())
-			.as("native objects open (baseline " + open + "): " + NativeObjects.openByType())
-			.isEqualTo(open);
+		assertNativeObjectsClosed(open, "the application closed");
 	}
 
 	private static String read(Path log) {

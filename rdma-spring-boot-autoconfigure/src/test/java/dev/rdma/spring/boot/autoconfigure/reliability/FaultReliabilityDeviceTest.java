@@ -31,6 +31,7 @@ import dev.rdma.verbs.WorkCompletionBuffer;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
 
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -48,12 +49,6 @@ class FaultReliabilityDeviceTest {
 	@BeforeAll
 	static void device() {
 		device = DeviceTestSupport.deviceName();
-	}
-
-	private static void assertNothingOpen(long baseline) {
-		assertThat(NativeObjects.open())
-			.as("native objects open (baseline " + baseline + "): " + NativeObjects.openByType())
-			.isEqualTo(baseline);
 	}
 
 	private static void assertExactlyOnce(LoadApp.Recorder recorder, int n) {
@@ -107,7 +102,7 @@ class FaultReliabilityDeviceTest {
 					(long) failures(registry, "r0"), "failures.s1", (long) failures(registry, "s1"), "failures.r1",
 					(long) failures(registry, "r1"));
 		});
-		assertNothingOpen(open);
+		assertNativeObjectsClosed(open, "the scenario");
 	}
 
 	// ------------------------------------------------------------------ a listener still
@@ -187,7 +182,7 @@ class FaultReliabilityDeviceTest {
 		assertThat(closeMs).as("context close (ms)").isLessThan(blockMs + 5000);
 		DeviceTestSupport.await(Duration.ofSeconds(blockMs / 1000 + 10), () -> !poller.get().isRunning(),
 				"the busy poller to end once its listener returned");
-		assertNothingOpen(open);
+		assertNativeObjectsClosed(open, "the scenario");
 	}
 
 	// ------------------------------------------------------------------ a forced CQ
@@ -255,7 +250,7 @@ class FaultReliabilityDeviceTest {
 						"closeMs", closeMs[0]);
 			});
 		assertThat(closeMs[0]).isLessThan(5000);
-		assertNothingOpen(open);
+		assertNativeObjectsClosed(open, "the scenario");
 	}
 
 	// ------------------------------------------------------------------ closing a CQ
@@ -317,7 +312,7 @@ class FaultReliabilityDeviceTest {
 					"closeWaitedForPoll", waitedForPoll, "pollErrors",
 					pollErrors == null ? 0 : (long) pollErrors.count(), "otherQueuesCompletions", 1024);
 		});
-		assertNothingOpen(open);
+		assertNativeObjectsClosed(open, "the scenario");
 	}
 
 	// ------------------------------------------------------------------ shutdown with
@@ -360,7 +355,7 @@ class FaultReliabilityDeviceTest {
 			assertThat(q.eventsUnacked()).isZero();
 		}
 		assertThat(closeMs[0]).as("shutdown ms").isLessThan(5000);
-		assertNothingOpen(open);
+		assertNativeObjectsClosed(open, "the scenario");
 	}
 
 }

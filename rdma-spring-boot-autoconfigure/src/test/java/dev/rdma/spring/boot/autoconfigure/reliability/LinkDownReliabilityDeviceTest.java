@@ -27,6 +27,7 @@ import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
 
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -171,7 +172,7 @@ class LinkDownReliabilityDeviceTest {
 				long deliveredBefore = total(recorder);
 
 				long t0 = System.nanoTime();
-				DeviceAdmin.run(30, "ip", "link", "set", netdev, "down");
+				DeviceTestSupport.run(30, "ip", "link", "set", netdev, "down");
 				linkDown[0] = true;
 				long tDownCmd = System.nanoTime();
 				DeviceTestSupport.await(TIMEOUT, () -> events.portErrors() > 0, "IBV_EVENT_PORT_ERR after link down");
@@ -186,7 +187,7 @@ class LinkDownReliabilityDeviceTest {
 				long deliveredWhileDown = total(recorder) - deliveredBefore;
 
 				long t1 = System.nanoTime();
-				DeviceAdmin.run(30, "ip", "link", "set", netdev, "up");
+				DeviceTestSupport.run(30, "ip", "link", "set", netdev, "up");
 				linkDown[0] = false;
 				DeviceTestSupport.await(TIMEOUT,
 						() -> events.portActive() > 0 && events.lastPortEvent() == AsyncEventType.PORT_ACTIVE,
@@ -307,16 +308,14 @@ class LinkDownReliabilityDeviceTest {
 		}
 		finally {
 			if (linkDown[0]) {
-				DeviceAdmin.run(30, "ip", "link", "set", netdev, "up");
+				DeviceTestSupport.run(30, "ip", "link", "set", netdev, "up");
 			}
 		}
 		for (CompletionQueueListenerContainer poller : registry[0].getListenerContainers()) {
 			assertThat(poller.isRunning()).as("poller of " + poller.queue() + " after close").isFalse();
 		}
 		assertThat(closeMs[0]).as("shutdown ms").isLessThan(5000);
-		assertThat(NativeObjects.open())
-			.as("native objects open (baseline " + open + "): " + NativeObjects.openByType())
-			.isEqualTo(open);
+		assertNativeObjectsClosed(open, "the application closed");
 	}
 
 	/**

@@ -22,6 +22,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
 import dev.rdma.spring.annotation.RdmaCompletionListener;
+import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfigurations;
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionBatch;
 import dev.rdma.verbs.CompletionQueue;
@@ -60,7 +61,7 @@ class LoadApp {
 			props.add(p + ".channel=events0");
 			props.add(p + ".polling.mode=" + m);
 		}
-		return Reliability.runner(device)
+		return RdmaAutoConfigurations.onDevice(device)
 			.withUserConfiguration(LoadApp.class)
 			.withPropertyValues(props.toArray(String[]::new))
 			.withPropertyValues(more);

@@ -15,6 +15,7 @@ import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 
+import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -94,9 +95,7 @@ class LoadReliabilityDeviceTest {
 			assertThat(t.failedStatus.get()).as(t.queue + " failed completions").isZero();
 		}
 		assertThat(closeMillis[0]).as("shutdown ms").isLessThan(5000);
-		assertThat(NativeObjects.open())
-			.as("native objects open (baseline " + open + "): " + NativeObjects.openByType())
-			.isEqualTo(open);
+		assertNativeObjectsClosed(open, "the application closed");
 	}
 
 	private static double metered(MeterRegistry meters) {

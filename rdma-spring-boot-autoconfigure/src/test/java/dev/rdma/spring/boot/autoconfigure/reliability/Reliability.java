@@ -2,10 +2,6 @@ package dev.rdma.spring.boot.autoconfigure.reliability;
 
 import java.util.Locale;
 
-import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-
-import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfigurations;
-
 /**
  * Sizes and helpers of the reliability tests (issue 7).
  *
@@ -54,11 +50,6 @@ final class Reliability {
 	static long seed() {
 		String explicit = System.getProperty("rdma.reliability.seed", System.getenv("RDMA_RELIABILITY_SEED"));
 		return explicit == null || explicit.isBlank() ? 7L : Long.parseLong(explicit.trim());
-	}
-
-	static ApplicationContextRunner runner(String device) {
-		return new ApplicationContextRunner().withConfiguration(RdmaAutoConfigurations.all())
-			.withPropertyValues("rdma.required=true", "rdma.devices.nic0.name=" + device, "rdma.devices.nic0.port=1");
 	}
 
 	static String lower(Enum<?> e) {
