@@ -29,6 +29,14 @@ import dev.rdma.verbs.ffm.Libc;
  * revoker sees the owner's mark and waits. Revoked once, the slot stays in its plain
  * mode: every enter is a CAS on {@link #holder}, every exit a release store. Without
  * membarrier in the kernel the slot starts in that mode.
+ *
+ * <p>
+ * <b>A waiter goes next.</b> A thread that polls in a loop gives the slot back for a few
+ * instructions before it takes it again; a waiter that parks between its tries would see
+ * it free only by luck (under emulation, where a parked thread wakes rarely, a waiter
+ * gave up after 10 s behind short polls). So the first thread to wait queues itself in
+ * {@link #next}, and no other thread takes the free slot before it: the waiter waits for
+ * the hold in progress, and the 10 s bound fails only on a hold that really lasts.
  */
 final class ExclusiveSlot {
 
@@ -37,6 +45,8 @@ final class ExclusiveSlot {
 	private static final VarHandle OWNER_MARK;
 
 	private static final VarHandle HOLDER;
+
+	private static final VarHandle NEXT;
 
 	/**
 	 * How long a thread waits for the slot (and a revoker for the owner's mark) before it
@@ -53,6 +63,7 @@ final class ExclusiveSlot {
 			OWNER = lookup.findVarHandle(ExclusiveSlot.class, "owner", Thread.class);
 			OWNER_MARK = lookup.findVarHandle(ExclusiveSlot.class, "ownerMark", boolean.class);
 			HOLDER = lookup.findVarHandle(ExclusiveSlot.class, "holder", Thread.class);
+			NEXT = lookup.findVarHandle(ExclusiveSlot.class, "next", Thread.class);
 		}
 		catch (ReflectiveOperationException e) {
 			throw new ExceptionInInitializerError(e);
@@ -78,6 +89,12 @@ final class ExclusiveSlot {
 
 	/** The holder in the plain (revoked) mode, {@link #CLOSED}, or null. */
 	private volatile @Nullable Thread holder;
+
+	/**
+	 * The thread that waits for the slot and takes it before anyone else when it comes
+	 * free (a waiting enter or close), or null.
+	 */
+	private volatile @Nullable Thread next;
 
 	/**
 	 * Takes the slot for the current thread: at once when free, after waiting (at most
@@ -168,20 +185,49 @@ final class ExclusiveSlot {
 		}
 		long deadline = System.nanoTime() + WAIT_NANOS;
 		int spins = 0;
-		while (true) {
-			Thread h = holder;
-			if (h == CLOSED) {
-				return;
+		boolean queued = false;
+		try {
+			while (true) {
+				if (holder == CLOSED || tryTake(me, CLOSED)) {
+					return;
+				}
+				queued = queued || queue(me);
+				spins = pause(spins, deadline, what, describe, me);
 			}
-			if (h == null && !(boolean) OWNER_MARK.getVolatile(this) && HOLDER.compareAndSet(this, null, CLOSED)) {
-				return;
+		}
+		finally {
+			if (queued) {
+				unqueue(me);
 			}
-			spins = pause(spins, deadline, what, describe, me);
 		}
 	}
 
 	boolean isClosed() {
 		return holder == CLOSED;
+	}
+
+	/** The thread queued to take the slot next, or null; for tests and messages. */
+	@Nullable Thread waiter() {
+		return next;
+	}
+
+	/**
+	 * One try to take the free slot for {@code taker} ({@code me}, or {@link #CLOSED}):
+	 * only when nobody is queued before {@code me}.
+	 */
+	private boolean tryTake(Thread me, Thread taker) {
+		Thread first = next;
+		return holder == null && (first == null || first == me) && !(boolean) OWNER_MARK.getVolatile(this)
+				&& HOLDER.compareAndSet(this, null, taker);
+	}
+
+	/** Queues {@code me} as the next taker unless another thread is queued. */
+	private boolean queue(Thread me) {
+		return next == null && NEXT.compareAndSet(this, null, me);
+	}
+
+	private void unqueue(Thread me) {
+		NEXT.compareAndSet(this, me, null);
 	}
 
 	private boolean enterSlow(Thread me, String what, Object describe, boolean wait) {
@@ -198,24 +244,33 @@ final class ExclusiveSlot {
 		revoke();
 		long deadline = System.nanoTime() + WAIT_NANOS;
 		int spins = 0;
-		while (true) {
-			Thread h = holder;
-			if (h == CLOSED) {
-				return false;
+		boolean queued = false;
+		try {
+			while (true) {
+				if (holder == CLOSED) {
+					return false;
+				}
+				if (tryTake(me, me)) {
+					// the owner may have set its mark between the read and the CAS only
+					// if
+					// it missed `revoked`, which the membarrier of revoke() excludes; it
+					// backs off (and takes the CAS path) otherwise
+					return true;
+				}
+				if (!wait) {
+					Thread other = holder();
+					other = other == null ? next : other;
+					throw new IllegalStateException(what + " on " + describe + " is refused: a poll on thread '"
+							+ (other == null ? "?" : other.getName()) + "' is using it (one per polling thread)");
+				}
+				queued = queued || queue(me);
+				spins = pause(spins, deadline, what, describe, me);
 			}
-			if (h == null && !(boolean) OWNER_MARK.getVolatile(this) && HOLDER.compareAndSet(this, null, me)) {
-				// the owner may have set its mark between the read and the CAS only if it
-				// missed `revoked`, which
-				// the membarrier of revoke() excludes; it backs off (and takes the CAS
-				// path) otherwise
-				return true;
+		}
+		finally {
+			if (queued) {
+				unqueue(me);
 			}
-			if (!wait) {
-				Thread other = holder();
-				throw new IllegalStateException(what + " on " + describe + " is refused: a poll on thread '"
-						+ (other == null ? "?" : other.getName()) + "' is using it (one per polling thread)");
-			}
-			spins = pause(spins, deadline, what, describe, me);
 		}
 	}
 
