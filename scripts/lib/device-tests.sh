@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The device tier, run by scripts/test inside the Soft-RoCE VM (or on a host with its own RDMA device): every test
-# tagged "device" of the tested modules in one JVM, then the sample application, then (where the device is
-# throw-away) the tests tagged "device-last" in a JVM of their own. Its inputs come from scripts/test through the
-# environment (the VM passes the caller's environment on):
-#   DT_OUT             the output directory (reports, reports-last, sample.log, sample.rc; the two-process mode:
+# tagged "device" of the tested modules in one JVM, then the sample application and the fresh applications. Its
+# inputs come from scripts/test through the environment (the VM passes the caller's environment on):
+#   DT_OUT             the output directory (reports, sample.log, sample.rc; the two-process mode:
 #                      sample-server.log, sample-server2.log, sample-client.log, sample-two-process.rc)
 #   DT_REPORTS         where the device tests' JUnit report goes (default $DT_OUT/reports)
 #   DT_LANE            this run's name in scripts/test's lanes (several run at once, each in a VM of its own)
@@ -18,7 +17,6 @@
 #   DT_SAMPLE_MESSAGES how many messages the sample exchanges
 #   DT_SAMPLE_TWO_PROCESS_MESSAGES how many the sample's two-process mode exchanges (default 1200)
 #   DT_SAMPLE_TWO_PROCESS_TIMEOUT  seconds each of its processes may run before it is killed (default 600)
-#   DT_DEVICE_LAST     1 when the tested modules hold device-last tests
 #   DT_FRESH_APPS      the fresh application's jars (scripts/lib/fresh-app.sh), space-separated; none when empty
 #   DT_INCLUDE_CLASSNAME  when set, only the device test classes matching this regex run (--include-classname)
 #   DT_FRESH_READY     a file scripts/test creates once it has built those jars and the AOT caches (it builds them on
@@ -26,7 +24,7 @@
 #                      fresh applications start
 #   DT_SAMPLE_AOT      a directory of scripts/lib/aot-cache.sh for the sample's jar: when it holds a cache, every
 #                      sample JVM runs the extracted jar with it (same application, cheaper startup); else the jar
-# Exit status: the device tests' (a failed device-last run counts when the device tests passed).
+# Exit status: the device tests'.
 set -u
 : "${DT_OUT:?}" "${DT_LAUNCHER:?}" "${JAVA_HOME:?}"
 export RDMA_TEST_DEVICE=${RDMA_TEST_DEVICE:-${RXE_VM_DEVICE:-}}
@@ -72,7 +70,7 @@ run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
 admin=()
 if [[ "${RXE_VM:-0}" != 1 && "${RDMA_TEST_ALLOW_DEVICE_ADMIN:-0}" != 1 ]]; then
     admin=(--exclude-tag device-admin)
-    echo "NOTE: tests tagged device-admin (link down/up) are not run on this host's own device;"
+    echo "NOTE: tests tagged device-admin (link down/up, device removal) are not run on this host's own device;"
     echo "      they run in the Soft-RoCE VM, or here with RDMA_TEST_ALLOW_DEVICE_ADMIN=1"
 fi
 tests=0
@@ -199,14 +197,4 @@ if [[ -n "${DT_FRESH_APPS:-}" ]]; then
     say "fresh applications done"
 fi
 
-# tests tagged device-last delete the device (rdma link delete): own JVM, after every other test and the sample,
-# only where the device is throw-away (the Soft-RoCE VM, or RDMA_TEST_ALLOW_DEVICE_ADMIN=1)
-if [[ "${DT_DEVICE_LAST:-0}" == 1 && ( "${RXE_VM:-0}" == 1 || "${RDMA_TEST_ALLOW_DEVICE_ADMIN:-0}" == 1 ) ]]; then
-    say "device-last tests (remove the device)"
-    mkdir -p "$DT_OUT/reports-last"
-    run_tests device-last "$DT_OUT/reports-last"
-    last=$?
-    say "device-last tests: exit status $last"
-    (( tests == 0 )) && tests=$last
-fi
 exit $tests

@@ -1,11 +1,7 @@
 package dev.rdma.verbs.cm;
 
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -18,8 +14,8 @@ import org.junit.jupiter.api.Timeout;
 
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.ThrowAwayDevice;
 
-import static dev.rdma.verbs.testing.DeviceTestSupport.run;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
@@ -39,35 +35,18 @@ class DeviceRemovalDeviceTest {
 
 	static final String DEVICE = "rxeRm";
 
-	static final String NETDEV = "vethRm";
-
-	static final String PEER = "vethRmP";
-
 	static final String IP = "10.0.9.1";
 
 	/** The bound within which the waiting listener must learn of the removal. */
 	static final Duration REMOVAL_BOUND = Duration.ofSeconds(30);
 
+	ThrowAwayDevice device;
+
 	long openBefore;
 
 	@BeforeEach
 	void device() throws Exception {
-		if (!"1".equals(System.getenv("RXE_VM")) && !"1".equals(System.getenv("RDMA_TEST_ALLOW_DEVICE_ADMIN"))) {
-			throw new AssertionError("the device-removal test creates and deletes an rxe device and a veth pair: it "
-					+ "runs only inside scripts/softroce-vm (RXE_VM=1) or with RDMA_TEST_ALLOW_DEVICE_ADMIN=1");
-		}
-		removeQuietly();
-		run(30, "ip", "link", "add", NETDEV, "type", "veth", "peer", "name", PEER);
-		run(30, "ip", "addr", "add", IP + "/24", "dev", NETDEV);
-		run(30, "ip", "link", "set", NETDEV, "up");
-		run(30, "ip", "link", "set", PEER, "up");
-		run(60, "rdma", "link", "add", DEVICE, "type", "rxe", "netdev", NETDEV);
-		Path port = Path.of("/sys/class/infiniband", DEVICE, "ports/1");
-		DeviceTestSupport.await(Duration.ofSeconds(60),
-				() -> read(port.resolve("state")).contains("ACTIVE")
-						&& (read(port.resolve("gids/1")).startsWith("0000:0000:0000:0000:0000:ffff:")
-								|| read(port.resolve("gids/2")).startsWith("0000:0000:0000:0000:0000:ffff:")),
-				DEVICE + " ACTIVE with an IPv4-mapped GID");
+		this.device = ThrowAwayDevice.create(DEVICE, "vethRm", IP);
 		openBefore = NativeObjects.open();
 	}
 
@@ -76,8 +55,8 @@ class DeviceRemovalDeviceTest {
 
 	@AfterEach
 	void cleanUp() throws Exception {
-		if (!removing) {
-			removeQuietly();
+		if (!removing && this.device != null) {
+			this.device.close();
 		}
 	}
 
@@ -114,24 +93,6 @@ class DeviceRemovalDeviceTest {
 		// after
 		// the id's close). Not waited for; the cleanup leaves the device to it.
 		removing = delete != null && delete.isAlive();
-	}
-
-	static String read(Path p) {
-		try {
-			return Files.readString(p, StandardCharsets.US_ASCII).trim();
-		}
-		catch (IOException e) {
-			return "";
-		}
-	}
-
-	static void removeQuietly() throws Exception {
-		if (Files.exists(Path.of("/sys/class/infiniband", DEVICE))) {
-			run(120, "rdma", "link", "delete", DEVICE);
-		}
-		if (Files.exists(Path.of("/sys/class/net", NETDEV))) {
-			run(30, "ip", "link", "delete", NETDEV);
-		}
 	}
 
 }

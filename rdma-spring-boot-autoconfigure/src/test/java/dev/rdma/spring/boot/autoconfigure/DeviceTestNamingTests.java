@@ -15,10 +15,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The device tier's launcher (scripts/lib/device-tests.sh) loads only the test classes
  * named {@code *DeviceTest} to read their tags: loading every host test class as well
- * cost minutes under emulation. A class tagged {@code device}, {@code device-last} or
- * {@code device-admin} under another name would silently not run, so this test fails on
- * one, and on a nested test class in a device test (the name filter sees the enclosing
- * class only through its own name).
+ * cost minutes under emulation. A class tagged {@code device} or {@code device-admin}
+ * under another name would silently not run, so this test fails on one, and on a nested
+ * test class in a device test (the name filter sees the enclosing class only through its
+ * own name). The tier has no JVM for a tag {@code device-last} any more (the
+ * device-removal tests remove a device of their own), so a test tagged so would not run
+ * at all: it fails too.
  */
 class DeviceTestNamingTests {
 
@@ -40,6 +42,7 @@ class DeviceTestNamingTests {
 		}
 		List<String> misnamed = new ArrayList<>();
 		List<String> nested = new ArrayList<>();
+		List<String> deviceLast = new ArrayList<>();
 		int tagged = 0;
 		for (Path source : sources) {
 			String text = Files.readString(source);
@@ -50,6 +53,9 @@ class DeviceTestNamingTests {
 					misnamed.add(ROOT.relativize(source).toString());
 				}
 			}
+			if (text.contains("@Tag(\"device-last\")")) {
+				deviceLast.add(ROOT.relativize(source).toString());
+			}
 			if (name.endsWith("DeviceTest.java") && text.contains("@Nested")) {
 				nested.add(ROOT.relativize(source).toString());
 			}
@@ -58,6 +64,7 @@ class DeviceTestNamingTests {
 		assertThat(misnamed).as("tagged for a device but not named *DeviceTest (the device tier would skip them)")
 			.isEmpty();
 		assertThat(nested).as("device tests with @Nested classes (the class-name filter would skip them)").isEmpty();
+		assertThat(deviceLast).as("tagged device-last, which no device-tier JVM runs").isEmpty();
 	}
 
 }

@@ -17,6 +17,7 @@ import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.ThrowAwayDevice;
 
 import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -29,16 +30,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  * seconds.
  *
  * <p>
- * This destroys the device for the rest of the VM boot, so it is tagged {@value #TAG},
- * not {@code device}: the device tier runs it in a JVM of its own after every other
- * device test and the sample ({@code scripts/test}). It runs only inside the Soft-RoCE VM
- * (see {@link DeviceAdmin}).
+ * The device removed is one of the test's own ({@link ThrowAwayDevice}: rxe on a veth
+ * pair, created here), so rxe0, rxeA and rxeB stay and the test runs among the other
+ * device tests, in their JVM. It runs only inside the Soft-RoCE VM (tag
+ * {@code device-admin}, see {@link DeviceAdmin}).
  */
-@Tag(DeviceRemovalReliabilityDeviceTest.TAG)
+@Tag(DeviceTestSupport.TAG)
+@Tag("device-admin")
 class DeviceRemovalReliabilityDeviceTest {
-
-	/** Tests that remove the device: run last, in their own JVM. */
-	static final String TAG = "device-last";
 
 	private static final Duration TIMEOUT = Duration.ofSeconds(120);
 
@@ -50,8 +49,12 @@ class DeviceRemovalReliabilityDeviceTest {
 
 	@Test
 	void deviceRemovalCompletesOnceTheApplicationClosed() throws Exception {
-		String device = DeviceTestSupport.deviceName();
-		DeviceAdmin.requireThrowAwayDevice("deleting the RDMA device");
+		try (ThrowAwayDevice gone = ThrowAwayDevice.create("rxeGone", "vethGone", "10.0.9.5")) {
+			removeWhileOpen(gone.name());
+		}
+	}
+
+	private void removeWhileOpen(String device) throws Exception {
 		long open = NativeObjects.open();
 		long[] figures = new long[5];
 		AtomicLong exitedAt = new AtomicLong();
