@@ -11,6 +11,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -49,11 +50,20 @@ class ContextOpenDeviceTest {
 	@Test
 	void anOpenThatRunsOutOfFileDescriptorsLeavesNoneOpen() throws Exception {
 		String classPath = location(Context.class) + File.pathSeparator + location(Probe.class);
-		Process probe = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-				"--enable-native-access=ALL-UNNAMED", "-cp", classPath, Probe.class.getName(),
-				DeviceTestSupport.deviceName())
-			.redirectErrorStream(true)
-			.start();
+		List<String> command = new ArrayList<>();
+		command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+		// this JVM's -XX flags: in the Soft-RoCE VM the emulator's (C1 only: the probe's
+		// start costs half) and the crash-log path the VM checks
+		ProcessHandle.current()
+			.info()
+			.arguments()
+			.stream()
+			.flatMap(Arrays::stream)
+			.filter(a -> a.startsWith("-XX:"))
+			.forEach(command::add);
+		command.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-cp", classPath, Probe.class.getName(),
+				DeviceTestSupport.deviceName()));
+		Process probe = new ProcessBuilder(command).redirectErrorStream(true).start();
 		CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
 			try {
 				return new String(probe.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
