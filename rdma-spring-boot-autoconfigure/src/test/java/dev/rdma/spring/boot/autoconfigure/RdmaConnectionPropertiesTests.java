@@ -111,6 +111,18 @@ class RdmaConnectionPropertiesTests {
 				Arguments.of("rdma.connections.orders.out-of-band.port", "must be between 1 and 255",
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "exchange=out-of-band", c + "out-of-band.port=0")),
+				Arguments.of("rdma.connections.orders.out-of-band.liveness",
+						"applies to rdma.connections.orders.exchange=out-of-band, but the exchange is cm",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "out-of-band.liveness=none")),
+				Arguments.of("rdma.connections.orders.out-of-band.liveness",
+						"rdma.connections.orders.out-of-band.liveness=udp is neither tcp nor none",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "out-of-band.liveness=udp")),
+				Arguments.of("rdma.connections.orders.out-of-band.liveness",
+						"rdma.connections.orders.out-of-band.liveness= is neither tcp nor none",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "out-of-band.liveness=")),
 				Arguments.of("rdma.connections.orders.source", "with rdma.connections.orders.exchange=out-of-band",
 						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "exchange=out-of-band", c + "source=10.0.0.1")),
@@ -204,7 +216,10 @@ class RdmaConnectionPropertiesTests {
 				c + "gid.send-queue=tx", c + "gid.receive-queue=rx", c + "gid.exchange=OUT_OF_BAND",
 				c + "gid.out-of-band.gid-index=3", c + "gid.out-of-band.port=2", c + "mtu.connect=10.0.0.2:7474",
 				c + "mtu.send-queue=tx", c + "mtu.receive-queue=rx", c + "mtu.exchange=out-of-band",
-				c + "mtu.out-of-band.path-mtu=512")) {
+				c + "mtu.out-of-band.path-mtu=512", c + "none.connect=10.0.0.2:7475", c + "none.send-queue=tx",
+				c + "none.receive-queue=rx", c + "none.exchange=out-of-band", c + "none.out-of-band.liveness=none",
+				c + "tcp.listen=10.0.0.2:7476", c + "tcp.send-queue=tx", c + "tcp.receive-queue=rx",
+				c + "tcp.exchange=out-of-band", c + "tcp.out-of-band.liveness=TCP")) {
 			int eq = property.indexOf('=');
 			values.put(property.substring(0, eq), property.substring(eq + 1));
 		}
@@ -223,6 +238,13 @@ class RdmaConnectionPropertiesTests {
 		assertThat(settings.get("oob").outOfBand().pathMtu())
 			.isEqualTo(ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU);
 		assertThat(settings.get("mtu").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 512));
+		assertThat(settings.get("oob").outOfBand().liveness()).as("the default")
+			.isEqualTo(ConnectionSettings.Liveness.TCP);
+		assertThat(properties.getConnections().get("oob").getOutOfBand().getLiveness()).isEqualTo("tcp");
+		assertThat(settings.get("none").outOfBand())
+			.isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 0, ConnectionSettings.Liveness.NONE));
+		assertThat(settings.get("tcp").outOfBand().liveness()).as("either case")
+			.isEqualTo(ConnectionSettings.Liveness.TCP);
 	}
 
 	@Test
