@@ -216,10 +216,7 @@ class RdmaConnectionPropertiesTests {
 				c + "gid.send-queue=tx", c + "gid.receive-queue=rx", c + "gid.exchange=OUT_OF_BAND",
 				c + "gid.out-of-band.gid-index=3", c + "gid.out-of-band.port=2", c + "mtu.connect=10.0.0.2:7474",
 				c + "mtu.send-queue=tx", c + "mtu.receive-queue=rx", c + "mtu.exchange=out-of-band",
-				c + "mtu.out-of-band.path-mtu=512", c + "none.connect=10.0.0.2:7475", c + "none.send-queue=tx",
-				c + "none.receive-queue=rx", c + "none.exchange=out-of-band", c + "none.out-of-band.liveness=none",
-				c + "tcp.listen=10.0.0.2:7476", c + "tcp.send-queue=tx", c + "tcp.receive-queue=rx",
-				c + "tcp.exchange=out-of-band", c + "tcp.out-of-band.liveness=TCP")) {
+				c + "mtu.out-of-band.path-mtu=512")) {
 			int eq = property.indexOf('=');
 			values.put(property.substring(0, eq), property.substring(eq + 1));
 		}
@@ -241,6 +238,25 @@ class RdmaConnectionPropertiesTests {
 		assertThat(settings.get("oob").outOfBand().liveness()).as("the default")
 			.isEqualTo(ConnectionSettings.Liveness.TCP);
 		assertThat(properties.getConnections().get("oob").getOutOfBand().getLiveness()).isEqualTo("tcp");
+	}
+
+	@Test
+	void outOfBandLivenessBindsToTheSettings() {
+		String c = "rdma.connections.";
+		Map<String, String> values = new LinkedHashMap<>();
+		for (String property : with(c + "none.connect=10.0.0.2:7475", c + "none.send-queue=tx",
+				c + "none.receive-queue=rx", c + "none.exchange=out-of-band", c + "none.out-of-band.liveness=none",
+				c + "tcp.listen=10.0.0.2:7476", c + "tcp.send-queue=tx", c + "tcp.receive-queue=rx",
+				c + "tcp.exchange=out-of-band", c + "tcp.out-of-band.liveness=TCP")) {
+			int eq = property.indexOf('=');
+			values.put(property.substring(0, eq), property.substring(eq + 1));
+		}
+		RdmaProperties properties = new Binder(new MapConfigurationPropertySource(values))
+			.bind("rdma", RdmaProperties.class)
+			.get();
+		RdmaConnectionProperties.validate(properties);
+		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
+		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
 		assertThat(settings.get("none").outOfBand())
 			.isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 0, ConnectionSettings.Liveness.NONE));
 		assertThat(settings.get("tcp").outOfBand().liveness()).as("either case")
