@@ -225,9 +225,7 @@ class RdmaConnectionPropertiesTests {
 			.get();
 		assertThat(properties.getConnections().get("cmlink").getExchange()).isEqualTo(ConnectionExchange.CM);
 		assertThat(properties.getConnections().get("oob").getExchange()).isEqualTo(ConnectionExchange.OUT_OF_BAND);
-		RdmaConnectionProperties.validate(properties);
-		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
-		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
+		Map<String, ConnectionSettings> settings = validatedSettings(properties);
 		assertThat(settings.get("cmlink").outOfBand()).isNull();
 		assertThat(settings.get("oob").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1));
 		assertThat(settings.get("oob").server()).isTrue();
@@ -240,23 +238,28 @@ class RdmaConnectionPropertiesTests {
 		assertThat(properties.getConnections().get("oob").getOutOfBand().getLiveness()).isEqualTo("tcp");
 	}
 
-	@Test
-	void outOfBandLivenessBindsToTheSettings() {
-		String c = "rdma.connections.";
-		Map<String, String> values = new LinkedHashMap<>();
-		for (String property : with(c + "none.connect=10.0.0.2:7475", c + "none.send-queue=tx",
-				c + "none.receive-queue=rx", c + "none.exchange=out-of-band", c + "none.out-of-band.liveness=none",
-				c + "tcp.listen=10.0.0.2:7476", c + "tcp.send-queue=tx", c + "tcp.receive-queue=rx",
-				c + "tcp.exchange=out-of-band", c + "tcp.out-of-band.liveness=TCP")) {
-			int eq = property.indexOf('=');
-			values.put(property.substring(0, eq), property.substring(eq + 1));
-		}
-		RdmaProperties properties = new Binder(new MapConfigurationPropertySource(values))
-			.bind("rdma", RdmaProperties.class)
-			.get();
+	/** The settings of validated {@code properties}, by connection name. */
+	private static Map<String, ConnectionSettings> validatedSettings(RdmaProperties properties) {
 		RdmaConnectionProperties.validate(properties);
 		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
 		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
+		return settings;
+	}
+
+	@Test
+	void outOfBandLivenessBindsToTheSettings() {
+		String c = "rdma.connections.";
+		Map<String, String> values = new LinkedHashMap<>(Map.of("rdma.devices.nic0.name", "mlx5_0",
+				"rdma.completion-queues.tx.entries", "256", "rdma.completion-queues.rx.entries", "256"));
+		for (String name : List.of("none", "tcp")) {
+			values.put(c + name + ".send-queue", "tx");
+			values.put(c + name + ".receive-queue", "rx");
+			values.put(c + name + ".exchange", "out-of-band");
+		}
+		values.putAll(Map.of(c + "none.connect", "10.0.0.2:7475", c + "none.out-of-band.liveness", "none",
+				c + "tcp.listen", "10.0.0.2:7476", c + "tcp.out-of-band.liveness", "TCP"));
+		Map<String, ConnectionSettings> settings = validatedSettings(
+				new Binder(new MapConfigurationPropertySource(values)).bind("rdma", RdmaProperties.class).get());
 		assertThat(settings.get("none").outOfBand())
 			.isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 0, ConnectionSettings.Liveness.NONE));
 		assertThat(settings.get("tcp").outOfBand().liveness()).as("either case")
