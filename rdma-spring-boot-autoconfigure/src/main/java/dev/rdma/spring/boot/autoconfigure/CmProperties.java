@@ -21,7 +21,10 @@ public class CmProperties {
 	 */
 	private int initiatorDepth = 255;
 
-	/** Transport retries after a timeout (retry_count), 0..7. */
+	/**
+	 * Transport retries after a timeout (retry_count), 0..7; with out-of-band.liveness
+	 * none the QP uses at most 6 (Soft-RoCE retries for ever at 7).
+	 */
 	private int retryCount = 7;
 
 	/**

@@ -9,8 +9,8 @@ public enum ConnectionExchange {
 	CM,
 	/**
 	 * Endpoint records exchanged over a TCP connection to listen or connect (the format
-	 * of ibv_rc_pingpong), which stays open as the liveness channel; the RDMA device is
-	 * that of the connection's queues.
+	 * of ibv_rc_pingpong), which stays open as the liveness channel unless
+	 * out-of-band.liveness is none; the RDMA device is that of the connection's queues.
 	 */
 	OUT_OF_BAND
 

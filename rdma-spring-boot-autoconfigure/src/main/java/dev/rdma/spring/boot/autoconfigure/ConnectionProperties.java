@@ -32,7 +32,7 @@ public class ConnectionProperties {
 	 * addresses) or out-of-band (endpoint records exchanged over TCP in ibv_rc_pingpong's
 	 * format, listen and connect are the TCP addresses of the exchange, the RDMA device
 	 * is that of the queues; the TCP connection stays open to tell when the peer goes
-	 * away).
+	 * away, unless out-of-band.liveness is none).
 	 */
 	private ConnectionExchange exchange = ConnectionExchange.CM;
 

@@ -8,6 +8,14 @@ import org.springframework.boot.context.properties.ConfigurationPropertiesSource
 @ConfigurationPropertiesSource
 public class OutOfBandProperties {
 
+	/**
+	 * {@link #getLiveness()}: the TCP connection is the liveness channel (the default).
+	 */
+	public static final String LIVENESS_TCP = "tcp";
+
+	/** {@link #getLiveness()}: the TCP connection is closed after the exchange. */
+	public static final String LIVENESS_NONE = "none";
+
 	/** Port number of the RDMA device (of the connection's queues), 1..255. */
 	private int port = 1;
 
@@ -24,6 +32,24 @@ public class OutOfBandProperties {
 	 * both ends.
 	 */
 	private @Nullable Integer pathMtu;
+
+	/**
+	 * What tells that the peer went away: tcp (the exchange's TCP connection stays open,
+	 * its end ends the link; both ends must be applications of this starter) or none (the
+	 * TCP connection is closed after the records, as ibv_rc_pingpong does; the link ends
+	 * only on a failed completion, e.g. a send to a peer whose QP is gone fails with
+	 * RETRY_EXC_ERR after about 0.5 s, the QP's retry count being at most 6; set the same
+	 * on both ends).
+	 */
+	private String liveness = "tcp";
+
+	public String getLiveness() {
+		return liveness;
+	}
+
+	public void setLiveness(String liveness) {
+		this.liveness = liveness;
+	}
 
 	public int getPort() {
 		return port;

@@ -200,9 +200,11 @@ final class RdmaConnectionProperties {
 		}
 		OutOfBandProperties oob = c.getOutOfBand();
 		if (exchange == ConnectionExchange.CM) {
-			if (oob.getGidIndex() != null || oob.getPort() != 1 || oob.getPathMtu() != null) {
-				String property = path + (oob.getGidIndex() != null ? ".out-of-band.gid-index"
-						: oob.getPathMtu() != null ? ".out-of-band.path-mtu" : ".out-of-band.port");
+			boolean liveness = !OutOfBandProperties.LIVENESS_TCP.equals(oob.getLiveness());
+			if (oob.getGidIndex() != null || oob.getPort() != 1 || oob.getPathMtu() != null || liveness) {
+				String property = path
+						+ (oob.getGidIndex() != null ? ".out-of-band.gid-index" : oob.getPathMtu() != null
+								? ".out-of-band.path-mtu" : liveness ? ".out-of-band.liveness" : ".out-of-band.port");
 				throw new RdmaConfigurationException(property,
 						property + " applies to " + path + ".exchange=out-of-band, but the exchange is cm",
 						"Set " + path + ".exchange=out-of-band, or remove " + property + ".");
@@ -222,6 +224,7 @@ final class RdmaConnectionProperties {
 					"Set " + property + " to 256, 512, 1024, 2048 or 4096 (at most the port's active MTU), or "
 							+ "remove it for 1024.");
 		}
+		liveness(path + ".out-of-band.liveness", oob.getLiveness());
 		if (c.getSource() != null) {
 			throw new RdmaConfigurationException(path + ".source",
 					path + ".source is rdma_cm's source address; with " + path
@@ -238,6 +241,24 @@ final class RdmaConnectionProperties {
 							+ " out-of-band exchange does not have",
 					"Set " + path + ".exchange=cm, or " + path + ".remote-access-size to 0.");
 		}
+	}
+
+	/**
+	 * The liveness that {@code value} of {@code property} names.
+	 * @throws RdmaConfigurationException when it names none
+	 */
+	private static ConnectionSettings.Liveness liveness(String property, @Nullable String value) {
+		String v = (value == null) ? "" : value.trim();
+		if (v.equalsIgnoreCase(OutOfBandProperties.LIVENESS_TCP)) {
+			return ConnectionSettings.Liveness.TCP;
+		}
+		if (v.equalsIgnoreCase(OutOfBandProperties.LIVENESS_NONE)) {
+			return ConnectionSettings.Liveness.NONE;
+		}
+		throw new RdmaConfigurationException(property,
+				property + "=" + (value == null ? "" : value) + " is neither tcp nor none",
+				"Set " + property + " to tcp (the exchange's TCP connection stays open and tells when the peer goes"
+						+ " away, the default) or none (it is closed after the records, as ibv_rc_pingpong does).");
 	}
 
 	/** The settings of every connection (validated before). */
@@ -260,19 +281,20 @@ final class RdmaConnectionProperties {
 					c.getSendTimeout(), c.isRequired(),
 					new CmParameters(cm.getResponderResources(), cm.getInitiatorDepth(), cm.getRetryCount(),
 							cm.getRnrRetryCount()),
-					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes(), outOfBand(c)));
+					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes(), outOfBand(path, c)));
 		});
 		return all;
 	}
 
-	private static ConnectionSettings.@Nullable OutOfBandOptions outOfBand(ConnectionProperties c) {
+	private static ConnectionSettings.@Nullable OutOfBandOptions outOfBand(String path, ConnectionProperties c) {
 		if (c.getExchange() != ConnectionExchange.OUT_OF_BAND) {
 			return null;
 		}
 		Integer gid = c.getOutOfBand().getGidIndex();
 		Integer mtu = c.getOutOfBand().getPathMtu();
+		ConnectionSettings.Liveness liveness = liveness(path + ".out-of-band.liveness", c.getOutOfBand().getLiveness());
 		return new ConnectionSettings.OutOfBandOptions(c.getOutOfBand().getPort(), gid == null ? -1 : gid,
-				mtu == null ? ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU : mtu);
+				mtu == null ? ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU : mtu, liveness);
 	}
 
 	private static String queue(RdmaProperties properties, String path, @Nullable String queue) {

@@ -79,7 +79,8 @@ public class RdmaProperties {
 	 * retry.max-interval, retry.max-attempts, device, send-queue, receive-queue,
 	 * send-depth, receive-depth, receive-buffers, message-size, send-timeout, required,
 	 * remote-access-size, cm.responder-resources, cm.initiator-depth, cm.retry-count,
-	 * cm.rnr-retry-count, out-of-band.port, out-of-band.gid-index, out-of-band.path-mtu.
+	 * cm.rnr-retry-count, out-of-band.port, out-of-band.gid-index, out-of-band.path-mtu,
+	 * out-of-band.liveness.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 

@@ -67,16 +67,17 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 
 	/**
 	 * The options of an out-of-band exchange ({@code ibv_rc_pingpong}'s records over the
-	 * TCP connection to {@code address}, which stays open as the link's liveness
-	 * channel).
+	 * TCP connection to {@code address}, which stays open as the link's liveness channel
+	 * unless {@code liveness} is {@link Liveness#NONE}).
 	 *
 	 * @param port the RDMA device's port number, 1..255
 	 * @param gidIndex the local GID index, or -1 to take the first IPv4 RoCE v2 GID
 	 * ({@code dev.rdma.verbs.exchange.ExchangeOptions.FIND_GID})
 	 * @param pathMtu the QP's path MTU in bytes, or {@link #DEFAULT_PATH_MTU} (0): 1024,
 	 * or the port's active MTU when lower
+	 * @param liveness what tells that the peer went away, besides a failed completion
 	 */
-	public record OutOfBandOptions(int port, int gidIndex, int pathMtu) {
+	public record OutOfBandOptions(int port, int gidIndex, int pathMtu, Liveness liveness) {
 
 		/**
 		 * {@link #pathMtu()}: {@code ibv_rc_pingpong}'s 1024, or the port's active MTU
@@ -84,10 +85,41 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 		 */
 		public static final int DEFAULT_PATH_MTU = 0;
 
-		/** With the default path MTU. */
+		public OutOfBandOptions {
+			Objects.requireNonNull(liveness, "liveness");
+		}
+
+		/** With the default path MTU and liveness {@link Liveness#TCP}. */
 		public OutOfBandOptions(int port, int gidIndex) {
 			this(port, gidIndex, DEFAULT_PATH_MTU);
 		}
+
+		/** With liveness {@link Liveness#TCP}. */
+		public OutOfBandOptions(int port, int gidIndex, int pathMtu) {
+			this(port, gidIndex, pathMtu, Liveness.TCP);
+		}
+
+	}
+
+	/**
+	 * What tells an out-of-band link that its peer went away
+	 * ({@code rdma.connections.<name>.out-of-band.liveness}).
+	 */
+	public enum Liveness {
+
+		/**
+		 * The exchange's TCP connection stays open: its end or reset ends the link, and
+		 * closing it is the orderly disconnect. Both ends must keep it open.
+		 */
+		TCP,
+
+		/**
+		 * The exchange's TCP connection is closed after the records, as
+		 * {@code ibv_rc_pingpong} does: only a failed completion ends the link (a send to
+		 * a peer whose QP is gone fails with RETRY_EXC_ERR), and the QP's retry count is
+		 * at most 6 so that it does fail (Soft-RoCE retries for ever at 7).
+		 */
+		NONE
 
 	}
 

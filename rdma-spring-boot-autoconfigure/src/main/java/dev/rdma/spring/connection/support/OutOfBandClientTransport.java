@@ -22,12 +22,15 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.remaining;
  * RTS with the server's QPN, PSN and GID).
  *
  * <p>
- * <b>The connection's end.</b> The TCP connection stays open as the liveness channel,
- * polled every 100 ms: its end of stream or reset (the server stopped, or closed this
- * peer) ends the connection, as does a failed completion of the QP
- * ({@link PeerConnection#failure()}). Stopping closes the peer connection in order: FIN
- * on the socket, up to half the shutdown timeout for the server's, QP to error, drain,
- * destroy.
+ * <b>The connection's end.</b> With {@code out-of-band.liveness: tcp} (the default) the
+ * TCP connection stays open as the liveness channel, polled every 100 ms: its end of
+ * stream or reset (the server stopped, or closed this peer) ends the connection, as does
+ * a failed completion of the QP ({@link PeerConnection#failure()}). With {@code none} the
+ * client closes it after writing {@code "done"}, as {@code ibv_rc_pingpong}'s client
+ * does, and only a failed completion ends the connection (a send to a server whose QP is
+ * gone: RETRY_EXC_ERR). Stopping closes the peer connection in order: FIN on the socket
+ * (none without it), up to half the shutdown timeout for the server's, QP to error,
+ * drain, destroy.
  */
 final class OutOfBandClientTransport implements ClientTransport {
 
@@ -48,13 +51,15 @@ final class OutOfBandClientTransport implements ClientTransport {
 
 	@Override
 	public Attempt newAttempt(ClientConnection connection) {
-		return new LinkAttempt(connection, options.port());
+		return new LinkAttempt(connection, options.port(), options.liveness());
 	}
 
 	/** An attempt on a TCP connection of its own. */
 	private static final class LinkAttempt extends PendingPeer implements Attempt {
 
 		private final int port;
+
+		private final ConnectionSettings.Liveness liveness;
 
 		private volatile @Nullable OutOfBandLink link;
 
@@ -74,9 +79,10 @@ final class OutOfBandClientTransport implements ClientTransport {
 		/** {@link #wakeUp} was called before the connection was exchanged. */
 		private volatile boolean woken;
 
-		LinkAttempt(ClientConnection connection, int port) {
+		LinkAttempt(ClientConnection connection, int port, ConnectionSettings.Liveness liveness) {
 			super(connection);
 			this.port = port;
+			this.liveness = liveness;
 		}
 
 		@Override
@@ -111,7 +117,7 @@ final class OutOfBandClientTransport implements ClientTransport {
 			QueuePair qp = peer.queuePair();
 			qp.moveToInit(port);
 			peer.postReceives();
-			link.exchangeAsClient(qp, OutOfBandLink.options(settings, remaining(deadline)), deadline);
+			link.exchangeAsClient(qp, OutOfBandLink.options(settings, remaining(deadline)), liveness, deadline);
 			exchanged = true;
 			return peer;
 		}

@@ -2,6 +2,8 @@ package dev.rdma.spring.connection.support;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.Inet6Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
@@ -23,7 +25,8 @@ import dev.rdma.verbs.exchange.PingpongWire;
 
 /**
  * The TCP connection of an out-of-band exchange, kept open as the link of one
- * {@link PeerConnection}.
+ * {@link PeerConnection} (liveness {@code tcp}), or closed after the records (liveness
+ * {@code none}).
  *
  * <p>
  * <b>Exchange.</b> The bytes of {@code ibv_rc_pingpong} ({@link PingpongWire}): the
@@ -34,24 +37,40 @@ import dev.rdma.verbs.exchange.PingpongWire;
  * deadline ({@code connect-timeout}).
  *
  * <p>
- * <b>Liveness.</b> Unlike {@link OutOfBand#connect}, the socket stays open afterwards,
- * non-blocking and silent: its end of stream or a reset ({@link #alive()} false) means
- * the peer went away (its process ended or it closed the connection); closing it is the
- * orderly disconnect ({@link #disconnect}: FIN, then up to the timeout for the peer's).
- * TCP keep-alive is on. A peer whose host vanishes without a FIN or reset is noticed by
- * the QP (a send completing with RETRY_EXC_ERR ends the {@link PeerConnection}, see
- * {@link PeerConnection#failure()}, and its owner closes this link), or when TCP gives
- * up.
+ * <b>Liveness {@code tcp}</b> (the default). Unlike {@link OutOfBand#connect}, the socket
+ * stays open afterwards, non-blocking and silent: its end of stream or a reset
+ * ({@link #alive()} false) means the peer went away (its process ended or it closed the
+ * connection); closing it is the orderly disconnect ({@link #disconnect}: FIN, then up to
+ * the timeout for the peer's). TCP keep-alive is on. A peer whose host vanishes without a
+ * FIN or reset is noticed by the QP (a send completing with RETRY_EXC_ERR ends the
+ * {@link PeerConnection}, see {@link PeerConnection#failure()}, and its owner closes this
+ * link), or when TCP gives up.
  *
  * <p>
  * Both ends must therefore keep the socket open: the peer is another application of this
  * starter. {@code ibv_rc_pingpong} itself closes it after the exchange, which this side
  * reads as the peer's end.
+ *
+ * <p>
+ * <b>Liveness {@code none}</b> ({@link #detach}): the socket is closed after the
+ * exchange, as {@code ibv_rc_pingpong} does (its client closes it after writing
+ * {@code "done"}, its server after reading it). The link then only keeps the addresses:
+ * {@link #alive()} stays true until {@link #close}, {@link #disconnect} tells the peer
+ * nothing, and only a failed completion of the QP ends the {@link PeerConnection}. Its
+ * retry count is then at most {@link #NONE_MAX_RETRY_COUNT} ({@link #options}).
  */
 final class OutOfBandLink implements PeerLink {
 
 	/** The path MTU when none is configured: {@code ibv_rc_pingpong}'s default. */
 	static final int DEFAULT_PATH_MTU = 1024;
+
+	/**
+	 * The QP's highest retry_cnt with liveness {@code none}: Soft-RoCE retransmits for
+	 * ever at 7 ({@code rxe_comp.c}), and no other signal would end the link. With the
+	 * local ACK timeout 14 (4.096 us * 2^14 = 67 ms), a send to a peer whose QP is gone
+	 * fails with RETRY_EXC_ERR after 7 * 67 ms = 0.47 s.
+	 */
+	static final int NONE_MAX_RETRY_COUNT = 6;
 
 	private final SocketChannel channel;
 
@@ -62,6 +81,9 @@ final class OutOfBandLink implements PeerLink {
 	private final ByteBuffer scratch = ByteBuffer.allocate(64);
 
 	private volatile boolean closed;
+
+	/** Liveness {@code none}: the socket was closed after the exchange. */
+	private volatile boolean detached;
 
 	private OutOfBandLink(SocketChannel channel) throws IOException {
 		this.channel = channel;
@@ -139,7 +161,8 @@ final class OutOfBandLink implements PeerLink {
 	 * rnr-retry-count; responder-resources and initiator-depth as max_dest_rd_atomic and
 	 * max_rd_atomic, their default 255 meaning {@code ibv_rc_pingpong}'s 1); its
 	 * {@code out-of-band.path-mtu}, by default {@code ibv_rc_pingpong}'s 1024 (the port's
-	 * active MTU when lower, see {@link #connectQp}); a random PSN.
+	 * active MTU when lower, see {@link #connectQp}); a random PSN. With liveness
+	 * {@code none}, the retry count is at most {@link #NONE_MAX_RETRY_COUNT}.
 	 */
 	static ExchangeOptions options(ConnectionSettings settings, Duration timeout) {
 		ConnectionSettings.OutOfBandOptions oob = settings.outOfBand();
@@ -147,7 +170,9 @@ final class OutOfBandLink implements PeerLink {
 			throw new IllegalStateException("connection '" + settings.name() + "' uses rdma_cm");
 		}
 		CmParameters cm = settings.cm();
-		ConnectionParameters parameters = ConnectionParameters.DEFAULTS.withRetryCount(cm.retryCount())
+		int retryCount = (oob.liveness() == ConnectionSettings.Liveness.NONE)
+				? Math.min(cm.retryCount(), NONE_MAX_RETRY_COUNT) : cm.retryCount();
+		ConnectionParameters parameters = ConnectionParameters.DEFAULTS.withRetryCount(retryCount)
 			.withRnrRetry(cm.rnrRetryCount())
 			.withMaxRdAtomic(readAtomic(cm.initiatorDepth()))
 			.withMaxDestRdAtomic(readAtomic(cm.responderResources()))
@@ -165,24 +190,29 @@ final class OutOfBandLink implements PeerLink {
 
 	/**
 	 * The client's side: {@code qp} (INIT, receives posted) is connected to the server's
-	 * and RTS when this returns, the server told so.
+	 * and RTS when this returns, the server told so ({@code "done"}); then the socket
+	 * stays open or is closed, as {@code liveness} says.
 	 */
-	Endpoint exchangeAsClient(QueuePair qp, ExchangeOptions options, long deadline) {
+	Endpoint exchangeAsClient(QueuePair qp, ExchangeOptions options, ConnectionSettings.Liveness liveness,
+			long deadline) {
 		int gidIndex = OutOfBand.gidIndex(qp.protectionDomain().context(), options);
 		Endpoint mine = OutOfBand.localEndpoint(qp, options);
 		write(PingpongWire.encode(mine), "its endpoint record");
 		Endpoint theirs = PingpongWire.decode(read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
 		connectQp(qp, mine, gidIndex, theirs, options);
 		write(PingpongWire.done(), "\"done\"");
-		live();
+		afterExchange(liveness);
 		return theirs;
 	}
 
 	/**
 	 * The server's side: reads the client's record, connects {@code qp} (INIT, receives
-	 * posted), answers and waits for the client's {@code "done"} (its QP is RTS then).
+	 * posted), answers and waits for the client's {@code "done"} (its QP is RTS then, or,
+	 * for {@code ibv_rc_pingpong}, about to be); then the socket stays open or is closed,
+	 * as {@code liveness} says.
 	 */
-	Endpoint exchangeAsServer(QueuePair qp, ExchangeOptions options, long deadline) {
+	Endpoint exchangeAsServer(QueuePair qp, ExchangeOptions options, ConnectionSettings.Liveness liveness,
+			long deadline) {
 		int gidIndex = OutOfBand.gidIndex(qp.protectionDomain().context(), options);
 		Endpoint mine = OutOfBand.localEndpoint(qp, options);
 		Endpoint theirs = PingpongWire.decode(read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
@@ -192,7 +222,7 @@ final class OutOfBandLink implements PeerLink {
 			throw new AttemptFailedException("EXCHANGE",
 					"the exchange client " + peer + " sent something else than \"done\" after the records");
 		}
-		live();
+		afterExchange(liveness);
 		return theirs;
 	}
 
@@ -255,6 +285,25 @@ final class OutOfBandLink implements PeerLink {
 		}
 	}
 
+	private void afterExchange(ConnectionSettings.Liveness liveness) {
+		if (liveness == ConnectionSettings.Liveness.NONE) {
+			detach();
+		}
+		else {
+			live();
+		}
+	}
+
+	/**
+	 * Liveness {@code none}, after the exchange: closes the socket (the peer reads its
+	 * end of stream, as from {@code ibv_rc_pingpong}); the link keeps its addresses and
+	 * stays {@link #alive()} until {@link #close}.
+	 */
+	void detach() {
+		detached = true;
+		closeQuietly(channel);
+	}
+
 	/** Non-blocking from now on (after the exchange): {@link #alive()} polls. */
 	void live() {
 		try {
@@ -267,11 +316,15 @@ final class OutOfBandLink implements PeerLink {
 
 	/**
 	 * False once the peer closed or reset the connection (or this side closed it); never
-	 * blocks. Bytes the peer sends (it sends none) are discarded.
+	 * blocks. Bytes the peer sends (it sends none) are discarded. Once {@link #detach}ed:
+	 * true until {@link #close}.
 	 */
 	synchronized boolean alive() {
 		if (closed) {
 			return false;
+		}
+		if (detached) {
+			return true;
 		}
 		try {
 			scratch.clear();
@@ -282,9 +335,15 @@ final class OutOfBandLink implements PeerLink {
 		}
 	}
 
-	/** FIN to the peer, then up to {@code timeout} for its end of stream. */
+	/**
+	 * FIN to the peer, then up to {@code timeout} for its end of stream; nothing once
+	 * {@link #detach}ed (the peer learns of the end by its next failed completion).
+	 */
 	@Override
 	public void disconnect(Duration timeout) {
+		if (detached) {
+			return;
+		}
 		long deadline = Deadlines.after(timeout);
 		try {
 			channel.shutdownOutput();
@@ -328,9 +387,25 @@ final class OutOfBandLink implements PeerLink {
 		return Math.clamp(timeout.toMillis(), 1, Integer.MAX_VALUE);
 	}
 
+	/** The peer's address as the log names it, {@code ip:port}, also once closed. */
+	String describePeer() {
+		return format(peer);
+	}
+
+	/** {@code address} as {@code ip:port} (an IPv6 address in brackets). */
+	static String format(InetSocketAddress address) {
+		InetAddress ip = address.getAddress();
+		if (ip == null) {
+			return address.getHostString() + ":" + address.getPort();
+		}
+		String host = ip.getHostAddress();
+		return (ip instanceof Inet6Address ? "[" + host + "]" : host) + ":" + address.getPort();
+	}
+
 	@Override
 	public String toString() {
-		return "OutOfBandLink[" + local + " -> " + peer + (closed ? ", closed" : "") + "]";
+		return "OutOfBandLink[" + format(local) + " -> " + format(peer)
+				+ (closed ? ", closed" : detached ? ", socket closed after the exchange" : "") + "]";
 	}
 
 }

@@ -1,6 +1,7 @@
 package dev.rdma.spring.connection.support;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
@@ -31,10 +32,15 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
  * record, RTR and RTS, answer, wait for the client's {@code "done"}).
  *
  * <p>
- * <b>A peer's end.</b> Each peer's TCP connection stays open as its liveness channel: end
- * of stream or a reset ends the peer. Stopping closes every peer in order (FIN, up to
- * half the shutdown timeout for the peer's, QP to error, drain, destroy), then the
- * listening socket.
+ * <b>A peer's end.</b> With {@code out-of-band.liveness: tcp} (the default) each peer's
+ * TCP connection stays open as its liveness channel: end of stream or a reset ends the
+ * peer. With {@code none} the server closes it once it read the client's {@code "done"},
+ * as {@code ibv_rc_pingpong}'s server does, and only a failed completion of the peer's QP
+ * ends the peer (a send to a client whose QP is gone: RETRY_EXC_ERR); the server then
+ * drops it and accepts the next. Stopping closes every peer in order (FIN, none without
+ * the socket, up to half the shutdown timeout for the peer's, QP to error, drain,
+ * destroy), then the listening socket. The log names a peer by the address of its
+ * exchange connection, {@code ip:port}.
  */
 final class OutOfBandServerTransport implements ServerTransport {
 
@@ -149,7 +155,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 	@Override
 	public String describe(PeerConnection peer) {
-		return peer.link().toString();
+		return (peer.link() instanceof OutOfBandLink link) ? link.describePeer() : String.valueOf(peer.peerAddress());
 	}
 
 	@Override
@@ -191,12 +197,20 @@ final class OutOfBandServerTransport implements ServerTransport {
 		@Override
 		public String from() {
 			OutOfBandLink l = link;
-			return (l != null) ? String.valueOf(l.peerAddress()) : "?";
+			if (l != null) {
+				return l.describePeer();
+			}
+			try {
+				return (client.getRemoteAddress() instanceof InetSocketAddress a) ? OutOfBandLink.format(a) : "?";
+			}
+			catch (IOException | RuntimeException ex) {
+				return "? (" + ex.getMessage() + ")";
+			}
 		}
 
 		@Override
 		public String refusal() {
-			return "turns a peer away";
+			return "turns a peer from " + from() + " away";
 		}
 
 		@Override
@@ -217,7 +231,8 @@ final class OutOfBandServerTransport implements ServerTransport {
 				QueuePair qp = peer.queuePair();
 				qp.moveToInit(options.port());
 				peer.postReceives();
-				link.exchangeAsServer(qp, OutOfBandLink.options(settings, settings.connectTimeout()), deadline);
+				link.exchangeAsServer(qp, OutOfBandLink.options(settings, settings.connectTimeout()),
+						options.liveness(), deadline);
 				return peer;
 			}
 			finally {

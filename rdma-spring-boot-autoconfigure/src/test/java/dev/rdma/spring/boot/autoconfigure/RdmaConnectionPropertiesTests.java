@@ -111,6 +111,18 @@ class RdmaConnectionPropertiesTests {
 				Arguments.of("rdma.connections.orders.out-of-band.port", "must be between 1 and 255",
 						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "exchange=out-of-band", c + "out-of-band.port=0")),
+				Arguments.of("rdma.connections.orders.out-of-band.liveness",
+						"applies to rdma.connections.orders.exchange=out-of-band, but the exchange is cm",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "out-of-band.liveness=none")),
+				Arguments.of("rdma.connections.orders.out-of-band.liveness",
+						"rdma.connections.orders.out-of-band.liveness=udp is neither tcp nor none",
+						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "out-of-band.liveness=udp")),
+				Arguments.of("rdma.connections.orders.out-of-band.liveness",
+						"rdma.connections.orders.out-of-band.liveness= is neither tcp nor none",
+						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
+								c + "exchange=out-of-band", c + "out-of-band.liveness=")),
 				Arguments.of("rdma.connections.orders.source", "with rdma.connections.orders.exchange=out-of-band",
 						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
 								c + "exchange=out-of-band", c + "source=10.0.0.1")),
@@ -213,9 +225,7 @@ class RdmaConnectionPropertiesTests {
 			.get();
 		assertThat(properties.getConnections().get("cmlink").getExchange()).isEqualTo(ConnectionExchange.CM);
 		assertThat(properties.getConnections().get("oob").getExchange()).isEqualTo(ConnectionExchange.OUT_OF_BAND);
-		RdmaConnectionProperties.validate(properties);
-		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
-		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
+		Map<String, ConnectionSettings> settings = validatedSettings(properties);
 		assertThat(settings.get("cmlink").outOfBand()).isNull();
 		assertThat(settings.get("oob").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1));
 		assertThat(settings.get("oob").server()).isTrue();
@@ -223,6 +233,37 @@ class RdmaConnectionPropertiesTests {
 		assertThat(settings.get("oob").outOfBand().pathMtu())
 			.isEqualTo(ConnectionSettings.OutOfBandOptions.DEFAULT_PATH_MTU);
 		assertThat(settings.get("mtu").outOfBand()).isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 512));
+		assertThat(settings.get("oob").outOfBand().liveness()).as("the default")
+			.isEqualTo(ConnectionSettings.Liveness.TCP);
+		assertThat(properties.getConnections().get("oob").getOutOfBand().getLiveness()).isEqualTo("tcp");
+	}
+
+	/** The settings of validated {@code properties}, by connection name. */
+	private static Map<String, ConnectionSettings> validatedSettings(RdmaProperties properties) {
+		RdmaConnectionProperties.validate(properties);
+		Map<String, ConnectionSettings> settings = new LinkedHashMap<>();
+		RdmaConnectionProperties.settings(properties).forEach(s -> settings.put(s.name(), s));
+		return settings;
+	}
+
+	@Test
+	void outOfBandLivenessBindsToTheSettings() {
+		String c = "rdma.connections.";
+		Map<String, String> values = new LinkedHashMap<>(Map.of("rdma.devices.nic0.name", "mlx5_0",
+				"rdma.completion-queues.tx.entries", "256", "rdma.completion-queues.rx.entries", "256"));
+		for (String name : List.of("none", "tcp")) {
+			values.put(c + name + ".send-queue", "tx");
+			values.put(c + name + ".receive-queue", "rx");
+			values.put(c + name + ".exchange", "out-of-band");
+		}
+		values.putAll(Map.of(c + "none.connect", "10.0.0.2:7475", c + "none.out-of-band.liveness", "none",
+				c + "tcp.listen", "10.0.0.2:7476", c + "tcp.out-of-band.liveness", "TCP"));
+		Map<String, ConnectionSettings> settings = validatedSettings(
+				new Binder(new MapConfigurationPropertySource(values)).bind("rdma", RdmaProperties.class).get());
+		assertThat(settings.get("none").outOfBand())
+			.isEqualTo(new ConnectionSettings.OutOfBandOptions(1, -1, 0, ConnectionSettings.Liveness.NONE));
+		assertThat(settings.get("tcp").outOfBand().liveness()).as("either case")
+			.isEqualTo(ConnectionSettings.Liveness.TCP);
 	}
 
 	@Test

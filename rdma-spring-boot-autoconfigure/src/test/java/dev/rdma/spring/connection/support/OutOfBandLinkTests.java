@@ -73,6 +73,66 @@ class OutOfBandLinkTests {
 		assertThat(byDefault.gidIndex()).isEqualTo(ExchangeOptions.FIND_GID);
 	}
 
+	/**
+	 * Liveness {@code none}: the retry count is at most 6 (Soft-RoCE retries for ever at
+	 * 7), so that a send to a vanished peer fails; {@code tcp} keeps
+	 * {@code cm.retry-count}.
+	 */
+	@Test
+	void withLivenessNoneTheRetryCountIsAtMostSix() {
+		ExchangeOptions none = OutOfBandLink.options(
+				outOfBand(new ConnectionSettings.OutOfBandOptions(1, -1, 0, ConnectionSettings.Liveness.NONE)),
+				Duration.ofSeconds(5));
+		assertThat(CmParameters.DEFAULTS.retryCount()).isEqualTo(7);
+		assertThat(none.parameters().retryCount()).isEqualTo(OutOfBandLink.NONE_MAX_RETRY_COUNT).isEqualTo(6);
+		assertThat(none.parameters().timeout()).as("ibv_rc_pingpong's 14: 67 ms").isEqualTo(14);
+		ExchangeOptions tcp = OutOfBandLink.options(outOfBand(new ConnectionSettings.OutOfBandOptions(1, -1)),
+				Duration.ofSeconds(5));
+		assertThat(tcp.parameters().retryCount()).isEqualTo(7);
+	}
+
+	/**
+	 * Liveness {@code none}: after the exchange the socket is closed (the peer reads its
+	 * end, as {@code ibv_rc_pingpong} expects), the link stays alive with its addresses,
+	 * and its disconnect returns at once.
+	 */
+	@Test
+	void aDetachedLinkClosesItsSocketAndLivesOnWithItsAddresses() throws Exception {
+		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
+		SocketChannel raw = server.accept();
+		try {
+			InetSocketAddress peer = client.peerAddress();
+			client.detach();
+			raw.configureBlocking(true);
+			raw.socket().setSoTimeout(5_000);
+			assertThat(raw.socket().getInputStream().read()).as("the peer reads the end of stream").isEqualTo(-1);
+			assertThat(client.alive()).isTrue();
+			assertThat(client.peerAddress()).isEqualTo(peer);
+			assertThat(client.localAddress()).isNotNull();
+			long t0 = System.nanoTime();
+			client.disconnect(Duration.ofSeconds(10));
+			assertThat((System.nanoTime() - t0) / 1_000_000).as("disconnect, ms").isLessThan(1_000);
+			assertThat(client.describePeer()).isEqualTo(peer.getAddress().getHostAddress() + ":" + peer.getPort())
+				.doesNotContain("/");
+			assertThat(client.toString()).contains("socket closed after the exchange");
+			client.close();
+			assertThat(client.alive()).isFalse();
+			assertThat(client.peerAddress()).as("closed").isNull();
+			assertThat(client.describePeer()).as("still named once closed").contains(":" + peer.getPort());
+		}
+		finally {
+			client.close();
+			raw.close();
+		}
+	}
+
+	@Test
+	void addressesAreNamedIpColonPort() {
+		assertThat(OutOfBandLink.format(new InetSocketAddress("10.0.0.1", 18515))).isEqualTo("10.0.0.1:18515");
+		assertThat(OutOfBandLink.format(new InetSocketAddress("::1", 7))).isEqualTo("[0:0:0:0:0:0:0:1]:7");
+		assertThat(OutOfBandLink.format(InetSocketAddress.createUnresolved("host", 7))).isEqualTo("host:7");
+	}
+
 	@Test
 	void absentServerIsUnreachable() throws Exception {
 		InetSocketAddress absent = address();
