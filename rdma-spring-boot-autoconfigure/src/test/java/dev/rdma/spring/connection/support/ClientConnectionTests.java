@@ -352,18 +352,38 @@ class ClientConnectionTests {
 		assertThat(client.isUp()).isFalse();
 	}
 
+	private static ConnectionSettings.Retry quickly(int maxAttempts) {
+		return new ConnectionSettings.Retry(Duration.ofMillis(10), 1, Duration.ofMillis(10), maxAttempts);
+	}
+
+	/** A client whose one connection lasts until stopped or disconnected. */
+	private ClientConnection lastingClient(String name, FakeTransport transport) {
+		transport.lasts = true;
+		return client(settings(name, quickly(0)), transport);
+	}
+
+	/** The events {@code client} publishes, and the thread of each. */
+	private static final class Recorded {
+
+		final List<RdmaConnectionEvent> events = new CopyOnWriteArrayList<>();
+
+		final List<String> threads = new CopyOnWriteArrayList<>();
+
+		Recorded(ClientConnection client) {
+			client.setEventPublisher((event) -> {
+				this.events.add((RdmaConnectionEvent) event);
+				this.threads.add(Thread.currentThread().getName());
+			});
+		}
+
+	}
+
 	@Test
 	void aClientThatGivesUpPublishesEachFailedAttemptThenGaveUpOnItsThread() throws Exception {
 		FakeTransport transport = new FakeTransport(ClientConnectionTests::refused);
-		ClientConnection client = client(
-				settings("events", new ConnectionSettings.Retry(Duration.ofMillis(10), 1, Duration.ofMillis(10), 3)),
-				transport);
-		List<Object> events = new CopyOnWriteArrayList<>();
-		List<String> threads = new CopyOnWriteArrayList<>();
-		client.setEventPublisher((event) -> {
-			events.add(event);
-			threads.add(Thread.currentThread().getName());
-		});
+		ClientConnection client = client(settings("events", quickly(3)), transport);
+		Recorded recorded = new Recorded(client);
+		List<RdmaConnectionEvent> events = recorded.events;
 		client.start();
 		await("the client gave up", () -> threads("rdma-connect-events").isEmpty());
 		assertThat(events).hasSize(4);
@@ -379,18 +399,15 @@ class ClientConnectionTests {
 		RdmaConnectionGaveUpEvent gaveUp = (RdmaConnectionGaveUpEvent) events.get(3);
 		assertThat(gaveUp.getAttempts()).isEqualTo(3);
 		assertThat(gaveUp.getLastError()).hasMessageContaining("refused by the test");
-		assertThat(threads).containsOnly("rdma-connect-events");
+		assertThat(recorded.threads).containsOnly("rdma-connect-events");
 		assertThat(client.state()).isEqualTo(ConnectionState.DISCONNECTED);
 	}
 
 	@Test
 	void aConnectionThatEndsPublishesEstablishedThenEndedWithTheEndsKind() throws Exception {
 		FakeTransport transport = new FakeTransport(FakeAttempt::connected, ClientConnectionTests::refused);
-		ClientConnection client = client(
-				settings("ends", new ConnectionSettings.Retry(Duration.ofMillis(10), 1, Duration.ofMillis(10), 1)),
-				transport);
-		List<RdmaConnectionEvent> events = new CopyOnWriteArrayList<>();
-		client.setEventPublisher((event) -> events.add((RdmaConnectionEvent) event));
+		ClientConnection client = client(settings("ends", quickly(1)), transport);
+		List<RdmaConnectionEvent> events = new Recorded(client).events;
 		client.start();
 		await("the client gave up", () -> threads("rdma-connect-ends").isEmpty());
 		assertThat(events).hasSize(4);
@@ -408,16 +425,9 @@ class ClientConnectionTests {
 	@Test
 	void disconnectClosesTheConnectionOnTheClientsThreadWhichThenStaysDisconnectedUntilStartedAgain() throws Exception {
 		FakeTransport transport = new FakeTransport(FakeAttempt::connected);
-		transport.lasts = true;
-		ClientConnection client = client(
-				settings("app", new ConnectionSettings.Retry(Duration.ofMillis(10), 1, Duration.ofMillis(10), 0)),
-				transport);
-		List<RdmaConnectionEvent> events = new CopyOnWriteArrayList<>();
-		List<String> threads = new CopyOnWriteArrayList<>();
-		client.setEventPublisher((event) -> {
-			events.add((RdmaConnectionEvent) event);
-			threads.add(Thread.currentThread().getName());
-		});
+		ClientConnection client = lastingClient("app", transport);
+		Recorded recorded = new Recorded(client);
+		List<RdmaConnectionEvent> events = recorded.events;
 		client.start();
 		await("established", () -> client.state() == ConnectionState.ESTABLISHED);
 		RdmaConnection peer = client.peers().get(0);
@@ -433,7 +443,7 @@ class ClientConnectionTests {
 		RdmaConnectionEndedEvent ended = (RdmaConnectionEndedEvent) events.get(1);
 		assertThat(ended.getPeer()).isSameAs(peer);
 		assertThat(ended.getCause()).isEqualTo(RdmaConnectionEndedEvent.Cause.APPLICATION);
-		assertThat(threads).containsOnly("rdma-connect-app");
+		assertThat(recorded.threads).containsOnly("rdma-connect-app");
 		client.disconnect(); // idempotent
 		peer.disconnect();
 		Thread.sleep(100);
@@ -448,11 +458,7 @@ class ClientConnectionTests {
 
 	@Test
 	void aListenerThatThrowsDoesNotEndTheConnectionsThread() throws Exception {
-		FakeTransport transport = new FakeTransport(FakeAttempt::connected);
-		transport.lasts = true;
-		ClientConnection client = client(
-				settings("throws", new ConnectionSettings.Retry(Duration.ofMillis(10), 1, Duration.ofMillis(10), 0)),
-				transport);
+		ClientConnection client = lastingClient("throws", new FakeTransport(FakeAttempt::connected));
 		client.setEventPublisher((event) -> {
 			throw new IllegalStateException("a listener that throws");
 		});
