@@ -17,8 +17,10 @@ import dev.rdma.spring.connection.RdmaConnection;
  * never by a poller thread: a listener may send on the connection (its send completions
  * are polled meanwhile), call {@link RdmaConnection#disconnect()}, or hand work to
  * another thread. It must not block for long: while it runs, a client does not reconnect
- * and a server neither accepts peers nor notices their end. An exception a listener
- * throws is logged and otherwise ignored. Nothing is published per message.
+ * and a server neither accepts peers nor notices their end. Stopping the connections or
+ * closing the context belongs on another thread (the stop waits for this one). An
+ * exception a listener throws is logged and otherwise ignored. Nothing is published per
+ * message.
  *
  * <p>
  * The source is the connection's bean (for a server, the bean that stands for all its

@@ -10,7 +10,8 @@ import dev.rdma.spring.connection.RdmaConnection;
  * again (the connection registry's {@code stop()} and {@code start()}). Published once by
  * the client's {@code rdma-connect-<name>} thread, as the thread's last act, after the
  * last {@link RdmaConnectionAttemptFailedEvent}: a listener may fail over, alert, or
- * close the application context (from another thread, or here: the thread ends next).
+ * close the application context from another thread (closed on this one, the stop would
+ * wait for this very thread, up to half of {@code rdma.shutdown-timeout}).
  */
 public class RdmaConnectionGaveUpEvent extends RdmaConnectionEvent {
 
