@@ -21,8 +21,9 @@ public enum ConnectionState {
 	ESTABLISHED,
 
 	/**
-	 * A client that gave up: {@code retry.max-attempts} attempts failed in a row (until
-	 * the connection is stopped and started again); a peer connection (a server's peer,
+	 * A client that gave up ({@code retry.max-attempts} attempts failed in a row) or that
+	 * the application disconnected ({@code disconnect()}), until the connection is
+	 * stopped and started again; a peer connection (a server's peer,
 	 * {@code message.connection()}) that the peer, the network or a failed completion
 	 * ended. A client whose connection ended is CONNECTING: it reconnects with back-off.
 	 */
@@ -31,7 +32,8 @@ public enum ConnectionState {
 	/**
 	 * Stopped with the application context (final), or by the connection registry's
 	 * {@code stop()}: its {@code start()} connects or listens again, with a new queue
-	 * pair (the two-process sample's client reconnect).
+	 * pair (the two-process sample's client reconnect). A peer connection the application
+	 * disconnected ({@code disconnect()}) is CLOSED from the call on.
 	 */
 	CLOSED
 

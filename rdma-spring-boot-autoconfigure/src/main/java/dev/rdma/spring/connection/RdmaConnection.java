@@ -8,9 +8,10 @@ import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A reliable connection (an RC queue pair connected through rdma_cm) to another
- * application, declared under {@code rdma.connections.<name>} and injectable by that
- * name. A client's bean is its one connection, reconnected under the same bean; a
+ * A reliable connection (an RC queue pair, connected through rdma_cm or, with
+ * {@code exchange: out-of-band}, through an exchange of endpoint records over TCP) to
+ * another application, declared under {@code rdma.connections.<name>} and injectable by
+ * that name. A client's bean is its one connection, reconnected under the same bean; a
  * server's bean stands for all the peers it accepted ({@link #peers()}), and sends to its
  * one peer when there is exactly one. A message listener replies through
  * {@link RdmaMessage#connection()}, the peer the message came from.
@@ -37,6 +38,12 @@ import org.jspecify.annotations.Nullable;
  * {@link #read(long, MemorySegment)} then reach into the peer's region without involving
  * the peer's CPU or listener. They go through the same send buffers (and back-pressure)
  * as {@code send}, and allocate nothing.
+ *
+ * <p>
+ * <b>Lifecycle.</b> The connections start and stop with the application context; in
+ * between, {@link #disconnect()} ends one peer, and the
+ * {@code dev.rdma.spring.connection.event} events tell the application when a peer
+ * arrives, leaves, or a client fails to connect.
  *
  * <p>
  * <b>Threading.</b> All methods are thread-safe; sends from several threads are posted in
@@ -187,5 +194,44 @@ public interface RdmaConnection {
 
 	/** The counters of this connection (for a server: of all its peers). */
 	ConnectionStatistics statistics();
+
+	/**
+	 * Ends this connection in an orderly way, as the peer ending it would: rdma_cm's
+	 * {@code rdma_disconnect} (out of band: the link's orderly close), the queue pair to
+	 * the error state, the sends and receives in flight completed or flushed through the
+	 * pollers, every listener call for it returned and retained message released, then
+	 * the queue pair, its buffers and its rdma_cm id destroyed, within
+	 * {@code rdma.shutdown-timeout}. Then a
+	 * {@link dev.rdma.spring.connection.event.RdmaConnectionEndedEvent} with cause
+	 * {@code APPLICATION} is published.
+	 * <ul>
+	 * <li><b>A server's peer</b> (a message's {@link RdmaMessage#connection()}, one of
+	 * {@link #peers()}, an established event's peer): that peer only; it leaves
+	 * {@link #peers()} at once, and the server keeps listening and accepting.</li>
+	 * <li><b>A server's bean</b>: every current peer, as above; the server keeps
+	 * listening (stopping it is the application context's job).</li>
+	 * <li><b>A client</b> (its bean, or its current connection {@code peers().get(0)}):
+	 * its connection, and it does not reconnect: it stays
+	 * {@link ConnectionState#DISCONNECTED}, as after giving up, until the connections are
+	 * started again (the connection registry's {@code stop()} then {@code start()}, as
+	 * for a client that gave up; the registry owns the connections' lifecycle, so a
+	 * restart is that of the whole {@code rdma.connections}). A client still connecting
+	 * stops trying.</li>
+	 * </ul>
+	 * Named after the verb it wraps, not {@code close()}: the bean is the application
+	 * context's, which closes it on shutdown (this method does not release it, and it is
+	 * not {@code AutoCloseable}, so Spring does not call it as a destroy method).
+	 *
+	 * <p>
+	 * <b>Threading.</b> Returns at once and never waits: the connection's own thread
+	 * ({@code rdma-accept-<name>}, {@code rdma-connect-<name>}) does the close, so it may
+	 * be called from any thread, including a message listener on its poller thread (the
+	 * close waits for that poller to flush the work requests, which it could not do while
+	 * blocked in this call). Sends after it returns throw
+	 * {@link ConnectionNotEstablishedException}; messages already received still reach
+	 * the listener. Idempotent; no effect on a connection that is not established or
+	 * started (a client that is not running, a peer that ended).
+	 */
+	void disconnect();
 
 }

@@ -1,8 +1,12 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
+
+import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.bind.BindHandler;
@@ -16,6 +20,7 @@ import org.springframework.boot.context.properties.source.ConfigurationPropertyS
 import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
 import org.springframework.boot.context.properties.bind.UnboundConfigurationPropertiesException;
 import org.springframework.boot.origin.PropertySourceOrigin;
+import org.springframework.core.ResolvableType;
 import org.springframework.core.env.Environment;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
 
@@ -29,7 +34,10 @@ import dev.rdma.spring.RdmaConfigurationException;
  * {@link NoUnboundElementsBindHandler} finds them (map values included), as it does for
  * {@code @ConfigurationProperties(ignoreUnknownFields = false)}. Environment variables
  * are not checked: the environment is shared with other programs ({@code RDMA_*}
- * variables of test scripts or tools would otherwise fail startup).
+ * variables of test scripts or tools would otherwise fail startup). A value that is not
+ * one of an enum property's values ({@code exchange: out-of-bnd}) fails naming the
+ * property, the value and the accepted values as the documentation writes them
+ * ({@code cm, out-of-band}), instead of the binder's constant names.
  */
 final class RdmaPropertiesBinding {
 
@@ -68,8 +76,47 @@ final class RdmaPropertiesBinding {
 			if (ex.getCause() instanceof UnboundConfigurationPropertiesException unbound) {
 				throw unknown(unbound.getUnboundProperties());
 			}
+			RdmaConfigurationException invalid = notAnEnumValue(ex);
+			if (invalid != null) {
+				throw invalid;
+			}
 			throw ex;
 		}
+	}
+
+	/**
+	 * The starter's message for a value an enum property (or a set of them) does not
+	 * accept, or null when {@code ex} is about something else.
+	 */
+	private static @Nullable RdmaConfigurationException notAnEnumValue(BindException ex) {
+		ConfigurationProperty property = ex.getProperty();
+		ResolvableType type = ex.getTarget().getType();
+		Class<?> target = type.resolve();
+		if (target != null && Collection.class.isAssignableFrom(target)) {
+			target = type.asCollection().resolveGeneric(0);
+		}
+		else if (target != null && target.isArray()) {
+			target = target.getComponentType();
+		}
+		if (property == null || target == null || !target.isEnum()) {
+			return null;
+		}
+		List<String> accepted = new ArrayList<>();
+		for (Object constant : target.getEnumConstants()) {
+			accepted.add(((Enum<?>) constant).name().toLowerCase(Locale.ROOT).replace('_', '-'));
+		}
+		String name = written(property);
+		String values = String.join(", ", accepted);
+		return new RdmaConfigurationException(name,
+				name + "=" + property.getValue() + " is not one of the accepted values " + values
+						+ (property.getOrigin() != null ? " (" + property.getOrigin() + ")" : ""),
+				"Set " + name + " to one of " + values + " (docs/configuration.md describes each).");
+	}
+
+	/** The name as written (the canonical name lower-cases map keys). */
+	private static String written(ConfigurationProperty property) {
+		return property.getOrigin() instanceof PropertySourceOrigin origin ? origin.getPropertyName()
+				: property.getName().toString();
 	}
 
 	private static RdmaConfigurationException unknown(Set<ConfigurationProperty> properties) {
@@ -77,9 +124,7 @@ final class RdmaPropertiesBinding {
 		List<String> suggestions = new ArrayList<>();
 		String first = null;
 		for (ConfigurationProperty property : properties) {
-			// the name as written (the canonical name lower-cases map keys)
-			String name = property.getOrigin() instanceof PropertySourceOrigin origin ? origin.getPropertyName()
-					: property.getName().toString();
+			String name = written(property);
 			first = first == null ? name : first;
 			String nearest = RdmaPropertyNames.nearest(name);
 			lines.add(name + (property.getOrigin() != null ? " (" + property.getOrigin() + ")" : "")

@@ -11,6 +11,9 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.event.RdmaConnectionAttemptFailedEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionEstablishedEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionGaveUpEvent;
 import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.verbs.CompletionQueue;
 
@@ -33,6 +36,13 @@ import dev.rdma.verbs.CompletionQueue;
  * buffers and link destroyed), and a new attempt after the first back-off interval.
  * Stopping wakes the attempt, waits up to half the shutdown timeout for the thread, then
  * closes the current peer connection.
+ *
+ * <p>
+ * <b>Events</b> (published on the thread): established, ended, each failed attempt, and
+ * giving up. {@link #disconnect()} ends the loop as a stop would, but the thread closes
+ * the current peer itself (CLOSED, an ended event) and the client stays DISCONNECTED,
+ * still running for the registry, whose {@code stop()} and {@code start()} connect it
+ * again.
  */
 public final class ClientConnection extends ConfiguredConnection {
 
@@ -45,6 +55,9 @@ public final class ClientConnection extends ConfiguredConnection {
 	private volatile ClientTransport.@Nullable Attempt attempt;
 
 	private final Object sleeper = new Object();
+
+	/** {@link #disconnect()} was called since the last {@link #start()}. */
+	private volatile boolean disconnecting;
 
 	public ClientConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
@@ -66,10 +79,28 @@ public final class ClientConnection extends ConfiguredConnection {
 		}
 		transport.open(this);
 		state = ConnectionState.CONNECTING;
+		disconnecting = false;
 		startThread("rdma-connect-", this::run);
 	}
 
+	/** False also once the application disconnected: the loop ends as for a stop. */
+	@Override
+	boolean running() {
+		return !disconnecting && super.running();
+	}
+
 	private void run() {
+		try {
+			connectLoop();
+		}
+		finally {
+			if (disconnecting && onOwnThread()) {
+				disconnected();
+			}
+		}
+	}
+
+	private void connectLoop() {
 		int failures = 0;
 		while (running()) {
 			state = ConnectionState.CONNECTING;
@@ -87,6 +118,7 @@ public final class ClientConnection extends ConfiguredConnection {
 					return;
 				}
 				failures = 0;
+				publish(new RdmaConnectionEstablishedEvent(this, peer, peer.peerAddress(), peer.deviceName()));
 				ClientTransport.End end = a.awaitEnd();
 				if (end == null) {
 					return; // stopping: stop() closes the peer
@@ -112,6 +144,7 @@ public final class ClientConnection extends ConfiguredConnection {
 					logger.error("RDMA connection '" + name() + "' gives up after " + failures
 							+ " failed attempts in a row (rdma.connections." + name() + ".retry.max-attempts="
 							+ settings.retry().maxAttempts() + ")");
+					publish(new RdmaConnectionGaveUpEvent(this, failures, ex));
 					return;
 				}
 				// the back-off before the next attempt
@@ -150,11 +183,65 @@ public final class ClientConnection extends ConfiguredConnection {
 		logger.warn("RDMA connection '" + name() + "' to " + settings.address() + " ended (" + end.description()
 				+ "); reconnecting");
 		a.acknowledgeEnd();
-		peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
+		closeEnded(peer, end.kind(), ConnectionState.DISCONNECTED);
+	}
+
+	/**
+	 * After {@link #disconnect()}, on this client's thread: closes the current peer (an
+	 * ended event) and stays DISCONNECTED until started again.
+	 */
+	private void disconnected() {
+		PeerConnection peer;
+		synchronized (this) {
+			if (!running) {
+				return; // stopped meanwhile: stop() closes the peer
+			}
+			peer = current;
+			current = null;
+			state = ConnectionState.DISCONNECTED;
+		}
+		if (peer != null) {
+			logger.info("RDMA connection '" + name() + "' to " + settings.address()
+					+ " disconnected by the application (disconnect()); it reconnects once started again");
+			closeEnded(peer, "disconnect()", ConnectionState.CLOSED);
+		}
+	}
+
+	/**
+	 * Ends this client's connection (or its attempts) and keeps it from reconnecting: the
+	 * thread closes the peer and ends; see {@link RdmaConnection#disconnect()}.
+	 */
+	@Override
+	public void disconnect() {
+		synchronized (this) {
+			if (!running || disconnecting) {
+				return;
+			}
+			disconnecting = true;
+		}
+		PeerConnection peer = current;
+		if (peer != null) {
+			peer.requestDisconnect(); // sends refused from now on
+		}
+		synchronized (sleeper) {
+			sleeper.notifyAll();
+		}
+		ClientTransport.Attempt a = attempt;
+		if (a != null) {
+			a.wakeUp();
+		}
+	}
+
+	@Override
+	void peerDisconnectRequested(PeerConnection peer) {
+		if (peer == current) {
+			disconnect();
+		}
 	}
 
 	private void failed(RuntimeException ex, int failures, boolean givesUp) {
-		counters.connectionError(kindOf(ex));
+		String kind = kindOf(ex);
+		counters.connectionError(kind);
 		String message = "RDMA connection '" + name() + "' to " + settings.address() + exchange.qualifier()
 				+ ": attempt " + failures + " failed (" + ex.getMessage() + ")"
 				+ (givesUp ? "" : "; next attempt in " + settings.retry().interval(failures).toMillis() + " ms");
@@ -164,6 +251,8 @@ public final class ClientConnection extends ConfiguredConnection {
 		else {
 			logger.debug(message);
 		}
+		publish(new RdmaConnectionAttemptFailedEvent(this, failures, kind, ex,
+				givesUp ? null : settings.retry().interval(failures)));
 	}
 
 	private void backOff(Duration wait) {

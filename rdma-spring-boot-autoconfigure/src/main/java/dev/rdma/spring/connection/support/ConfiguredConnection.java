@@ -1,6 +1,7 @@
 package dev.rdma.spring.connection.support;
 
 import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -11,10 +12,14 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import org.springframework.context.ApplicationEventPublisher;
+
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.event.RdmaConnectionEndedEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionEvent;
 import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.ProtectionDomain;
@@ -78,6 +83,10 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	/** Whether {@link #handedOver} is set (the lock-free check of {@link #handOver}). */
 	private volatile boolean stoppingOnPoller;
 
+	/** Where the connection's events go (the registry sets the context's publisher). */
+	private volatile ApplicationEventPublisher events = (event) -> {
+	};
+
 	ConfiguredConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
 		this.settings = settings;
@@ -96,6 +105,49 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	/** The live counters (the meters read them). */
 	public ConnectionCounters counters() {
 		return counters;
+	}
+
+	/** Publishes this connection's events through {@code publisher}. */
+	public void setEventPublisher(ApplicationEventPublisher publisher) {
+		this.events = publisher;
+	}
+
+	/**
+	 * Publishes {@code event} on this connection's own thread (never a poller's); a
+	 * listener that throws is logged, and the thread goes on.
+	 */
+	final void publish(RdmaConnectionEvent event) {
+		try {
+			events.publishEvent(event);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("A listener of " + event + " threw", ex);
+		}
+	}
+
+	/**
+	 * Closes {@code peer}, which ended for {@code kind} (an rdma_cm event, a failed
+	 * completion's status, or the application's {@code disconnect()}), as
+	 * {@code finalState}, then publishes its ended event.
+	 */
+	final void closeEnded(PeerConnection peer, String kind, ConnectionState finalState) {
+		InetSocketAddress address = peer.peerAddress(); // gone once the link is closed
+		RdmaConnectionEndedEvent.Cause cause = peer.disconnectRequested() ? RdmaConnectionEndedEvent.Cause.APPLICATION
+				: (kind.equals(peer.failure()) ? RdmaConnectionEndedEvent.Cause.FAILED_COMPLETION
+						: RdmaConnectionEndedEvent.Cause.DISCONNECTED);
+		peer.close(settings.closeTimeout(), finalState);
+		publish(new RdmaConnectionEndedEvent(this, peer, address, cause, kind));
+	}
+
+	/**
+	 * The application called {@code disconnect()} on {@code peer}, one of this
+	 * connection's (on any thread, a poller's too: never blocks).
+	 */
+	abstract void peerDisconnectRequested(PeerConnection peer);
+
+	/** Whether the current thread is this connection's latest thread. */
+	final boolean onOwnThread() {
+		return Thread.currentThread() == thread;
 	}
 
 	/** Creates the channel and the PD; the subclass then connects or listens. */
@@ -278,8 +330,10 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 		if (p == null) {
 			throw new IllegalStateException("connection '" + name() + "' is not started");
 		}
-		return new PeerConnection(settings, counters, link, p, sendCq, receiveCq, listener.get(), routers,
-				this::handOver);
+		PeerConnection peer = new PeerConnection(settings, counters, link, p, sendCq, receiveCq, listener.get(),
+				routers, this::handOver);
+		peer.onDisconnect(() -> peerDisconnectRequested(peer));
+		return peer;
 	}
 
 	abstract String describeAddress();

@@ -117,6 +117,12 @@ public final class PeerConnection implements RdmaConnection {
 
 	private volatile boolean peerDisconnected;
 
+	/** The application called {@link #disconnect()}: the owner's thread closes it. */
+	private final AtomicBoolean disconnectRequested = new AtomicBoolean();
+
+	/** Tells the owner about {@link #disconnect()} (set once made; never blocks). */
+	private volatile @Nullable Runnable onDisconnect;
+
 	/**
 	 * The status ({@link WcStatus} name) of the first failed completion that ended this
 	 * QP, or null while it lives; set once, on a poller thread.
@@ -278,6 +284,34 @@ public final class PeerConnection implements RdmaConnection {
 			catch (RuntimeException ex) {
 				logger.debug("Waking up the owner of connection '" + settings.name() + "' failed: " + ex);
 			}
+		}
+	}
+
+	/**
+	 * {@code hook} is run (on the caller's thread) by the first {@link #disconnect()}.
+	 */
+	void onDisconnect(Runnable hook) {
+		this.onDisconnect = hook;
+	}
+
+	/**
+	 * Asks the owner's thread to close this connection: from now on it reports CLOSED
+	 * (sends refused, no longer among the peers); false when asked before or closing.
+	 */
+	boolean requestDisconnect() {
+		return !closing.get() && disconnectRequested.compareAndSet(false, true);
+	}
+
+	/** True once the application asked for {@link #disconnect()}. */
+	boolean disconnectRequested() {
+		return disconnectRequested.get();
+	}
+
+	@Override
+	public void disconnect() {
+		Runnable hook = onDisconnect;
+		if (requestDisconnect() && hook != null) {
+			hook.run();
 		}
 	}
 
@@ -462,7 +496,8 @@ public final class PeerConnection implements RdmaConnection {
 
 	@Override
 	public ConnectionState state() {
-		return state;
+		ConnectionState now = state;
+		return (now == ConnectionState.ESTABLISHED && disconnectRequested.get()) ? ConnectionState.CLOSED : now;
 	}
 
 	@Override
@@ -487,7 +522,7 @@ public final class PeerConnection implements RdmaConnection {
 
 	@Override
 	public List<RdmaConnection> peers() {
-		return state == ConnectionState.ESTABLISHED ? List.of(this) : List.of();
+		return state() == ConnectionState.ESTABLISHED ? List.of(this) : List.of();
 	}
 
 	@Override

@@ -20,6 +20,8 @@ import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
+import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.context.ApplicationEventPublisherAware;
 import org.springframework.context.SmartLifecycle;
 
 import dev.rdma.spring.RdmaConfigurationException;
@@ -45,9 +47,14 @@ import dev.rdma.verbs.CompletionQueue;
  * and stop (disconnect, flush, drain through the pollers, destroy) before the pollers
  * stop, all within {@code rdma.shutdown-timeout}. The registry depends on the queues'
  * beans, so it is destroyed before them.
+ *
+ * <p>
+ * <b>Events.</b> The connections publish their {@code dev.rdma.spring.connection.event}
+ * events through the application context's publisher, which the context hands this
+ * registry.
  */
-public class RdmaConnectionRegistry
-		implements SmartLifecycle, SmartInitializingSingleton, BeanFactoryAware, DisposableBean {
+public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializingSingleton, BeanFactoryAware,
+		ApplicationEventPublisherAware, DisposableBean {
 
 	/** Bean name of the registry. */
 	public static final String BEAN_NAME = "rdmaConnectionRegistry";
@@ -80,6 +87,8 @@ public class RdmaConnectionRegistry
 
 	private @Nullable BeanFactory beanFactory;
 
+	private volatile @Nullable ApplicationEventPublisher publisher;
+
 	private volatile boolean running;
 
 	public RdmaConnectionRegistry(List<ConnectionSettings> settings, Duration shutdownTimeout) {
@@ -90,6 +99,11 @@ public class RdmaConnectionRegistry
 	@Override
 	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
 		this.beanFactory = beanFactory;
+	}
+
+	@Override
+	public void setApplicationEventPublisher(ApplicationEventPublisher publisher) {
+		this.publisher = publisher;
 	}
 
 	private BeanFactory factory() {
@@ -125,6 +139,12 @@ public class RdmaConnectionRegistry
 		Supplier<@Nullable MessageListenerBinding> listener = () -> listeners.get(name);
 		ConfiguredConnection c = s.server() ? new ServerConnection(s, sendCq, receiveCq, used, listener)
 				: new ClientConnection(s, sendCq, receiveCq, used, listener);
+		c.setEventPublisher((event) -> {
+			ApplicationEventPublisher p = this.publisher;
+			if (p != null) {
+				p.publishEvent(event);
+			}
+		});
 		connections.put(name, c);
 		return c;
 	}

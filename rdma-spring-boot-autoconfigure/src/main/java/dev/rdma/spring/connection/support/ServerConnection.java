@@ -12,6 +12,8 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.event.RdmaConnectionEstablishedEvent;
+import dev.rdma.spring.connection.event.RdmaPeerRefusedEvent;
 import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.verbs.CompletionQueue;
 
@@ -31,6 +33,11 @@ import dev.rdma.verbs.CompletionQueue;
  * destroyed). Stopping wakes the thread (and an accept in progress: a peer accepted once
  * stopping began is closed, never listed), waits up to half the shutdown timeout for it,
  * closes every peer, then the listener.
+ *
+ * <p>
+ * <b>Events</b> (published on that thread): established once a peer is listed, ended once
+ * a peer is closed, refused when {@code max-peers} turn a peer away or an accept fails. A
+ * peer's {@code disconnect()} wakes the thread, which closes it as an end.
  *
  * <p>
  * As an {@link RdmaConnection}, the server sends to its one peer; with none, or several,
@@ -76,13 +83,15 @@ public final class ServerConnection extends ConfiguredConnection {
 	void accept(ServerTransport.Request request) {
 		if (peers.size() >= settings.maxPeers()) {
 			counters.connectionError("MAX_PEERS");
-			logger.warn("RDMA connection '" + name() + "' " + request.refusal() + ": " + settings.maxPeers()
-					+ " peer(s) connected (rdma.connections." + name() + ".max-peers)");
+			String detail = settings.maxPeers() + " peer(s) connected (rdma.connections." + name() + ".max-peers)";
+			logger.warn("RDMA connection '" + name() + "' " + request.refusal() + ": " + detail);
 			request.turnAway();
+			publish(new RdmaPeerRefusedEvent(this, request.from(), RdmaPeerRefusedEvent.Reason.MAX_PEERS, detail));
 			return;
 		}
+		PeerConnection peer;
 		try {
-			PeerConnection peer = request.accept(Deadlines.after(settings.connectTimeout()));
+			peer = request.accept(Deadlines.after(settings.connectTimeout()));
 			peer.onFailure(transport::peerEnded);
 			peer.established();
 			if (!addPeer(peer)) {
@@ -98,12 +107,17 @@ public final class ServerConnection extends ConfiguredConnection {
 		}
 		catch (RuntimeException ex) {
 			counters.connectionError(kindOf(ex));
-			if (running()) {
-				logger.warn("RDMA connection '" + name() + "': accepting a peer from " + request.from() + " failed: "
-						+ ex.getMessage());
-			}
+			String from = request.from();
 			request.close();
+			if (running()) {
+				logger.warn("RDMA connection '" + name() + "': accepting a peer from " + from + " failed: "
+						+ ex.getMessage());
+				publish(new RdmaPeerRefusedEvent(this, from, RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED,
+						String.valueOf(ex.getMessage())));
+			}
+			return;
 		}
+		publish(new RdmaConnectionEstablishedEvent(this, peer, peer.peerAddress(), peer.deviceName()));
 	}
 
 	/**
@@ -119,9 +133,16 @@ public final class ServerConnection extends ConfiguredConnection {
 		return true;
 	}
 
-	/** Closes each peer whose link ended. */
+	/** Closes each peer whose link ended, or that the application disconnected. */
 	private void checkPeers() {
 		for (PeerConnection peer : peers) {
+			if (peer.disconnectRequested()) {
+				peers.remove(peer);
+				logger.info("RDMA connection '" + name() + "': disconnecting peer " + transport.describe(peer)
+						+ " (disconnect() by the application)");
+				closeEnded(peer, "disconnect()", ConnectionState.CLOSED);
+				continue;
+			}
 			String end = peer.failure();
 			if (end == null) {
 				end = transport.endOf(peer);
@@ -135,7 +156,20 @@ public final class ServerConnection extends ConfiguredConnection {
 			logger.info("RDMA connection '" + name() + "': peer " + transport.describe(peer) + " disconnected (" + end
 					+ ")");
 			transport.acknowledgeEnd(peer);
-			peer.close(settings.closeTimeout(), ConnectionState.DISCONNECTED);
+			closeEnded(peer, end, ConnectionState.DISCONNECTED);
+		}
+	}
+
+	@Override
+	void peerDisconnectRequested(PeerConnection peer) {
+		transport.peerEnded(); // the thread closes it at once
+	}
+
+	/** Disconnects every current peer; the server keeps listening. */
+	@Override
+	public void disconnect() {
+		for (PeerConnection peer : peers) {
+			peer.disconnect();
 		}
 	}
 
@@ -207,7 +241,13 @@ public final class ServerConnection extends ConfiguredConnection {
 
 	@Override
 	public List<RdmaConnection> peers() {
-		return List.copyOf(peers);
+		List<RdmaConnection> listed = new ArrayList<>(peers.size());
+		for (PeerConnection peer : peers) {
+			if (!peer.disconnectRequested()) {
+				listed.add(peer);
+			}
+		}
+		return List.copyOf(listed);
 	}
 
 	@Override

@@ -48,7 +48,8 @@ class ArchitectureTests {
 	@Test
 	void theModuleHasTheDocumentedPackages() {
 		assertThat(packages()).containsExactly(BASE, BASE + ".annotation", BOOT, BOOT + ".health", BOOT + ".metrics",
-				BASE + ".config", BASE + ".connection", BASE + ".connection.support", BASE + ".listener");
+				BASE + ".config", BASE + ".connection", BASE + ".connection.event", BASE + ".connection.support",
+				BASE + ".listener");
 	}
 
 	@Test
@@ -80,6 +81,14 @@ class ArchitectureTests {
 			.dependOnClassesThat()
 			.resideInAnyPackage(BASE + ".connection.support", "org.springframework..", BASE + ".listener",
 					BASE + ".config")
+			.check(classes);
+		// the events know the API and Spring's ApplicationEvent, not the plumbing
+		noClasses().that()
+			.resideInAPackage(BASE + ".connection.event")
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(BASE + ".connection.support", BASE + ".listener", BASE + ".config",
+					BASE + ".annotation")
 			.check(classes);
 		noClasses().that()
 			.resideInAPackage(BASE + ".connection.support")

@@ -326,6 +326,33 @@ class RdmaWithoutDeviceTests {
 				Arguments.of("rdma.shutdown-timout=1s", "rdma.shutdown-timeout"));
 	}
 
+	static Stream<Arguments> badEnumValues() {
+		return Stream.of(Arguments.of("rdma.connections.orders.exchange=out-of-bnd", "cm, out-of-band"),
+				Arguments.of("rdma.completion-queues.rx.type=extnded", "legacy, extended, efa"),
+				Arguments.of("rdma.completion-queues.rx.polling.mode=bsy", "busy, event, adaptive, backoff"),
+				Arguments.of("rdma.pollers.shared.mode=spin", "busy, event, adaptive, backoff"),
+				Arguments.of("rdma.completion-queues.rx.wc-flags=byte-len,qp-nm", "byte-len"));
+	}
+
+	@ParameterizedTest(name = "[{index}] {0}")
+	@MethodSource("badEnumValues")
+	void aValueThatIsNotOneOfAnEnumsFailsNamingThePropertyTheValueAndTheAcceptedValuesAsWritten(String bad,
+			String accepted) {
+		String property = bad.substring(0, bad.indexOf('='));
+		String value = bad.substring(bad.indexOf('=') + 1);
+		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", bad).run(context -> {
+			assertThat(context).hasFailed();
+			Throwable failure = context.getStartupFailure();
+			assertThat(failure).isInstanceOf(RdmaConfigurationException.class);
+			assertThat(failure.getMessage()).contains(property + "=" + value + " is not one of the accepted values ")
+				.contains(accepted)
+				.doesNotContain("OUT_OF_BAND", "EXTENDED", "BUSY", "BYTE_LEN");
+			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(failure);
+			assertThat(analysis.getDescription()).contains("Property: " + property);
+			assertThat(analysis.getAction()).contains("Set " + property + " to one of ").contains(accepted);
+		});
+	}
+
 	@ParameterizedTest(name = "[{index}] {0}")
 	@MethodSource("typos")
 	void unknownKeyFailsNamingTheNearestValidName(String typo, String nearest) {

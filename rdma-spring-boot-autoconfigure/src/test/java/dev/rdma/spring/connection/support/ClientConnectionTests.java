@@ -17,7 +17,14 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.event.RdmaConnectionAttemptFailedEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionEndedEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionEstablishedEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionGaveUpEvent;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.MemoryRegion;
@@ -27,15 +34,17 @@ import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.verbs.cm.ConnectionId;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.mockito.ArgumentMatchers.any;
 import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.BDDMockito.given;
 import static org.mockito.Mockito.mock;
 
 /**
- * The loop of a {@link ClientConnection}: its attempts, back-off, reconnects and
- * stopping, on a transport of the test's own (or, for the out-of-band connect, a TCP
- * server that never answers). Without a device: the verbs objects are mocks.
+ * The loop of a {@link ClientConnection}: its attempts, back-off, reconnects, stopping,
+ * its events and {@code disconnect()}, on a transport of the test's own (or, for the
+ * out-of-band connect, a TCP server that never answers). Without a device: the verbs
+ * objects are mocks.
  */
 class ClientConnectionTests {
 
@@ -137,6 +146,9 @@ class ClientConnectionTests {
 
 		final List<Long> attemptTimes = new CopyOnWriteArrayList<>();
 
+		/** Whether an established connection lasts until stopped or disconnected. */
+		volatile boolean lasts;
+
 		FakeTransport(Step... steps) {
 			this.steps = List.of(steps);
 		}
@@ -187,8 +199,17 @@ class ClientConnectionTests {
 		}
 
 		@Override
-		public ClientTransport.End awaitEnd() {
-			return new ClientTransport.End("DISCONNECTED", "the test ended it");
+		public ClientTransport.@Nullable End awaitEnd() {
+			while (this.transport.lasts && this.connection.running()) {
+				try {
+					Thread.sleep(2);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					return null;
+				}
+			}
+			return this.transport.lasts ? null : new ClientTransport.End("DISCONNECTED", "the test ended it");
 		}
 
 		@Override
@@ -329,6 +350,123 @@ class ClientConnectionTests {
 		assertThat(transport.attempts()).isEqualTo(1);
 		assertThat(client.state()).as("waiting (back-off) to reconnect").isEqualTo(ConnectionState.CONNECTING);
 		assertThat(client.isUp()).isFalse();
+	}
+
+	private static ConnectionSettings.Retry quickly(int maxAttempts) {
+		return new ConnectionSettings.Retry(Duration.ofMillis(10), 1, Duration.ofMillis(10), maxAttempts);
+	}
+
+	/** A client whose one connection lasts until stopped or disconnected. */
+	private ClientConnection lastingClient(String name, FakeTransport transport) {
+		transport.lasts = true;
+		return client(settings(name, quickly(0)), transport);
+	}
+
+	/** The events {@code client} publishes, and the thread of each. */
+	private static final class Recorded {
+
+		final List<RdmaConnectionEvent> events = new CopyOnWriteArrayList<>();
+
+		final List<String> threads = new CopyOnWriteArrayList<>();
+
+		Recorded(ClientConnection client) {
+			client.setEventPublisher((event) -> {
+				this.events.add((RdmaConnectionEvent) event);
+				this.threads.add(Thread.currentThread().getName());
+			});
+		}
+
+	}
+
+	@Test
+	void aClientThatGivesUpPublishesEachFailedAttemptThenGaveUpOnItsThread() throws Exception {
+		FakeTransport transport = new FakeTransport(ClientConnectionTests::refused);
+		ClientConnection client = client(settings("events", quickly(3)), transport);
+		Recorded recorded = new Recorded(client);
+		List<RdmaConnectionEvent> events = recorded.events;
+		client.start();
+		await("the client gave up", () -> threads("rdma-connect-events").isEmpty());
+		assertThat(events).hasSize(4);
+		for (int i = 0; i < 3; i++) {
+			RdmaConnectionAttemptFailedEvent failed = (RdmaConnectionAttemptFailedEvent) events.get(i);
+			assertThat(failed.getConnection()).isSameAs(client);
+			assertThat(failed.getConnectionName()).isEqualTo("events");
+			assertThat(failed.getAttempt()).isEqualTo(i + 1);
+			assertThat(failed.getKind()).isEqualTo("UNREACHABLE");
+			assertThat(failed.getError()).hasMessageContaining("refused by the test");
+			assertThat(failed.getNextAttemptIn()).isEqualTo((i < 2) ? Duration.ofMillis(10) : null);
+		}
+		RdmaConnectionGaveUpEvent gaveUp = (RdmaConnectionGaveUpEvent) events.get(3);
+		assertThat(gaveUp.getAttempts()).isEqualTo(3);
+		assertThat(gaveUp.getLastError()).hasMessageContaining("refused by the test");
+		assertThat(recorded.threads).containsOnly("rdma-connect-events");
+		assertThat(client.state()).isEqualTo(ConnectionState.DISCONNECTED);
+	}
+
+	@Test
+	void aConnectionThatEndsPublishesEstablishedThenEndedWithTheEndsKind() throws Exception {
+		FakeTransport transport = new FakeTransport(FakeAttempt::connected, ClientConnectionTests::refused);
+		ClientConnection client = client(settings("ends", quickly(1)), transport);
+		List<RdmaConnectionEvent> events = new Recorded(client).events;
+		client.start();
+		await("the client gave up", () -> threads("rdma-connect-ends").isEmpty());
+		assertThat(events).hasSize(4);
+		RdmaConnectionEstablishedEvent established = (RdmaConnectionEstablishedEvent) events.get(0);
+		RdmaConnectionEndedEvent ended = (RdmaConnectionEndedEvent) events.get(1);
+		assertThat(established.getDeviceName()).isEqualTo("rxe0");
+		assertThat(ended.getPeer()).isSameAs(established.getPeer());
+		assertThat(ended.getCause()).isEqualTo(RdmaConnectionEndedEvent.Cause.DISCONNECTED);
+		assertThat(ended.getDetail()).isEqualTo("DISCONNECTED");
+		assertThat(ended.getPeer().state()).isEqualTo(ConnectionState.DISCONNECTED);
+		assertThat(events.get(2)).isInstanceOf(RdmaConnectionAttemptFailedEvent.class);
+		assertThat(events.get(3)).isInstanceOf(RdmaConnectionGaveUpEvent.class);
+	}
+
+	@Test
+	void disconnectClosesTheConnectionOnTheClientsThreadWhichThenStaysDisconnectedUntilStartedAgain() throws Exception {
+		FakeTransport transport = new FakeTransport(FakeAttempt::connected);
+		ClientConnection client = lastingClient("app", transport);
+		Recorded recorded = new Recorded(client);
+		List<RdmaConnectionEvent> events = recorded.events;
+		client.start();
+		await("established", () -> client.state() == ConnectionState.ESTABLISHED);
+		RdmaConnection peer = client.peers().get(0);
+
+		peer.disconnect(); // as a message listener would, through message.connection()
+		assertThatExceptionOfType(ConnectionNotEstablishedException.class).as("a send after disconnect() returned")
+			.isThrownBy(() -> client.send(new byte[8]));
+		await("the client's thread ended", () -> threads("rdma-connect-app").isEmpty());
+		assertThat(client.state()).isEqualTo(ConnectionState.DISCONNECTED);
+		assertThat(client.peers()).isEmpty();
+		assertThat(peer.state()).isEqualTo(ConnectionState.CLOSED);
+		assertThat(events).hasSize(2);
+		RdmaConnectionEndedEvent ended = (RdmaConnectionEndedEvent) events.get(1);
+		assertThat(ended.getPeer()).isSameAs(peer);
+		assertThat(ended.getCause()).isEqualTo(RdmaConnectionEndedEvent.Cause.APPLICATION);
+		assertThat(recorded.threads).containsOnly("rdma-connect-app");
+		client.disconnect(); // idempotent
+		peer.disconnect();
+		Thread.sleep(100);
+		assertThat(transport.attempts()).as("no reconnect after disconnect()").isEqualTo(1);
+		assertThat(client.statistics().connectionErrors()).as("not an error").isEmpty();
+
+		client.stop(System.nanoTime() + Duration.ofSeconds(2).toNanos());
+		client.start();
+		await("connected again once started again", () -> client.state() == ConnectionState.ESTABLISHED);
+		assertThat(transport.attempts()).isEqualTo(2);
+	}
+
+	@Test
+	void aListenerThatThrowsDoesNotEndTheConnectionsThread() throws Exception {
+		ClientConnection client = lastingClient("throws", new FakeTransport(FakeAttempt::connected));
+		client.setEventPublisher((event) -> {
+			throw new IllegalStateException("a listener that throws");
+		});
+		client.start();
+		await("established", () -> client.state() == ConnectionState.ESTABLISHED);
+		Thread.sleep(100);
+		assertThat(client.state()).isEqualTo(ConnectionState.ESTABLISHED);
+		assertThat(threads("rdma-connect-throws")).hasSize(1);
 	}
 
 }

@@ -4,8 +4,12 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -19,6 +23,7 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.event.EventListener;
 
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.ContextSelfCloser;
@@ -26,6 +31,8 @@ import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthAutoConfiguration;
 import dev.rdma.spring.boot.autoconfigure.metrics.RdmaMetricsAutoConfiguration;
 import dev.rdma.spring.connection.RdmaMessage;
+import dev.rdma.spring.connection.event.RdmaConnectionEvent;
+import dev.rdma.spring.connection.event.RdmaConnectionGaveUpEvent;
 import dev.rdma.verbs.testing.TwoDevices;
 
 /**
@@ -125,7 +132,11 @@ final class ConnectionApps {
 		return start(ClosingServer.class, p);
 	}
 
-	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
+	/**
+	 * The application {@code app} (a configuration of this class's) with
+	 * {@code properties}.
+	 */
+	static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
 		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
 			.properties(properties.toArray(String[]::new))
 			.run();
@@ -163,6 +174,49 @@ final class ConnectionApps {
 		@Bean
 		MeterRegistry meterRegistry() {
 			return new SimpleMeterRegistry();
+		}
+
+		@Bean
+		Events events() {
+			return new Events();
+		}
+
+	}
+
+	/** Every connection event of the application, in order, with the thread of each. */
+	static class Events {
+
+		final BlockingQueue<RdmaConnectionEvent> all = new LinkedBlockingQueue<>();
+
+		final ConcurrentLinkedQueue<String> threads = new ConcurrentLinkedQueue<>();
+
+		/** Counted down by the application's reaction to a client that gave up. */
+		final CountDownLatch gaveUp = new CountDownLatch(1);
+
+		@EventListener
+		void on(RdmaConnectionEvent event) {
+			threads.add(Thread.currentThread().getName());
+			all.add(event);
+			if (event instanceof RdmaConnectionGaveUpEvent) {
+				gaveUp.countDown();
+			}
+		}
+
+		/**
+		 * The next event of {@code type} within 60 s; events of other types before it are
+		 * passed over.
+		 */
+		<T extends RdmaConnectionEvent> T next(Class<T> type) throws InterruptedException {
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+			while (true) {
+				RdmaConnectionEvent event = all.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+				if (event == null) {
+					throw new AssertionError("no " + type.getSimpleName() + " within 60 s");
+				}
+				if (type.isInstance(event)) {
+					return type.cast(event);
+				}
+			}
 		}
 
 	}
