@@ -49,6 +49,27 @@ class RdmaConnectionPropertiesTests {
 		return all.toArray(String[]::new);
 	}
 
+	/** The base, a client {@code orders} of 10.0.0.2:7471 on tx/rx, and {@code more}. */
+	private static String[] client(String... more) {
+		return orders("connect", more);
+	}
+
+	/**
+	 * The base, a server {@code orders} listening on 10.0.0.2:7471 on tx/rx, and
+	 * {@code more}.
+	 */
+	private static String[] server(String... more) {
+		return orders("listen", more);
+	}
+
+	private static String[] orders(String role, String... more) {
+		String c = "rdma.connections.orders.";
+		List<String> all = new ArrayList<>(
+				List.of(c + role + "=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx"));
+		all.addAll(Arrays.asList(more));
+		return with(all.toArray(String[]::new));
+	}
+
 	static Stream<Arguments> misconfigurations() {
 		String c = "rdma.connections.orders.";
 		return Stream.of(
@@ -65,104 +86,75 @@ class RdmaConnectionPropertiesTests {
 						with(c + "connect=10.0.0.2:7471", c + "receive-queue=rx")),
 				Arguments.of("rdma.connections.orders.receive-queue", "names no queue under rdma.completion-queues",
 						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx9")),
-				Arguments.of("rdma.connections.orders.send-depth", "must be between 1 and",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "send-depth=0")),
+				Arguments.of("rdma.connections.orders.send-depth", "must be between 1 and", client(c + "send-depth=0")),
 				Arguments.of("rdma.connections.orders.receive-buffers", "must be between 1 and 64",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "receive-buffers=65")),
+						client(c + "receive-buffers=65")),
 				Arguments.of("rdma.connections.orders.cm.retry-count", "must be between 0 and 7",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "cm.retry-count=9")),
+						client(c + "cm.retry-count=9")),
 				Arguments.of("rdma.connections.orders.retry.multiplier", "must be between 1 and 100",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "retry.multiplier=0.5")),
-				Arguments.of("rdma.connections.orders.max-peers", "is for a server",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "max-peers=3")),
+						client(c + "retry.multiplier=0.5")),
+				Arguments.of("rdma.connections.orders.max-peers", "is for a server", client(c + "max-peers=3")),
 				Arguments.of("rdma.connections.orders.send-timeout", "must not be negative",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "send-timeout=-1s")),
+						client(c + "send-timeout=-1s")),
 				Arguments.of("rdma.connections.orders.remote-access-size",
 						"remote-access-size=-1B must be between 0B (no region) and 1GB",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "remote-access-size=-1B")),
+						client(c + "remote-access-size=-1B")),
 				Arguments.of("rdma.connections.orders.remote-access-size",
 						"remote-access-size=2147483648B must be between 0B (no region) and 1GB",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "remote-access-size=2GB")),
+						server(c + "remote-access-size=2GB")),
 				Arguments.of("rdma.connections.orders.remote-access-size", "needs rdma.connections.orders.exchange=cm",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "exchange=out-of-band", c + "remote-access-size=4KB")),
+						server(c + "exchange=out-of-band", c + "remote-access-size=4KB")),
 				Arguments.of("rdma.connections.orders.cm.responder-resources",
 						"cm.responder-resources=0 refuses every RDMA READ of the peer",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "remote-access-size=4KB", c + "cm.responder-resources=0")),
+						server(c + "remote-access-size=4KB", c + "cm.responder-resources=0")),
 				Arguments.of("rdma.completion-queues.tx.entries", "is less than the 512 completions",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "max-peers=8")),
+						server(c + "max-peers=8")),
 				Arguments.of("rdma.connections.orders.out-of-band.gid-index",
 						"applies to rdma.connections.orders.exchange=out-of-band, but the exchange is cm",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "out-of-band.gid-index=3")),
+						client(c + "out-of-band.gid-index=3")),
 				Arguments.of("rdma.connections.orders.out-of-band.gid-index", "must be between 0 and 255",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "exchange=out-of-band", c + "out-of-band.gid-index=256")),
+						client(c + "exchange=out-of-band", c + "out-of-band.gid-index=256")),
 				Arguments.of("rdma.connections.orders.out-of-band.port", "must be between 1 and 255",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "exchange=out-of-band", c + "out-of-band.port=0")),
+						server(c + "exchange=out-of-band", c + "out-of-band.port=0")),
 				Arguments.of("rdma.connections.orders.out-of-band.liveness",
 						"applies to rdma.connections.orders.exchange=out-of-band, but the exchange is cm",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "out-of-band.liveness=none")),
+						client(c + "out-of-band.liveness=none")),
 				Arguments.of("rdma.connections.orders.out-of-band.liveness",
 						"rdma.connections.orders.out-of-band.liveness=udp is neither tcp nor none",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "exchange=out-of-band", c + "out-of-band.liveness=udp")),
+						client(c + "exchange=out-of-band", c + "out-of-band.liveness=udp")),
 				Arguments.of("rdma.connections.orders.out-of-band.liveness",
 						"rdma.connections.orders.out-of-band.liveness= is neither tcp nor none",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "exchange=out-of-band", c + "out-of-band.liveness=")),
+						server(c + "exchange=out-of-band", c + "out-of-band.liveness=")),
 				Arguments.of("rdma.connections.orders.source", "with rdma.connections.orders.exchange=out-of-band",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "exchange=out-of-band", c + "source=10.0.0.1")),
+						client(c + "exchange=out-of-band", c + "source=10.0.0.1")),
 				Arguments.of("rdma.completion-queues.rx.wc-flags",
 						"rdma.completion-queues.rx.wc-flags=[imm] does not provide [qp-num, byte-len], which "
 								+ "rdma.connections.orders needs on its receive-queue 'rx'",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								"rdma.completion-queues.rx.type=extended", "rdma.completion-queues.rx.wc-flags=imm")),
+						client("rdma.completion-queues.rx.type=extended", "rdma.completion-queues.rx.wc-flags=imm")),
 				Arguments.of("rdma.completion-queues.tx.wc-flags",
 						"rdma.completion-queues.tx.wc-flags=[byte-len] does not provide [qp-num], which "
 								+ "rdma.connections.orders needs on its send-queue 'tx'",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								"rdma.completion-queues.tx.type=extended",
+						server("rdma.completion-queues.tx.type=extended",
 								"rdma.completion-queues.tx.wc-flags=byte-len")),
 				Arguments.of("rdma.completion-queues.rx.wc-flags",
 						"rdma.completion-queues.rx.wc-flags=[qp-num, imm] does not provide [byte-len], which "
 								+ "rdma.connections.orders needs on its receive-queue 'rx'",
-						with(c + "listen=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								"rdma.completion-queues.rx.type=extended",
+						server("rdma.completion-queues.rx.type=extended",
 								"rdma.completion-queues.rx.wc-flags=qp-num,imm")),
 				Arguments.of("rdma.connections.orders.message-size",
 						"rdma.connections.orders.message-size=1073741824 times rdma.connections.orders.send-depth=2 is "
 								+ "2147483648 bytes of registered buffers, more than the 2147483639",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "message-size=1073741824", c + "send-depth=2", c + "receive-depth=1")),
+						client(c + "message-size=1073741824", c + "send-depth=2", c + "receive-depth=1")),
 				Arguments.of("rdma.connections.orders.message-size",
 						"rdma.connections.orders.message-size=536870912 times rdma.connections.orders.receive-depth=4 is "
 								+ "2147483648 bytes",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "message-size=536870912", c + "send-depth=1", c + "receive-depth=4")),
+						client(c + "message-size=536870912", c + "send-depth=1", c + "receive-depth=4")),
 				Arguments.of("rdma.connections.orders.connect-timeout", "connect-timeout=PT4800000H is longer than 24h",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "connect-timeout=200000d")),
+						client(c + "connect-timeout=200000d")),
 				Arguments.of("rdma.connections.orders.retry.max-interval",
-						"retry.max-interval=PT4800000H is longer than 24h",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "retry.max-interval=200000d")),
+						"retry.max-interval=PT4800000H is longer than 24h", client(c + "retry.max-interval=200000d")),
 				Arguments.of("rdma.connections.orders.send-timeout", "send-timeout=PT48H is longer than 24h",
-						with(c + "connect=10.0.0.2:7471", c + "send-queue=tx", c + "receive-queue=rx",
-								c + "send-timeout=2d")),
+						client(c + "send-timeout=2d")),
 				Arguments.of("rdma.connections.tx", "clashes with rdma.completion-queues.tx",
 						with("rdma.connections.tx.connect=10.0.0.2:7471", "rdma.connections.tx.send-queue=tx",
 								"rdma.connections.tx.receive-queue=rx")));
