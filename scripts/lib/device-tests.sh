@@ -22,6 +22,9 @@
 #   DT_FRESH_READY     a file scripts/test creates once it has built those jars and the AOT caches (it builds them on
 #                      the host while the device tests run); waited for, 900 s at most, before the sample and the
 #                      fresh applications start
+#   DT_AOT_DIR         the lane's AOT cache directory (scripts/test: lane.aot, classpath, scan; ../ready once the host is
+#                      done with it, waited for 300 s at most): when it holds a cache, the device tests run from jars
+#                      of the same classes with it; else (or unset) from the directories of DT_CLASSPATH
 #   DT_SAMPLE_AOT      a directory of scripts/lib/aot-cache.sh for the sample's jar: when it holds a cache, every
 #                      sample JVM runs the extracted jar with it (same application, cheaper startup); else the jar
 # Exit status: the device tests'.
@@ -56,13 +59,30 @@ fi
 # class to read its tags (loading the host tests' classes cost minutes under emulation)
 scan+=(--include-classname "${DT_INCLUDE_CLASSNAME:-^.*DeviceTest\$}")
 
+# the JVM and class path: with the lane's AOT cache (DT_AOT_DIR, made by the host while this VM booted: the same tests
+# from jars of the same classes, loaded and linked ahead of time), else the launcher's --class-path over the directories
+launch=(-jar "$DT_LAUNCHER" execute --class-path "$DT_CLASSPATH")
+if [[ -n "${DT_AOT_DIR:-}" && -n "${DT_CLASSPATH:-}" ]]; then
+    waited=0
+    while [[ ! -f $DT_AOT_DIR/../ready ]] && (( waited < 300 )); do sleep 1; waited=$((waited + 1)); done
+    if [[ -s $DT_AOT_DIR/lane.aot && -s $DT_AOT_DIR/classpath && -s $DT_AOT_DIR/scan ]]; then
+        launch=(-XX:AOTCache="$DT_AOT_DIR/lane.aot" -cp "$DT_LAUNCHER:$(cat "$DT_AOT_DIR/classpath")"
+            org.junit.platform.console.ConsoleLauncher execute)
+        scan=()
+        while read -r jar; do scan+=("--scan-class-path=$jar"); done < "$DT_AOT_DIR/scan"
+        scan+=(--include-classname "${DT_INCLUDE_CLASSNAME:-^.*DeviceTest\$}")
+        say "device tests start with the AOT cache the host made ($DT_AOT_DIR/lane.aot, waited ${waited} s for it)"
+    else
+        say "NOTE: no AOT cache for this lane's test JVM ($DT_AOT_DIR): it starts without (slower)"
+    fi
+fi
+
 run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     local tag=$1 reports=$2
     shift 2
     # shellcheck disable=SC2086  # JOPTS holds several JVM flags
-    "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED \
-        -jar "$DT_LAUNCHER" execute \
-        --class-path "$DT_CLASSPATH" "${scan[@]}" --include-tag "$tag" "$@" --fail-if-no-tests \
+    "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED "${launch[@]}" \
+        "${scan[@]}" --include-tag "$tag" "$@" --fail-if-no-tests \
         --reports-dir "$reports" --details tree --disable-banner --disable-ansi-colors
 }
 

@@ -53,13 +53,14 @@ class ContextOpenDeviceTest {
 		List<String> command = new ArrayList<>();
 		command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
 		// this JVM's -XX flags: in the Soft-RoCE VM the emulator's (C1 only: the probe's
-		// start costs half) and the crash-log path the VM checks
+		// start costs half) and the crash-log path the VM checks, not the lane's AOT
+		// cache
 		ProcessHandle.current()
 			.info()
 			.arguments()
 			.stream()
 			.flatMap(Arrays::stream)
-			.filter(a -> a.startsWith("-XX:"))
+			.filter(a -> a.startsWith("-XX:") && !a.startsWith("-XX:AOT"))
 			.forEach(command::add);
 		command.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-cp", classPath, Probe.class.getName(),
 				DeviceTestSupport.deviceName()));

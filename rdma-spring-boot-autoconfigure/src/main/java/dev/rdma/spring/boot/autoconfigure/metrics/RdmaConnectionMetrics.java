@@ -1,6 +1,8 @@
 package dev.rdma.spring.boot.autoconfigure.metrics;
 
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToDoubleFunction;
 
 import io.micrometer.core.instrument.FunctionCounter;
@@ -77,10 +79,11 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 					"Message listener calls that threw");
 			counter(meters, "rdma.connection.reconnects", name, n, ConnectionCounters::reconnects,
 					"Connections established after the first");
+			Set<String> registered = ConcurrentHashMap.newKeySet();
 			for (String kind : ERROR_KINDS) {
-				errors(meters, name, n, kind);
+				errors(meters, name, n, kind, registered);
 			}
-			n.onErrorKind((kind) -> errors(meters, name, n, kind));
+			n.onErrorKind((kind) -> errors(meters, name, n, kind, registered));
 			Gauge.builder("rdma.connection.established", c, RdmaConnectionMetrics::established)
 				.tag("connection", name)
 				.description("1 when the connection is established; a server: its connected peers")
@@ -88,8 +91,16 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 		}
 	}
 
-	/** The counter of one kind (registering it again returns the one registered). */
-	private static void errors(MeterRegistry meters, String connection, ConnectionCounters counters, String kind) {
+	/**
+	 * The counter of one kind, registered once per connection: a fixed kind counted for
+	 * the first time is not registered again (Micrometer would warn that the function
+	 * counter exists and ignore the second function).
+	 */
+	private static void errors(MeterRegistry meters, String connection, ConnectionCounters counters, String kind,
+			Set<String> registered) {
+		if (!registered.add(kind)) {
+			return;
+		}
 		FunctionCounter.builder("rdma.connection.errors", counters, x -> x.connectionErrors(kind))
 			.tag("connection", connection)
 			.tag("kind", kind)
