@@ -219,6 +219,27 @@ final class OutOfBandServerTransport implements ServerTransport {
 		}
 
 		@Override
+		public @Nullable InetSocketAddress peerAddress() {
+			try {
+				return (client.getRemoteAddress() instanceof InetSocketAddress a) ? a : null;
+			}
+			catch (IOException | RuntimeException ex) {
+				return null;
+			}
+		}
+
+		@Override
+		public byte[] privateData() {
+			return new byte[0];
+		}
+
+		@Override
+		public void refuse(byte[] rejectData) {
+			// nothing is sent: the client reads the end of the stream before any record
+			closeQuietly(client);
+		}
+
+		@Override
 		public PeerConnection accept(long deadline) {
 			try {
 				OutOfBandLink link = OutOfBandLink.accepted(client);
