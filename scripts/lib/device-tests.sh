@@ -56,13 +56,16 @@ fi
 # class to read its tags (loading the host tests' classes cost minutes under emulation)
 scan+=(--include-classname "${DT_INCLUDE_CLASSNAME:-^.*DeviceTest\$}")
 
+# device tests are Jupiter tests: only that engine runs (jqwik's, on the class path for the host's property tests,
+# would write its own report, TEST-jqwik.xml, which the verdict would read first)
 run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     local tag=$1 reports=$2
     shift 2
     # shellcheck disable=SC2086  # JOPTS holds several JVM flags
     "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED \
         -jar "$DT_LAUNCHER" execute \
-        --class-path "$DT_CLASSPATH" "${scan[@]}" --include-tag "$tag" "$@" --fail-if-no-tests \
+        --class-path "$DT_CLASSPATH" "${scan[@]}" --include-engine junit-jupiter --include-tag "$tag" "$@" \
+        --fail-if-no-tests \
         --reports-dir "$reports" --details tree --disable-banner --disable-ansi-colors
 }
 

@@ -106,29 +106,14 @@ public final class ServerConnection extends ConfiguredConnection {
 	 * Accepts the peer of {@code request}, or turns it away when {@code max-peers} are.
 	 */
 	void accept(ServerTransport.Request request) {
-		PeerAdmission.Refusal refusal = admission.check(name(), request.peerAddress(), request.privateData(),
-				exchange == Exchange.OUT_OF_BAND);
-		if (refusal != null) {
-			counters.reject(refusal.reason());
-			String from = request.from();
-			request.refuse(PeerAdmission.rejectData(refusal.toPeer()));
-			String line = refusals.line("RDMA connection '" + name() + "' refused a peer from " + from + " ("
-					+ refusal.reason() + "): " + refusal.detail(), System.nanoTime());
-			if (line != null) {
-				logger.warn(line);
-			}
-			publish(new RdmaPeerRefusedEvent(this, from, refusal.reason(), refusal.detail()));
+		if (!request.admitted() && refused(request)) {
 			return;
 		}
 		if (peers.size() >= settings.maxPeers()) {
 			counters.connectionError("MAX_PEERS");
 			counters.reject(RdmaPeerRefusedEvent.Reason.MAX_PEERS);
 			String detail = settings.maxPeers() + " peer(s) connected (rdma.connections." + name() + ".max-peers)";
-			String line = refusals.line("RDMA connection '" + name() + "' " + request.refusal() + ": " + detail,
-					System.nanoTime());
-			if (line != null) {
-				logger.warn(line);
-			}
+			logRefusal("RDMA connection '" + name() + "' " + request.refusal() + ": " + detail);
 			request.turnAway();
 			publish(new RdmaPeerRefusedEvent(this, request.from(), RdmaPeerRefusedEvent.Reason.MAX_PEERS, detail));
 			return;
@@ -162,6 +147,48 @@ public final class ServerConnection extends ConfiguredConnection {
 			return;
 		}
 		publish(new RdmaConnectionEstablishedEvent(this, peer, peer.peerAddress(), peer.deviceName()));
+	}
+
+	/**
+	 * Refuses {@code request} when admission does not let it through (counted, logged at
+	 * a bounded rate, published).
+	 * @return whether it was refused
+	 */
+	boolean refused(ServerTransport.Request request) {
+		PeerAdmission.Refusal refusal = admission.check(name(), request.peerAddress(), request.privateData(),
+				exchange == Exchange.OUT_OF_BAND);
+		if (refusal == null) {
+			return false;
+		}
+		counters.reject(refusal.reason());
+		String from = request.from();
+		request.refuse(PeerAdmission.rejectData(refusal.toPeer()));
+		logRefusal("RDMA connection '" + name() + "' refused a peer from " + from + " (" + refusal.reason() + "): "
+				+ refusal.detail());
+		publish(new RdmaPeerRefusedEvent(this, from, refusal.reason(), refusal.detail()));
+		return true;
+	}
+
+	/**
+	 * Logs a peer turned away at a bounded rate ({@link RefusalLog}): a flood writes one
+	 * line per interval.
+	 */
+	void logRefusal(String text) {
+		String line = refusals.line(text, System.nanoTime());
+		if (line != null) {
+			logger.warn(line);
+		}
+	}
+
+	/**
+	 * A peer dropped before its accept began (out of band: its record did not arrive in
+	 * time, or too many were pending): counted under {@code kind}, logged at a bounded
+	 * rate, published as refused ({@code ACCEPT_FAILED}).
+	 */
+	void dropped(String from, String kind, String detail) {
+		counters.connectionError(kind);
+		logRefusal("RDMA connection '" + name() + "': accepting a peer from " + from + " failed: " + detail);
+		publish(new RdmaPeerRefusedEvent(this, from, RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED, detail));
 	}
 
 	/**

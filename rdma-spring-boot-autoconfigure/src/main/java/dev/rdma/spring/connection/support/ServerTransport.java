@@ -97,6 +97,15 @@ sealed interface ServerTransport permits RdmaCmServerTransport, OutOfBandServerT
 		void refuse(byte[] rejectData);
 
 		/**
+		 * Whether the server's admission already let it through (the out-of-band
+		 * transport checks a TCP connection's address when it arrives, before it reads
+		 * its record).
+		 */
+		default boolean admitted() {
+			return false;
+		}
+
+		/**
 		 * A new {@link PeerConnection} connected to the peer by {@code deadline}
 		 * ({@link System#nanoTime()}).
 		 * @throws RuntimeException when accepting failed ({@link #close} releases what it
