@@ -77,12 +77,14 @@ if [[ -n "${DT_AOT_DIR:-}" && -n "${DT_CLASSPATH:-}" ]]; then
     fi
 fi
 
+# device tests are Jupiter tests: only that engine runs (jqwik's, on the class path for the host's property tests,
+# would write its own report, TEST-jqwik.xml, which the verdict would read first)
 run_tests() { # $1: tag, $2: reports dir, then extra launcher arguments
     local tag=$1 reports=$2
     shift 2
     # shellcheck disable=SC2086  # JOPTS holds several JVM flags
     "$JAVA_HOME/bin/java" $JOPTS --enable-native-access=ALL-UNNAMED "${launch[@]}" \
-        "${scan[@]}" --include-tag "$tag" "$@" --fail-if-no-tests \
+        "${scan[@]}" --include-engine junit-jupiter --include-tag "$tag" "$@" --fail-if-no-tests \
         --reports-dir "$reports" --details tree --disable-banner --disable-ansi-colors
 }
 

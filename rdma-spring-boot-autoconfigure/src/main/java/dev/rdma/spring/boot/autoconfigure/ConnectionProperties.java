@@ -1,6 +1,8 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.jspecify.annotations.Nullable;
 
@@ -44,6 +46,14 @@ public class ConnectionProperties {
 
 	/** Server: most peers connected at once; more are rejected. */
 	private int maxPeers = 1;
+
+	/**
+	 * Server: the peers it accepts, as IPv4 or IPv6 addresses and CIDR ranges (e.g.
+	 * 10.0.0.0/24, fd00::/8); a peer from elsewhere is rejected before anything is made
+	 * for it (out of band: its TCP connection is closed). Empty = every peer. Not
+	 * authentication: see docs/connections.md.
+	 */
+	private List<String> allowedPeers = new ArrayList<>();
 
 	/**
 	 * Bound of one connection attempt (address and route resolution, connect) or one
@@ -159,6 +169,14 @@ public class ConnectionProperties {
 
 	public void setMaxPeers(int maxPeers) {
 		this.maxPeers = maxPeers;
+	}
+
+	public List<String> getAllowedPeers() {
+		return allowedPeers;
+	}
+
+	public void setAllowedPeers(List<String> allowedPeers) {
+		this.allowedPeers = allowedPeers;
 	}
 
 	public Duration getConnectTimeout() {

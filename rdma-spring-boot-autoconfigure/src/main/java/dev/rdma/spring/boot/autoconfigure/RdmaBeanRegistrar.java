@@ -137,7 +137,8 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 		// RdmaConnection bean per key, made by the registry
 		List<ConnectionSettings> connections = RdmaConnectionProperties.settings(properties);
 		RootBeanDefinition connectionRegistry = new RootBeanDefinition(RdmaConnectionRegistry.class,
-				() -> new RdmaConnectionRegistry(connections, properties.getShutdownTimeout()));
+				() -> new RdmaConnectionRegistry(connections, properties.getShutdownTimeout())
+					.allowedPeers(RdmaConnectionProperties.allowedPeers(properties)));
 		registry.registerBeanDefinition(RdmaConnectionRegistry.BEAN_NAME, connectionRegistry);
 		for (ConnectionSettings connection : connections) {
 			RootBeanDefinition definition = new RootBeanDefinition(RdmaConnection.class);

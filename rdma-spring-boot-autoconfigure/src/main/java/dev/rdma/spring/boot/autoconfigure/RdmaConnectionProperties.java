@@ -14,6 +14,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.util.unit.DataSize;
 
 import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.connection.support.AddressRange;
 import dev.rdma.spring.connection.support.ConnectionSettings;
 import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.cm.CmParameters;
@@ -83,6 +84,7 @@ final class RdmaConnectionProperties {
 			ip(path + ".source", c.getSource());
 		}
 		range(path + ".max-peers", c.getMaxPeers(), 1, 1024, "1");
+		allowedPeers(path + ".allowed-peers", server, c.getAllowedPeers());
 		if (!server && c.getMaxPeers() != 1) {
 			throw new RdmaConfigurationException(path + ".max-peers",
 					path + ".max-peers=" + c.getMaxPeers() + " is for a server; a client has one peer",
@@ -259,6 +261,48 @@ final class RdmaConnectionProperties {
 				property + "=" + (value == null ? "" : value) + " is neither tcp nor none",
 				"Set " + property + " to tcp (the exchange's TCP connection stays open and tells when the peer goes"
 						+ " away, the default) or none (it is closed after the records, as ibv_rc_pingpong does).");
+	}
+
+	/**
+	 * The ranges of a server's {@code allowed-peers} (a client has none).
+	 * @throws RdmaConfigurationException naming the entry that is not an address or CIDR
+	 * range
+	 */
+	static List<AddressRange> allowedPeers(String path, boolean server, @Nullable List<String> entries) {
+		if (entries == null || entries.isEmpty()) {
+			return List.of();
+		}
+		if (!server) {
+			throw new RdmaConfigurationException(path,
+					path + " is for a server; a client connects to the one peer it names", "Remove " + path + ".");
+		}
+		List<AddressRange> ranges = new ArrayList<>();
+		for (int i = 0; i < entries.size(); i++) {
+			String entry = entries.get(i);
+			String property = path + "[" + i + "]";
+			try {
+				ranges.add(AddressRange.parse(entry == null ? "" : entry));
+			}
+			catch (IllegalArgumentException ex) {
+				throw new RdmaConfigurationException(property,
+						property + "=" + entry + " is not an IP address or CIDR range: " + ex.getMessage(),
+						"Set " + property + " to an address or range such as 10.0.0.7, 10.0.0.0/24 or fd00::/8.");
+			}
+		}
+		return List.copyOf(ranges);
+	}
+
+	/** The allowed-peers of every server connection that sets them (validated before). */
+	static Map<String, List<AddressRange>> allowedPeers(RdmaProperties properties) {
+		Map<String, List<AddressRange>> all = new LinkedHashMap<>();
+		properties.getConnections().forEach((key, c) -> {
+			boolean server = c.getListen() != null;
+			List<AddressRange> ranges = allowedPeers(CONNECTIONS + key + ".allowed-peers", server, c.getAllowedPeers());
+			if (!ranges.isEmpty()) {
+				all.put(key, ranges);
+			}
+		});
+		return all;
 	}
 
 	/** The settings of every connection (validated before). */

@@ -75,12 +75,12 @@ public class RdmaProperties {
 	 * exchange), by bean name (the key, e.g. orders). Each becomes a
 	 * dev.rdma.spring.connection.RdmaConnection bean; a server sets listen, a client
 	 * connect. Properties of each connection: listen, connect, exchange, source,
-	 * max-peers, connect-timeout, retry.initial-interval, retry.multiplier,
-	 * retry.max-interval, retry.max-attempts, device, send-queue, receive-queue,
-	 * send-depth, receive-depth, receive-buffers, message-size, send-timeout, required,
-	 * remote-access-size, cm.responder-resources, cm.initiator-depth, cm.retry-count,
-	 * cm.rnr-retry-count, out-of-band.port, out-of-band.gid-index, out-of-band.path-mtu,
-	 * out-of-band.liveness.
+	 * max-peers, allowed-peers, connect-timeout, retry.initial-interval,
+	 * retry.multiplier, retry.max-interval, retry.max-attempts, device, send-queue,
+	 * receive-queue, send-depth, receive-depth, receive-buffers, message-size,
+	 * send-timeout, required, remote-access-size, cm.responder-resources,
+	 * cm.initiator-depth, cm.retry-count, cm.rnr-retry-count, out-of-band.port,
+	 * out-of-band.gid-index, out-of-band.path-mtu, out-of-band.liveness.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 

@@ -6,7 +6,8 @@ import dev.rdma.spring.connection.RdmaConnection;
 
 /**
  * A server did not take a peer that asked to connect: {@code max-peers} were connected
- * (rdma_cm: rejected with {@code rdma_reject}), or accepting it failed. Published by the
+ * (rdma_cm: rejected with {@code rdma_reject}), its address is not allowed, a filter
+ * refused it, its private data is malformed, or accepting it failed. Published by the
  * server's {@code rdma-accept-<name>} thread, which accepts the next peer once listeners
  * return.
  */
@@ -22,7 +23,25 @@ public class RdmaPeerRefusedEvent extends RdmaConnectionEvent {
 		MAX_PEERS,
 
 		/** Accepting failed (a verb, a timeout, the peer went away); see the detail. */
-		ACCEPT_FAILED
+		ACCEPT_FAILED,
+
+		/**
+		 * The peer's address is not in the connection's {@code allowed-peers} (rejected
+		 * before anything was made for it).
+		 */
+		NOT_ALLOWED,
+
+		/**
+		 * An {@link dev.rdma.spring.connection.RdmaConnectionFilter} bean refused the
+		 * peer; the detail names it and its reason.
+		 */
+		FILTERED,
+
+		/**
+		 * The peer's connect request carried malformed private data (a region record of
+		 * another version, a length out of range, an overflowing end).
+		 */
+		MALFORMED
 
 	}
 

@@ -10,6 +10,7 @@ import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionStatistics;
+import dev.rdma.spring.connection.event.RdmaPeerRefusedEvent.Reason;
 
 /**
  * The counters of one configured connection, shared by every {@link PeerConnection} it
@@ -37,6 +38,14 @@ public final class ConnectionCounters {
 	final LongAdder bytesRead = new LongAdder();
 
 	final AtomicLong established = new AtomicLong();
+
+	private final LongAdder[] rejected = new LongAdder[Reason.values().length];
+
+	{
+		for (int i = 0; i < rejected.length; i++) {
+			rejected[i] = new LongAdder();
+		}
+	}
 
 	private final Map<String, AtomicLong> connectionErrors = new ConcurrentHashMap<>();
 
@@ -73,6 +82,18 @@ public final class ConnectionCounters {
 		for (String kind : connectionErrors.keySet()) {
 			listener.accept(kind);
 		}
+	}
+
+	/** Counts a peer a server refused for {@code reason}. */
+	void reject(Reason reason) {
+		rejected[reason.ordinal()].increment();
+	}
+
+	/**
+	 * Peers a server refused for {@code reason} ({@code rdma.connection.rejected}).
+	 */
+	public long rejected(Reason reason) {
+		return rejected[reason.ordinal()].sum();
 	}
 
 	public long messagesSent() {

@@ -206,16 +206,17 @@ final class OutOfBandLink implements PeerLink {
 	}
 
 	/**
-	 * The server's side: reads the client's record, connects {@code qp} (INIT, receives
-	 * posted), answers and waits for the client's {@code "done"} (its QP is RTS then, or,
-	 * for {@code ibv_rc_pingpong}, about to be); then the socket stays open or is closed,
-	 * as {@code liveness} says.
+	 * The server's side: reads the client's record (unless the transport read it before,
+	 * {@code record}), connects {@code qp} (INIT, receives posted), answers and waits for
+	 * the client's {@code "done"} (its QP is RTS then, or, for {@code ibv_rc_pingpong},
+	 * about to be); then the socket stays open or is closed, as {@code liveness} says.
 	 */
 	Endpoint exchangeAsServer(QueuePair qp, ExchangeOptions options, ConnectionSettings.Liveness liveness,
-			long deadline) {
+			long deadline, byte @Nullable [] record) {
 		int gidIndex = OutOfBand.gidIndex(qp.protectionDomain().context(), options);
 		Endpoint mine = OutOfBand.localEndpoint(qp, options);
-		Endpoint theirs = PingpongWire.decode(read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
+		Endpoint theirs = PingpongWire
+			.decode((record != null) ? record : read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
 		connectQp(qp, mine, gidIndex, theirs, options);
 		write(PingpongWire.encode(mine), "this side's endpoint record");
 		if (!PingpongWire.isDone(read(PingpongWire.DONE_BYTES_LENGTH, "\"done\"", deadline))) {

@@ -3,27 +3,37 @@ package dev.rdma.spring.connection.support;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.exchange.PingpongWire;
 
 import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
 
 /**
  * The {@link ServerTransport} of {@code exchange: out-of-band}: no rdma_cm. A TCP
  * listening socket bound on {@code listen} when the application starts (a bad or busy
- * address fails startup), waited on in a selector that wakes up for a new client or for
- * stopping. The connection of one more than {@code max-peers} is closed at once (its
- * client retries later).
+ * address fails startup), waited on in a selector that wakes up for a new client, for the
+ * bytes of a client's record, or for stopping. A new connection whose address admission
+ * refuses is closed at once, before any record is sent; the others wait, non-blocking and
+ * at most {@code max(16, 4 x max-peers)} at once (more are closed at once), for the
+ * client's 52-byte record until {@code connect-timeout}: a client that connects and never
+ * writes, or trickles, is dropped then without holding up anyone else's accept. The
+ * connection of one more than {@code max-peers} is closed at once (its client retries
+ * later).
  *
  * <p>
  * One accept, within {@code connect-timeout}: a new {@link PeerConnection} on the device
@@ -53,6 +63,12 @@ final class OutOfBandServerTransport implements ServerTransport {
 	private volatile @Nullable ServerSocketChannel socket;
 
 	private volatile @Nullable Selector selector;
+
+	/**
+	 * Exchange connections whose record has not arrived yet (only the accepting thread
+	 * touches them).
+	 */
+	private final List<Pending> pending = new ArrayList<>();
 
 	/** The link of the accept in progress (closed by {@link #wakeUp}). */
 	private volatile @Nullable OutOfBandLink accepting;
@@ -104,10 +120,26 @@ final class OutOfBandServerTransport implements ServerTransport {
 		}
 		try {
 			sel.select(POLL_MILLIS);
+			List<Pending> complete = new ArrayList<>();
+			for (SelectionKey key : sel.selectedKeys()) {
+				if (key.isValid() && key.isReadable() && key.attachment() instanceof Pending p && p.read(server)) {
+					complete.add(p);
+				}
+			}
 			sel.selectedKeys().clear();
 			SocketChannel client;
 			while (server.running() && (client = ssc.accept()) != null) {
-				server.accept(new LinkRequest(server, client));
+				arrived(server, sel, client);
+			}
+			expire(server, sel);
+			if (!complete.isEmpty()) {
+				// deregistered before blocking mode: the cancelled keys go at the next
+				// select
+				sel.selectNow();
+				sel.selectedKeys().clear();
+				for (Pending p : complete) {
+					server.accept(new LinkRequest(server, p.channel, p.record.array()));
+				}
 			}
 		}
 		catch (ClosedSelectorException ex) {
@@ -121,6 +153,111 @@ final class OutOfBandServerTransport implements ServerTransport {
 			logger.warn("RDMA connection '" + server.name() + "': accepting an exchange connection failed", ex);
 		}
 		return true;
+	}
+
+	/**
+	 * A new exchange connection: refused at once when admission does not let its address
+	 * through or {@link #maxPending} are waiting for their records; else waited on (non
+	 * blocking) for its record, until {@code connect-timeout}.
+	 */
+	private void arrived(ServerConnection server, Selector sel, SocketChannel client) throws IOException {
+		LinkRequest early = new LinkRequest(server, client, null);
+		if (server.refused(early)) {
+			return;
+		}
+		String from = early.from();
+		if (pending.size() >= maxPending(server)) {
+			closeQuietly(client);
+			server.dropped(from, "PENDING_FULL", maxPending(server) + " exchange connections are waiting for their "
+					+ "endpoint records (4 x max-peers, at least 16): closed at once");
+			return;
+		}
+		client.configureBlocking(false);
+		Pending p = new Pending(client, from, System.nanoTime() + Deadlines.nanos(server.settings.connectTimeout()));
+		p.key = client.register(sel, SelectionKey.OP_READ, p);
+		pending.add(p);
+	}
+
+	/** Drops each pending connection whose record did not arrive by its deadline. */
+	private void expire(ServerConnection server, Selector sel) {
+		long now = System.nanoTime();
+		for (Pending p : new ArrayList<>(pending)) {
+			if (now - p.deadline >= 0) {
+				p.drop();
+				server.dropped(p.from, "TIMEOUT",
+						p.from + " did not send its " + PingpongWire.MESSAGE_BYTES + "-byte endpoint record within "
+								+ server.settings.connectTimeout().toMillis() + " ms (connect-timeout; got "
+								+ p.record.position() + " bytes)");
+			}
+		}
+	}
+
+	/** How many exchange connections may wait for their records at once. */
+	private static int maxPending(ServerConnection server) {
+		return Math.max(16, 4 * server.settings.maxPeers());
+	}
+
+	/**
+	 * An exchange connection waiting for the client's record (non-blocking, in the
+	 * selector): at most {@value PingpongWire#MESSAGE_BYTES} bytes are read, until its
+	 * deadline.
+	 */
+	private final class Pending {
+
+		final SocketChannel channel;
+
+		final String from;
+
+		final long deadline;
+
+		final ByteBuffer record = ByteBuffer.allocate(PingpongWire.MESSAGE_BYTES);
+
+		@Nullable SelectionKey key;
+
+		Pending(SocketChannel channel, String from, long deadline) {
+			this.channel = channel;
+			this.from = from;
+			this.deadline = deadline;
+		}
+
+		/**
+		 * Reads what arrived: true once the record is complete (deregistered, to be
+		 * accepted); a closed or failed connection is dropped.
+		 */
+		boolean read(ServerConnection server) {
+			int n;
+			try {
+				n = channel.read(record);
+			}
+			catch (IOException ex) {
+				n = -1;
+			}
+			if (n < 0) {
+				drop();
+				server.dropped(from, "EXCHANGE", from + " closed the exchange connection after " + record.position()
+						+ " of the " + PingpongWire.MESSAGE_BYTES + " bytes of its endpoint record");
+				return false;
+			}
+			if (record.hasRemaining()) {
+				return false;
+			}
+			pending.remove(this);
+			SelectionKey k = key;
+			if (k != null) {
+				k.cancel();
+			}
+			return true;
+		}
+
+		void drop() {
+			pending.remove(this);
+			SelectionKey k = key;
+			if (k != null) {
+				k.cancel();
+			}
+			closeQuietly(channel);
+		}
+
 	}
 
 	@Override
@@ -160,6 +297,9 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 	@Override
 	public void close() {
+		for (Pending p : new ArrayList<>(pending)) {
+			p.drop();
+		}
 		closeQuietly(selector);
 		closeQuietly(socket);
 		selector = null;
@@ -187,11 +327,20 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 		private final SocketChannel client;
 
+		/** The client's record, read before (null: read by the exchange). */
+		private final byte @Nullable [] record;
+
 		private @Nullable OutOfBandLink link;
 
-		LinkRequest(ServerConnection server, SocketChannel client) {
+		LinkRequest(ServerConnection server, SocketChannel client, byte @Nullable [] record) {
 			super(server);
 			this.client = client;
+			this.record = record;
+		}
+
+		@Override
+		public boolean admitted() {
+			return record != null;
 		}
 
 		@Override
@@ -219,6 +368,27 @@ final class OutOfBandServerTransport implements ServerTransport {
 		}
 
 		@Override
+		public @Nullable InetSocketAddress peerAddress() {
+			try {
+				return (client.getRemoteAddress() instanceof InetSocketAddress a) ? a : null;
+			}
+			catch (IOException | RuntimeException ex) {
+				return null;
+			}
+		}
+
+		@Override
+		public byte[] privateData() {
+			return new byte[0];
+		}
+
+		@Override
+		public void refuse(byte[] rejectData) {
+			// nothing is sent: the client reads the end of the stream before any record
+			closeQuietly(client);
+		}
+
+		@Override
 		public PeerConnection accept(long deadline) {
 			try {
 				OutOfBandLink link = OutOfBandLink.accepted(client);
@@ -232,7 +402,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 				qp.moveToInit(options.port());
 				peer.postReceives();
 				link.exchangeAsServer(qp, OutOfBandLink.options(settings, settings.connectTimeout()),
-						options.liveness(), deadline);
+						options.liveness(), deadline, record);
 				return peer;
 			}
 			finally {

@@ -211,6 +211,22 @@ final class RdmaCmServerTransport implements ServerTransport {
 		}
 
 		@Override
+		public @Nullable InetSocketAddress peerAddress() {
+			return request.peerAddress();
+		}
+
+		@Override
+		public byte[] privateData() {
+			CmEvent connectRequest = request.request();
+			return (connectRequest != null) ? connectRequest.privateData() : new byte[0];
+		}
+
+		@Override
+		public void refuse(byte[] rejectData) {
+			reject(rejectData);
+		}
+
+		@Override
 		public PeerConnection accept(long deadline) {
 			accepting = request;
 			try {

@@ -26,6 +26,7 @@ import org.springframework.context.SmartLifecycle;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.config.RdmaListenerContainerFactory;
+import dev.rdma.spring.connection.RdmaConnectionFilter;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.Deadlines;
@@ -85,6 +86,8 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 
 	private final Map<String, MessageListenerBinding> listeners = Collections.synchronizedMap(new LinkedHashMap<>());
 
+	private Map<String, List<AddressRange>> allowedPeers = Map.of();
+
 	private @Nullable BeanFactory beanFactory;
 
 	private volatile @Nullable ApplicationEventPublisher publisher;
@@ -94,6 +97,16 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 	public RdmaConnectionRegistry(List<ConnectionSettings> settings, Duration shutdownTimeout) {
 		this.settings = List.copyOf(settings);
 		this.shutdownTimeout = Objects.requireNonNull(shutdownTimeout, "shutdownTimeout");
+	}
+
+	/**
+	 * The {@code allowed-peers} of the server connections (by name; a server missing here
+	 * admits every address), before the connections are made.
+	 * @return this registry
+	 */
+	public RdmaConnectionRegistry allowedPeers(Map<String, List<AddressRange>> allowedPeers) {
+		this.allowedPeers = Map.copyOf(allowedPeers);
+		return this;
 	}
 
 	@Override
@@ -137,8 +150,17 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 			configurable.registerDependentBean(s.receiveQueue(), BEAN_NAME);
 		}
 		Supplier<@Nullable MessageListenerBinding> listener = () -> listeners.get(name);
-		ConfiguredConnection c = s.server() ? new ServerConnection(s, sendCq, receiveCq, used, listener)
-				: new ClientConnection(s, sendCq, receiveCq, used, listener);
+		ConfiguredConnection c;
+		if (s.server()) {
+			ServerConnection server = new ServerConnection(s, sendCq, receiveCq, used, listener);
+			server.admission(new PeerAdmission("rdma.connections." + name + ".allowed-peers",
+					allowedPeers.getOrDefault(name, List.of()),
+					() -> f.getBeanProvider(RdmaConnectionFilter.class).orderedStream().toList()));
+			c = server;
+		}
+		else {
+			c = new ClientConnection(s, sendCq, receiveCq, used, listener);
+		}
 		c.setEventPublisher((event) -> {
 			ApplicationEventPublisher p = this.publisher;
 			if (p != null) {

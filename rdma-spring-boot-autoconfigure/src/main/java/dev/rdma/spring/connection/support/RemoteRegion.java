@@ -66,6 +66,59 @@ public record RemoteRegion(long address, int rkey, long length) {
 		return length > 0 ? new RemoteRegion(address, rkey, length) : null;
 	}
 
+	/** The most bytes of a connect request's private data (IB CM's REQ: 56). */
+	static final int MAX_REQUEST_PRIVATE_DATA = 56;
+
+	/**
+	 * The largest region a peer of this starter advertises (its
+	 * {@code remote-access-size} is at most 1 GiB).
+	 */
+	static final long MAX_LENGTH = 1L << 30;
+
+	/**
+	 * Why the private data of a connect request cannot be taken, or null when it can: no
+	 * record at all (no magic: a peer without a region, or not this starter) is fine; a
+	 * record of another version ({@code RDMASBR} and a version other than {@code 1}), or
+	 * one whose length is not between 1 and {@value #MAX_LENGTH} bytes, or whose end
+	 * would overflow the address space, is not, nor data longer than
+	 * {@value #MAX_REQUEST_PRIVATE_DATA} bytes. Reads at most the first
+	 * {@value #ENCODED_LENGTH} bytes; never throws.
+	 */
+	static @Nullable String problem(byte @Nullable [] privateData) {
+		if (privateData == null) {
+			return null;
+		}
+		if (privateData.length > MAX_REQUEST_PRIVATE_DATA) {
+			return privateData.length + " bytes, more than the " + MAX_REQUEST_PRIVATE_DATA + " of a connect request";
+		}
+		int prefix = MAGIC_TEXT.length() - 1;
+		if (privateData.length < prefix) {
+			return null;
+		}
+		for (int i = 0; i < prefix; i++) {
+			if (privateData[i] != MAGIC_TEXT.charAt(i)) {
+				return null;
+			}
+		}
+		if (privateData.length == prefix || privateData[prefix] != MAGIC_TEXT.charAt(prefix)) {
+			return "a region record of an unsupported version (" + MAGIC_TEXT + " expected)";
+		}
+		if (privateData.length < ENCODED_LENGTH) {
+			return "a region record of " + privateData.length + " bytes, not " + ENCODED_LENGTH;
+		}
+		ByteBuffer in = ByteBuffer.wrap(privateData).order(ByteOrder.BIG_ENDIAN);
+		long address = in.getLong(8);
+		long length = in.getLong(20);
+		if (length <= 0 || length > MAX_LENGTH) {
+			return "a region record of length " + length + " (1 to " + MAX_LENGTH + " bytes)";
+		}
+		if (Long.compareUnsigned(address + length, address) < 0) {
+			return "a region record whose end overflows the address space (0x" + Long.toHexString(address) + " + "
+					+ length + ")";
+		}
+		return null;
+	}
+
 	@Override
 	public String toString() {
 		return "RemoteRegion[" + length + " bytes at 0x" + Long.toHexString(address) + ", rkey 0x"

@@ -35,9 +35,20 @@ import dev.rdma.verbs.CompletionQueue;
  * closes every peer, then the listener.
  *
  * <p>
+ * <b>Admission</b> ({@link PeerAdmission}): before anything is made for a peer, its
+ * address must be in {@code allowed-peers} (when set), its private data well-formed
+ * (rdma_cm) and every {@link dev.rdma.spring.connection.RdmaConnectionFilter} bean must
+ * let it through; else it is rejected with the reason in the reject's private data (out
+ * of band: its TCP connection closed before any record), counted in
+ * {@code rdma.connection.rejected} and logged at most once per
+ * {@link RefusalLog#INTERVAL} (with the count of refusals not logged), as
+ * {@code max-peers} refusals are.
+ *
+ * <p>
  * <b>Events</b> (published on that thread): established once a peer is listed, ended once
- * a peer is closed, refused when {@code max-peers} turn a peer away or an accept fails. A
- * peer's {@code disconnect()} wakes the thread, which closes it as an end.
+ * a peer is closed, refused when admission or {@code max-peers} turn a peer away or an
+ * accept fails. A peer's {@code disconnect()} wakes the thread, which closes it as an
+ * end.
  *
  * <p>
  * As an {@link RdmaConnection}, the server sends to its one peer; with none, or several,
@@ -51,10 +62,23 @@ public final class ServerConnection extends ConfiguredConnection {
 
 	private final List<PeerConnection> peers = new CopyOnWriteArrayList<>();
 
+	private final RefusalLog refusals = new RefusalLog(RefusalLog.INTERVAL);
+
+	private volatile PeerAdmission admission;
+
 	public ServerConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
 		super(settings, sendCq, receiveCq, routers, listener);
 		this.transport = ServerTransport.of(settings);
+		this.admission = PeerAdmission.open(settings.name());
+	}
+
+	/**
+	 * Who this server accepts ({@code allowed-peers}, the filter beans); set before it
+	 * starts (the registry), every peer by default.
+	 */
+	public void admission(PeerAdmission admission) {
+		this.admission = admission;
 	}
 
 	@Override
@@ -62,6 +86,7 @@ public final class ServerConnection extends ConfiguredConnection {
 		if (running) {
 			return;
 		}
+		admission.resolve();
 		transport.listen(this);
 		state = ConnectionState.LISTENING;
 		logger.info("RDMA connection '" + name() + "' listening " + transport.describeListening(this));
@@ -81,10 +106,14 @@ public final class ServerConnection extends ConfiguredConnection {
 	 * Accepts the peer of {@code request}, or turns it away when {@code max-peers} are.
 	 */
 	void accept(ServerTransport.Request request) {
+		if (!request.admitted() && refused(request)) {
+			return;
+		}
 		if (peers.size() >= settings.maxPeers()) {
 			counters.connectionError("MAX_PEERS");
+			counters.reject(RdmaPeerRefusedEvent.Reason.MAX_PEERS);
 			String detail = settings.maxPeers() + " peer(s) connected (rdma.connections." + name() + ".max-peers)";
-			logger.warn("RDMA connection '" + name() + "' " + request.refusal() + ": " + detail);
+			logRefusal("RDMA connection '" + name() + "' " + request.refusal() + ": " + detail);
 			request.turnAway();
 			publish(new RdmaPeerRefusedEvent(this, request.from(), RdmaPeerRefusedEvent.Reason.MAX_PEERS, detail));
 			return;
@@ -118,6 +147,48 @@ public final class ServerConnection extends ConfiguredConnection {
 			return;
 		}
 		publish(new RdmaConnectionEstablishedEvent(this, peer, peer.peerAddress(), peer.deviceName()));
+	}
+
+	/**
+	 * Refuses {@code request} when admission does not let it through (counted, logged at
+	 * a bounded rate, published).
+	 * @return whether it was refused
+	 */
+	boolean refused(ServerTransport.Request request) {
+		PeerAdmission.Refusal refusal = admission.check(name(), request.peerAddress(), request.privateData(),
+				exchange == Exchange.OUT_OF_BAND);
+		if (refusal == null) {
+			return false;
+		}
+		counters.reject(refusal.reason());
+		String from = request.from();
+		request.refuse(PeerAdmission.rejectData(refusal.toPeer()));
+		logRefusal("RDMA connection '" + name() + "' refused a peer from " + from + " (" + refusal.reason() + "): "
+				+ refusal.detail());
+		publish(new RdmaPeerRefusedEvent(this, from, refusal.reason(), refusal.detail()));
+		return true;
+	}
+
+	/**
+	 * Logs a peer turned away at a bounded rate ({@link RefusalLog}): a flood writes one
+	 * line per interval.
+	 */
+	void logRefusal(String text) {
+		String line = refusals.line(text, System.nanoTime());
+		if (line != null) {
+			logger.warn(line);
+		}
+	}
+
+	/**
+	 * A peer dropped before its accept began (out of band: its record did not arrive in
+	 * time, or too many were pending): counted under {@code kind}, logged at a bounded
+	 * rate, published as refused ({@code ACCEPT_FAILED}).
+	 */
+	void dropped(String from, String kind, String detail) {
+		counters.connectionError(kind);
+		logRefusal("RDMA connection '" + name() + "': accepting a peer from " + from + " failed: " + detail);
+		publish(new RdmaPeerRefusedEvent(this, from, RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED, detail));
 	}
 
 	/**

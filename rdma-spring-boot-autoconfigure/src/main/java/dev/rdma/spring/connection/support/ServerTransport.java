@@ -1,5 +1,7 @@
 package dev.rdma.spring.connection.support;
 
+import java.net.InetSocketAddress;
+
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -74,6 +76,34 @@ sealed interface ServerTransport permits RdmaCmServerTransport, OutOfBandServerT
 
 		/** Turns it away: {@code max-peers} are connected. */
 		void turnAway();
+
+		/**
+		 * The peer's address, null when unknown (rdma_cm: its RDMA address; out of band:
+		 * that of its TCP connection).
+		 */
+		@Nullable InetSocketAddress peerAddress();
+
+		/**
+		 * The private data of its connect request (rdma_cm, at most 56 bytes), empty out
+		 * of band; read-only.
+		 */
+		byte[] privateData();
+
+		/**
+		 * Refuses it before anything is made for it: rdma_cm rejects it with
+		 * {@code rejectData} as the reject's private data; out of band its TCP connection
+		 * is closed before any record is sent.
+		 */
+		void refuse(byte[] rejectData);
+
+		/**
+		 * Whether the server's admission already let it through (the out-of-band
+		 * transport checks a TCP connection's address when it arrives, before it reads
+		 * its record).
+		 */
+		default boolean admitted() {
+			return false;
+		}
 
 		/**
 		 * A new {@link PeerConnection} connected to the peer by {@code deadline}

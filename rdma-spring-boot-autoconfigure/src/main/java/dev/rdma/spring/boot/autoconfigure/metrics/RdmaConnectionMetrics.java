@@ -13,6 +13,7 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.event.RdmaPeerRefusedEvent;
 import dev.rdma.spring.connection.support.ConfiguredConnection;
 import dev.rdma.spring.connection.support.ConnectionCounters;
 import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
@@ -36,6 +37,11 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 	static final List<String> ERROR_KINDS = List.of("ADDR_ERROR", "ROUTE_ERROR", "UNREACHABLE", "REJECTED",
 			"CONNECT_ERROR", "DISCONNECTED", "DEVICE_REMOVAL", "TIMEOUT", "DEVICE_MISMATCH", "MAX_PEERS", "VERB_ERROR",
 			"ERROR");
+
+	/** The tags of {@code rdma.connection.rejected}, registered for every server. */
+	static final List<RdmaPeerRefusedEvent.Reason> REJECT_REASONS = List.of(RdmaPeerRefusedEvent.Reason.NOT_ALLOWED,
+			RdmaPeerRefusedEvent.Reason.FILTERED, RdmaPeerRefusedEvent.Reason.MALFORMED,
+			RdmaPeerRefusedEvent.Reason.MAX_PEERS);
 
 	private final ObjectProvider<MeterRegistry> meterRegistry;
 
@@ -84,6 +90,16 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 				errors(meters, name, n, kind, registered);
 			}
 			n.onErrorKind((kind) -> errors(meters, name, n, kind, registered));
+			if (c.isServer()) {
+				for (RdmaPeerRefusedEvent.Reason reason : REJECT_REASONS) {
+					FunctionCounter.builder("rdma.connection.rejected", n, x -> x.rejected(reason))
+						.tag("connection", name)
+						.tag("reason", reason.name())
+						.description("Peers a server refused: address not allowed, filtered, malformed private data,"
+								+ " max-peers connected")
+						.register(meters);
+				}
+			}
 			Gauge.builder("rdma.connection.established", c, RdmaConnectionMetrics::established)
 				.tag("connection", name)
 				.description("1 when the connection is established; a server: its connected peers")
