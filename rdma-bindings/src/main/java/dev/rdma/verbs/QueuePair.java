@@ -357,6 +357,39 @@ public final class QueuePair extends NativeObject {
 		return capabilities;
 	}
 
+	/** {@code IBV_QP_CAP} of {@code enum ibv_qp_attr_mask}. */
+	static final int IBV_QP_CAP = 1 << 19;
+
+	/**
+	 * {@code ibv_query_qp} with {@code IBV_QP_CAP}: the capabilities as the provider
+	 * reports them now ({@code attr.cap}; on a QP of a shared receive queue
+	 * {@code max_recv_wr} is 0).
+	 * @throws VerbsException when the provider refuses (errno and its text)
+	 */
+	public Capabilities queryCapabilities() {
+		acquire();
+		try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+			var l = Layouts.IBV_QP_ATTR;
+			MemorySegment attr = a.allocate(l);
+			MemorySegment init = a.allocate(Layouts.IBV_QP_INIT_ATTR);
+			int rc = (int) Ibverbs.QUERY_QP.invokeExact(handle, attr, IBV_QP_CAP, init);
+			if (rc != 0) {
+				throw new VerbsException("ibv_query_qp", rc, describe() + " IBV_QP_CAP");
+			}
+			return new Capabilities(attr.get(JAVA_INT, Layouts.off(l, "cap", "max_send_wr")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_send_sge")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_inline_data")));
+		}
+		catch (Throwable t) {
+			throw dev.rdma.verbs.ffm.Native.unchecked(t);
+		}
+		finally {
+			release();
+		}
+	}
+
 	/**
 	 * {@code cap.max_inline_data} as granted: the largest send this QP posts with
 	 * {@link SendWorkRequest.Flag#INLINE}; a larger one is refused before the post.

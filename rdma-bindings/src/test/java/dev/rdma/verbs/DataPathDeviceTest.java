@@ -116,6 +116,10 @@ class DataPathDeviceTest {
 			QueuePair receiver = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, false));
 			assertThat(sender.maxInlineData()).as("max_inline_data granted").isGreaterThanOrEqualTo(SLOT / 2);
 			assertThat(sender.capabilities().maxSendWr()).isGreaterThanOrEqualTo(4);
+			QueuePair.Capabilities queried = sender.queryCapabilities();
+			System.out.println("granted " + sender.capabilities() + ", ibv_query_qp " + queried);
+			assertThat(queried.maxInlineData()).as("ibv_query_qp's max_inline_data").isGreaterThanOrEqualTo(SLOT / 2);
+			assertThat(queried.maxSendWr()).isGreaterThanOrEqualTo(4);
 			assertThat(receiver.maxInlineData()).isGreaterThanOrEqualTo(0);
 			connect(sender, receiver);
 			int length = 64;

@@ -144,6 +144,7 @@ class LayoutConformanceTest {
 		expect("IBV_SEND_INLINE", SendWorkRequest.Flag.INLINE.bit, "IBV_SEND_INLINE");
 		expect("IBV_SRQ_MAX_WR", SharedReceiveQueue.IBV_SRQ_MAX_WR, "IBV_SRQ_MAX_WR");
 		expect("IBV_SRQ_LIMIT", SharedReceiveQueue.IBV_SRQ_LIMIT, "IBV_SRQ_LIMIT");
+		expect("IBV_QP_CAP", QueuePair.IBV_QP_CAP, "IBV_QP_CAP");
 		expect("ops.post_srq_recv offset", Layouts.CONTEXT_POST_SRQ_RECV,
 				"offsetof(struct ibv_context, ops.post_srq_recv)");
 		expect("JDK interrupt signal (__SIGRTMAX - 2)", Libc.JDK_INTERRUPT_SIGNAL, "__SIGRTMAX - 2");
