@@ -99,10 +99,10 @@ public class ConnectionProperties {
 
 	/**
 	 * One send in this many is posted signaled (selective signaling); the buffers of the
-	 * unsignaled sends before it are given back, in order, when its completion arrives. 1
-	 * = every send signaled.
+	 * unsignaled sends before it are given back, and counted as sent, in order, when its
+	 * completion arrives. 1 = every send signaled and counted as soon as it completes.
 	 */
-	private int signalInterval = 16;
+	private int signalInterval = 1;
 
 	/**
 	 * How long a send waits for a free send buffer when all are in flight before it

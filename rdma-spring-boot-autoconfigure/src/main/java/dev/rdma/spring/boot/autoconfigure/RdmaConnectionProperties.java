@@ -141,7 +141,7 @@ final class RdmaConnectionProperties {
 		}
 		range(path + ".message-size", c.getMessageSize(), 1, 1 << 30, "4096");
 		range(path + ".max-inline-data", c.getMaxInlineData(), 0, MAX_INLINE_DATA, "64");
-		range(path + ".signal-interval", c.getSignalInterval(), 1, MAX_DEPTH, "16");
+		range(path + ".signal-interval", c.getSignalInterval(), 1, MAX_DEPTH, "16 (one signaled send in 16)");
 		bufferBytes(path, "send-depth", c.getSendDepth(), c.getMessageSize());
 		bufferBytes(path, (c.getReceiveBuffers() != null) ? "receive-buffers" : "receive-depth",
 				(c.getReceiveBuffers() != null) ? c.getReceiveBuffers() : c.getReceiveDepth(), c.getMessageSize());

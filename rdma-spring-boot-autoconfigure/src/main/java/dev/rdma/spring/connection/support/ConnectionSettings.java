@@ -78,8 +78,8 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 	 */
 	public record DataPath(int maxInlineData, int signalInterval) {
 
-		/** 64 bytes inline, one signaled send in 16. */
-		public static final DataPath DEFAULTS = new DataPath(64, 16);
+		/** 64 bytes inline, every send signaled. */
+		public static final DataPath DEFAULTS = new DataPath(64, 1);
 
 		public DataPath {
 			if (maxInlineData < 0) {

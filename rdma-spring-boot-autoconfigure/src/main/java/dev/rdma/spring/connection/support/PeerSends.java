@@ -37,8 +37,9 @@ import dev.rdma.verbs.WcStatus;
  * ring in post order; a completion (a signaled one, or any failed one: the provider
  * reports every failed and flushed work request, signaled or not) gives back, in order,
  * the buffers of the unsignaled SENDs posted before it, which completed without a
- * completion of their own, as sent. A close posts a signaled marker after moving the QP
- * to the error state: its flushed completion gives back whatever is left.
+ * completion of their own, as sent. A close whose last post was unsignaled posts a
+ * signaled marker after moving the QP to the error state: its flushed completion gives
+ * back whatever is left.
  */
 final class PeerSends {
 
@@ -262,14 +263,18 @@ final class PeerSends {
 
 	/**
 	 * Posts the close's marker, a signaled empty SEND, after the QP was moved to the
-	 * error state: it is flushed, never sent, and its completion gives back the buffers
-	 * of the unsignaled SENDs still in the ring. False when nothing is left to give back
-	 * or the post was refused.
+	 * error state, when the last post was unsignaled: it is flushed, never sent, and its
+	 * completion gives back the buffers of the unsignaled SENDs still in the ring (those
+	 * that completed have no completion of their own). A signaled last post needs none:
+	 * its own completion (or flush) gives everything back. The marker always finds a free
+	 * slot: an unsignaled post left a send buffer free, and no more posts come, so fewer
+	 * than {@code send-depth} work requests hold the send queue. False when no marker was
+	 * needed or the post was refused.
 	 */
 	boolean postMarker() {
 		postLock.lock();
 		try {
-			if (pool.inFlight() == 0) {
+			if (sinceSignaled == 0 || pool.inFlight() == 0) {
 				return false;
 			}
 			postInOrder(marker, markerIndex, true);
