@@ -14,7 +14,16 @@ package dev.rdma.verbs;
  * @param elementAddress the native address of the CQ/QP/SRQ/WQ the event is about, 0 for
  * port and device events
  * @param portNumber the port of a port event, else 0
+ * @param sharedReceiveQueue the SRQ of an {@link AsyncEventType#SRQ_LIMIT_REACHED} or
+ * {@link AsyncEventType#SRQ_ERR}, when this binding created it, else null
  */
 public record AsyncEvent(AsyncEventType type, int code, String description, CompletionQueue completionQueue,
-		QueuePair queuePair, long elementAddress, int portNumber) {
+		QueuePair queuePair, long elementAddress, int portNumber, SharedReceiveQueue sharedReceiveQueue) {
+
+	/** An event about no shared receive queue. */
+	public AsyncEvent(AsyncEventType type, int code, String description, CompletionQueue completionQueue,
+			QueuePair queuePair, long elementAddress, int portNumber) {
+		this(type, code, description, completionQueue, queuePair, elementAddress, portNumber, null);
+	}
+
 }

@@ -286,7 +286,9 @@ public final class Context extends NativeObject {
 	 * {@code poll(2)}), copies it and acknowledges it ({@code ibv_ack_async_event})
 	 * before returning it, so that no destroy ever waits on it. A
 	 * {@link AsyncEventType#CQ_ERR} is also recorded on the CQ
-	 * ({@link CompletionQueue#asyncErrors()}).
+	 * ({@link CompletionQueue#asyncErrors()}), an
+	 * {@link AsyncEventType#SRQ_LIMIT_REACHED} or {@link AsyncEventType#SRQ_ERR} on the
+	 * shared receive queue ({@link SharedReceiveQueue#limitEvents()}).
 	 *
 	 * <p>
 	 * One thread at a time waits (others block). {@link #wakeAsyncWaiter()} or
@@ -367,7 +369,16 @@ public final class Context extends NativeObject {
 				}
 			}
 		}
-		return new AsyncEvent(type, code, text, cq, qp, element, port);
+		SharedReceiveQueue srq = null;
+		if (type.element() == AsyncEventType.Element.SRQ) {
+			for (SharedReceiveQueue s : allDependants(SharedReceiveQueue.class)) {
+				if (s.address() == element) {
+					srq = s;
+					s.recordEvent(type);
+				}
+			}
+		}
+		return new AsyncEvent(type, code, text, cq, qp, element, port, srq);
 	}
 
 	// ------------------------------------------------------------------ lifecycle

@@ -12,8 +12,9 @@ import java.util.Set;
 
 /**
  * A protection domain ({@code struct ibv_pd *}, {@code ibv_alloc_pd} /
- * {@code ibv_dealloc_pd}). Registers memory, creates queue pairs and address handles;
- * {@link #close()} closes its QPs, then its address handles, then its MRs. Thread-safe.
+ * {@code ibv_dealloc_pd}). Registers memory, creates queue pairs, shared receive queues
+ * and address handles; {@link #close()} closes its QPs, then its shared receive queues,
+ * then its address handles, then its MRs. Thread-safe.
  */
 public final class ProtectionDomain extends NativeObject {
 
@@ -109,6 +110,24 @@ public final class ProtectionDomain extends NativeObject {
 		return QueuePairCreation.create(this, attributes);
 	}
 
+	/**
+	 * {@code ibv_create_srq}: a shared receive queue of {@code maxWr} receives (one
+	 * scatter entry each) for QPs of this PD created with
+	 * {@link QueuePair.Attributes#withSharedReceiveQueue(SharedReceiveQueue)}. Closed
+	 * after those QPs and before this PD.
+	 * @throws IllegalArgumentException when {@code maxWr} is below 1
+	 * @throws VerbsException when the provider refuses (EOPNOTSUPP without
+	 * {@code post_srq_recv}; EINVAL above the device's {@code max_srq_wr})
+	 */
+	public SharedReceiveQueue createSharedReceiveQueue(int maxWr) {
+		return SharedReceiveQueue.create(this, maxWr);
+	}
+
+	/** The open shared receive queues of this PD, oldest first. */
+	public List<SharedReceiveQueue> sharedReceiveQueues() {
+		return dependants(SharedReceiveQueue.class);
+	}
+
 	/** {@code ibv_create_ah}: an address handle for the UD sends of this PD's QPs. */
 	public AddressHandle createAddressHandle(AddressHandle.Attributes attributes) {
 		return AddressHandle.create(this, attributes);
@@ -128,6 +147,9 @@ public final class ProtectionDomain extends NativeObject {
 	void closeDependants() {
 		for (QueuePair qp : queuePairs().reversed()) {
 			qp.close();
+		}
+		for (SharedReceiveQueue srq : sharedReceiveQueues().reversed()) {
+			srq.close();
 		}
 		for (AddressHandle ah : addressHandles().reversed()) {
 			ah.close();

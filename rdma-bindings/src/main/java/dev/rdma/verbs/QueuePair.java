@@ -6,6 +6,7 @@ import dev.rdma.verbs.ffm.Layouts;
 import org.jspecify.annotations.Nullable;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Objects;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -77,21 +78,38 @@ public final class QueuePair extends NativeObject {
 	 * {@code struct ibv_qp_init_attr}.
 	 *
 	 * @param sendCq CQ of the send queue
-	 * @param recvCq CQ of the receive queue
+	 * @param recvCq CQ of the receive queue (the completions of receives taken from the
+	 * shared receive queue, when there is one)
 	 * @param maxSendWr outstanding sends
-	 * @param maxRecvWr outstanding receives
+	 * @param maxRecvWr outstanding receives (ignored, and 0 is passed, with a shared
+	 * receive queue)
 	 * @param signalAll {@code sq_sig_all}: every send completes, not only those posted
 	 * signaled
 	 * @param type {@code qp_type}
+	 * @param maxInlineData {@code cap.max_inline_data}: the largest inline send asked for
+	 * (0: none); the provider may grant more, {@link QueuePair#maxInlineData()} is what
+	 * it granted
+	 * @param sharedReceiveQueue {@code srq}: the shared receive queue the QP receives
+	 * from (of the same protection domain), or null for its own receive queue
 	 */
 	public record Attributes(CompletionQueue sendCq, CompletionQueue recvCq, int maxSendWr, int maxRecvWr,
-			boolean signalAll, Type type) {
+			boolean signalAll, Type type, int maxInlineData, @Nullable SharedReceiveQueue sharedReceiveQueue) {
 		public Attributes
 
 		{
 			Objects.requireNonNull(sendCq, "sendCq");
 			Objects.requireNonNull(recvCq, "recvCq");
 			Objects.requireNonNull(type, "type");
+			if (maxInlineData < 0) {
+				throw new IllegalArgumentException(
+						"maxInlineData (max_inline_data) must be >= 0, got " + maxInlineData);
+			}
+		}
+
+		/** The attributes of a QP without inline data or shared receive queue. */
+		public Attributes(CompletionQueue sendCq, CompletionQueue recvCq, int maxSendWr, int maxRecvWr,
+				boolean signalAll, Type type) {
+			this(sendCq, recvCq, maxSendWr, maxRecvWr, signalAll, type, 0, null);
 		}
 
 		/** The attributes of an RC QP. */
@@ -101,7 +119,19 @@ public final class QueuePair extends NativeObject {
 		}
 
 		public Attributes withType(Type type) {
-			return new Attributes(sendCq, recvCq, maxSendWr, maxRecvWr, signalAll, type);
+			return new Attributes(sendCq, recvCq, maxSendWr, maxRecvWr, signalAll, type, maxInlineData,
+					sharedReceiveQueue);
+		}
+
+		/** A copy asking for {@code cap.max_inline_data} bytes of inline sends. */
+		public Attributes withMaxInlineData(int maxInlineData) {
+			return new Attributes(sendCq, recvCq, maxSendWr, maxRecvWr, signalAll, type, maxInlineData,
+					sharedReceiveQueue);
+		}
+
+		/** A copy receiving from {@code srq} (null: the QP's own receive queue). */
+		public Attributes withSharedReceiveQueue(@Nullable SharedReceiveQueue srq) {
+			return new Attributes(sendCq, recvCq, maxSendWr, maxRecvWr, signalAll, type, maxInlineData, srq);
 		}
 	}
 
@@ -290,15 +320,87 @@ public final class QueuePair extends NativeObject {
 
 	private final QueuePairPosting posting;
 
-	QueuePair(ProtectionDomain pd, MemorySegment qp, Attributes attributes) {
+	private final Capabilities capabilities;
+
+	QueuePair(ProtectionDomain pd, MemorySegment qp, Attributes attributes, Capabilities capabilities) {
 		super(qp, pd);
 		this.pd = pd;
 		this.attributes = attributes;
+		this.capabilities = capabilities;
 		this.qpNum = qp.get(JAVA_INT, Layouts.off(Layouts.IBV_QP, "qp_num"));
 		this.posting = new QueuePairPosting(this, pd.context().handle);
-		// the CQs refuse to close while a QP uses them (ibv_destroy_cq's EBUSY, foreseen)
+		// the CQs (and the SRQ) refuse to close while a QP uses them (ibv_destroy_cq's
+		// and ibv_destroy_srq's EBUSY, foreseen)
 		attributes.sendCq().addUser(this);
 		attributes.recvCq().addUser(this);
+		if (attributes.sharedReceiveQueue() != null) {
+			attributes.sharedReceiveQueue().addUser(this);
+		}
+	}
+
+	/**
+	 * {@code struct ibv_qp_cap} as the provider granted it: what {@code ibv_create_qp}
+	 * wrote back into {@code init_attr.cap}, at least what was asked for.
+	 *
+	 * @param maxSendWr {@code max_send_wr}
+	 * @param maxRecvWr {@code max_recv_wr} (0 on a QP of a shared receive queue)
+	 * @param maxSendSge {@code max_send_sge}
+	 * @param maxRecvSge {@code max_recv_sge}
+	 * @param maxInlineData {@code max_inline_data}: the largest
+	 * {@link SendWorkRequest.Flag#INLINE} send
+	 */
+	public record Capabilities(int maxSendWr, int maxRecvWr, int maxSendSge, int maxRecvSge, int maxInlineData) {
+	}
+
+	/** The capabilities the provider granted at creation ({@code init_attr.cap}). */
+	public Capabilities capabilities() {
+		return capabilities;
+	}
+
+	/** {@code IBV_QP_CAP} of {@code enum ibv_qp_attr_mask}. */
+	static final int IBV_QP_CAP = 1 << 19;
+
+	/**
+	 * {@code ibv_query_qp} with {@code IBV_QP_CAP}: the capabilities as the provider
+	 * reports them now ({@code attr.cap}; on a QP of a shared receive queue
+	 * {@code max_recv_wr} is 0).
+	 * @throws VerbsException when the provider refuses (errno and its text)
+	 */
+	public Capabilities queryCapabilities() {
+		acquire();
+		try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+			var l = Layouts.IBV_QP_ATTR;
+			MemorySegment attr = a.allocate(l);
+			MemorySegment init = a.allocate(Layouts.IBV_QP_INIT_ATTR);
+			int rc = (int) Ibverbs.QUERY_QP.invokeExact(handle, attr, IBV_QP_CAP, init);
+			if (rc != 0) {
+				throw new VerbsException("ibv_query_qp", rc, describe() + " IBV_QP_CAP");
+			}
+			return new Capabilities(attr.get(JAVA_INT, Layouts.off(l, "cap", "max_send_wr")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_send_sge")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge")),
+					attr.get(JAVA_INT, Layouts.off(l, "cap", "max_inline_data")));
+		}
+		catch (Throwable t) {
+			throw dev.rdma.verbs.ffm.Native.unchecked(t);
+		}
+		finally {
+			release();
+		}
+	}
+
+	/**
+	 * {@code cap.max_inline_data} as granted: the largest send this QP posts with
+	 * {@link SendWorkRequest.Flag#INLINE}; a larger one is refused before the post.
+	 */
+	public int maxInlineData() {
+		return capabilities.maxInlineData();
+	}
+
+	/** The shared receive queue this QP receives from, or null. */
+	public @Nullable SharedReceiveQueue sharedReceiveQueue() {
+		return attributes.sharedReceiveQueue();
 	}
 
 	/** {@code qp->qp_num}. */
@@ -458,9 +560,10 @@ public final class QueuePair extends NativeObject {
 
 	/**
 	 * {@code ibv_post_recv} of one work request, filled beforehand and reusable (see
-	 * {@link ReceiveWorkRequest}). On a UD QP the first {@value #GRH_BYTES} bytes of its
-	 * buffer receive the GRH, the payload follows. The post holds this QP and the memory
-	 * region open for the call, and allocates nothing.
+	 * {@link ReceiveWorkRequest}). Refused with {@link IllegalStateException} on a QP of
+	 * a {@link SharedReceiveQueue} (post to the SRQ). On a UD QP the first
+	 * {@value #GRH_BYTES} bytes of its buffer receive the GRH, the payload follows. The
+	 * post holds this QP and the memory region open for the call, and allocates nothing.
 	 * @throws IllegalStateException when this QP or the memory region is closed, or
 	 * {@code wr} is closed, has no buffer, or another post is using it (nothing is
 	 * posted)
@@ -471,6 +574,43 @@ public final class QueuePair extends NativeObject {
 	 */
 	public void postRecv(ReceiveWorkRequest wr) {
 		posting.postRecv(wr);
+	}
+
+	/**
+	 * {@code ibv_post_send} of a chain: the work requests of {@code wrs}, linked in list
+	 * order through their native {@code next} pointers for the call (one doorbell), each
+	 * checked as by {@link #postSend(SendWorkRequest)} before anything is posted.
+	 * Allocates nothing (iterate an {@link java.util.ArrayList} or an array-backed list);
+	 * the work requests may be reposted, singly or in another chain, as soon as it
+	 * returns. Selective signaling: post most of them without
+	 * {@link SendWorkRequest.Flag#SIGNALED} on a QP created without {@code signalAll};
+	 * the send queue slots of unsignaled sends are freed when a later signaled send of
+	 * the same QP completes.
+	 * @throws ChainPostException when the provider refuses an element ({@code bad_wr},
+	 * e.g. ENOMEM: the send queue is full): {@link ChainPostException#failedIndex()}
+	 * names it; the elements before it were posted, it and the ones after it were not
+	 * @throws IllegalArgumentException when {@code wrs} is empty, or as
+	 * {@link #postSend(SendWorkRequest)} (naming the element; nothing is posted)
+	 * @throws IllegalStateException as {@link #postSend(SendWorkRequest)}, and when one
+	 * work request appears twice in the chain (nothing is posted)
+	 */
+	public void postSend(List<SendWorkRequest> wrs) {
+		posting.postSend(wrs);
+	}
+
+	/**
+	 * {@code ibv_post_recv} of a chain: the work requests of {@code wrs} linked in list
+	 * order, one call, each checked as by {@link #postRecv(ReceiveWorkRequest)} before
+	 * anything is posted. Allocates nothing.
+	 * @throws ChainPostException when the provider refuses an element (ENOMEM: the
+	 * receive queue is full): the elements before it were posted, it and the ones after
+	 * it were not
+	 * @throws IllegalArgumentException when {@code wrs} is empty
+	 * @throws IllegalStateException as {@link #postRecv(ReceiveWorkRequest)}, and when
+	 * one work request appears twice (nothing is posted)
+	 */
+	public void postRecv(List<ReceiveWorkRequest> wrs) {
+		posting.postRecv(wrs);
 	}
 
 	/**
@@ -539,6 +679,9 @@ public final class QueuePair extends NativeObject {
 		}
 		attributes.sendCq().removeUser(this);
 		attributes.recvCq().removeUser(this);
+		if (attributes.sharedReceiveQueue() != null) {
+			attributes.sharedReceiveQueue().removeUser(this);
+		}
 	}
 
 }

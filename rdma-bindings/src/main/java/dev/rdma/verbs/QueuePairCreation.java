@@ -25,6 +25,11 @@ final class QueuePairCreation {
 		if (attributes.sendCq().context() != pd.context() || attributes.recvCq().context() != pd.context()) {
 			throw new IllegalArgumentException("the CQs of a QP must belong to the PD's context");
 		}
+		SharedReceiveQueue srq = attributes.sharedReceiveQueue();
+		if (srq != null && srq.protectionDomain() != pd) {
+			throw new IllegalArgumentException(
+					srq + " belongs to another protection domain than " + pd + " (ibv_create_qp, init_attr.srq)");
+		}
 		// each acquire paired with its own release: a closed CQ refused after the PD was
 		// acquired must not leave the
 		// PD held (its close would then wait for ever)
@@ -40,7 +45,16 @@ final class QueuePairCreation {
 			try {
 				attributes.recvCq().acquire();
 				try {
-					return createAcquired(pd, attributes);
+					if (srq == null) {
+						return createAcquired(pd, attributes);
+					}
+					srq.acquire();
+					try {
+						return createAcquired(pd, attributes);
+					}
+					finally {
+						srq.release();
+					}
 				}
 				finally {
 					attributes.recvCq().release();
@@ -62,7 +76,12 @@ final class QueuePairCreation {
 			init.set(ADDRESS, Layouts.off(l, "send_cq"), attributes.sendCq().handle);
 			init.set(ADDRESS, Layouts.off(l, "recv_cq"), attributes.recvCq().handle);
 			init.set(JAVA_INT, Layouts.off(l, "cap", "max_send_wr"), attributes.maxSendWr());
-			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr"), attributes.maxRecvWr());
+			SharedReceiveQueue srq = attributes.sharedReceiveQueue();
+			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr"), srq == null ? attributes.maxRecvWr() : 0);
+			init.set(JAVA_INT, Layouts.off(l, "cap", "max_inline_data"), attributes.maxInlineData());
+			if (srq != null) {
+				init.set(ADDRESS, Layouts.off(l, "srq"), srq.handle);
+			}
 			init.set(JAVA_INT, Layouts.off(l, "cap", "max_send_sge"), 1);
 			init.set(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge"), 1);
 			init.set(JAVA_INT, Layouts.off(l, "qp_type"), attributes.type().code);
@@ -72,8 +91,15 @@ final class QueuePairCreation {
 			if (Native.isNull(qp)) {
 				throw new VerbsException("ibv_create_qp", Native.errno(capture), attributes.toString());
 			}
+			// ibv_create_qp writes the capabilities granted back into init_attr.cap
+			QueuePair.Capabilities caps = new QueuePair.Capabilities(
+					init.get(JAVA_INT, Layouts.off(l, "cap", "max_send_wr")),
+					init.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_wr")),
+					init.get(JAVA_INT, Layouts.off(l, "cap", "max_send_sge")),
+					init.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge")),
+					init.get(JAVA_INT, Layouts.off(l, "cap", "max_inline_data")));
 			try {
-				return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes);
+				return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes, caps);
 			}
 			catch (RuntimeException e) {
 				// the PD closed meanwhile: the native QP must not outlive the refusal

@@ -69,6 +69,12 @@ public final class ReceiveWorkRequest implements AutoCloseable {
 
 	int length;
 
+	/**
+	 * The memory region a post holds open while it runs (set and cleared under the
+	 * claim).
+	 */
+	@Nullable MemoryRegion held;
+
 	/** A receive without a buffer (see the class comment). */
 	public ReceiveWorkRequest() {
 		// one allocation, so that the segment passed to ibv_post_recv keeps all of it

@@ -62,7 +62,15 @@ public final class SendWorkRequest implements AutoCloseable {
 		 * {@code IBV_SEND_SOLICITED}: the receiver's CQ event fires even when it was
 		 * armed for solicited completions only.
 		 */
-		SOLICITED(1 << 2);
+		SOLICITED(1 << 2),
+		/**
+		 * {@code IBV_SEND_INLINE}: the provider copies the payload into the work queue
+		 * during the post, so the buffer may be rewritten as soon as the post returns
+		 * (and its lkey is not checked). At most {@link QueuePair#maxInlineData()} bytes;
+		 * a longer inline send, or an inline RDMA_READ, is refused before the post with
+		 * {@link IllegalArgumentException}.
+		 */
+		INLINE(1 << 3);
 
 		final int bit;
 
@@ -128,6 +136,11 @@ public final class SendWorkRequest implements AutoCloseable {
 	int remoteQpn;
 
 	int remoteQkey;
+
+	/** What a post holds open while it runs (set and cleared under the claim). */
+	@Nullable MemoryRegion heldMr;
+
+	@Nullable AddressHandle heldAh;
 
 	/** A signaled SEND without a buffer (see the class comment). */
 	public SendWorkRequest() {

@@ -141,6 +141,12 @@ class LayoutConformanceTest {
 		expect("IBV_QP_DEST_QPN", QueuePairTransitions.QP_DEST_QPN, "IBV_QP_DEST_QPN");
 		expect("IBV_SEND_SIGNALED", SendWorkRequest.Flag.SIGNALED.bit, "IBV_SEND_SIGNALED");
 		expect("IBV_SEND_SOLICITED", SendWorkRequest.Flag.SOLICITED.bit, "IBV_SEND_SOLICITED");
+		expect("IBV_SEND_INLINE", SendWorkRequest.Flag.INLINE.bit, "IBV_SEND_INLINE");
+		expect("IBV_SRQ_MAX_WR", SharedReceiveQueue.IBV_SRQ_MAX_WR, "IBV_SRQ_MAX_WR");
+		expect("IBV_SRQ_LIMIT", SharedReceiveQueue.IBV_SRQ_LIMIT, "IBV_SRQ_LIMIT");
+		expect("IBV_QP_CAP", QueuePair.IBV_QP_CAP, "IBV_QP_CAP");
+		expect("ops.post_srq_recv offset", Layouts.CONTEXT_POST_SRQ_RECV,
+				"offsetof(struct ibv_context, ops.post_srq_recv)");
 		expect("JDK interrupt signal (__SIGRTMAX - 2)", Libc.JDK_INTERRUPT_SIGNAL, "__SIGRTMAX - 2");
 		expect("sizeof(struct sigaction)", Libc.SIGACTION_BYTES, "sizeof(struct sigaction)");
 		expect("offsetof(struct sigaction, sa_handler)", Libc.SIGACTION_HANDLER,

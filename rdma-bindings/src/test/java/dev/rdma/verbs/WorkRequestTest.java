@@ -98,4 +98,24 @@ class WorkRequestTest {
 			.hasMessageContaining("closed");
 	}
 
+	@Test
+	void inlineIsAFlagOfItsOwnAndAChainRefusalNamesItsElement() {
+		SendWorkRequest wr = new SendWorkRequest().flags(SendWorkRequest.Flag.SIGNALED, SendWorkRequest.Flag.INLINE);
+		assertThat(wr.hasFlag(SendWorkRequest.Flag.INLINE)).isTrue();
+		assertThat(wr.hasFlag(SendWorkRequest.Flag.SIGNALED)).isTrue();
+		assertThat(SendWorkRequest.Flag.INLINE.bit).isEqualTo(1 << 3);
+		ChainPostException refused = new ChainPostException("ibv_post_send", Errno.ENOMEM, 5, 9, 42, "QueuePair[RC]");
+		assertThat(refused.failedIndex()).isEqualTo(5);
+		assertThat(refused.postedCount()).isEqualTo(5);
+		assertThat(refused.chainLength()).isEqualTo(9);
+		assertThat(refused.failedWrId()).isEqualTo(42);
+		assertThat(refused.errnoName()).isEqualTo("ENOMEM");
+		assertThat(refused).hasMessageContaining("ibv_post_send failed")
+			.hasMessageContaining(
+					"element 5 of a chain of 9 (wr_id 42) refused; the 5 before it were posted, none " + "after it");
+		ChainPostException unnamed = new ChainPostException("ibv_post_recv", Errno.EINVAL, -1, 3, 0, null);
+		assertThat(unnamed.postedCount()).isEqualTo(-1);
+		assertThat(unnamed).hasMessageContaining("the provider named no element of the chain of 3");
+	}
+
 }

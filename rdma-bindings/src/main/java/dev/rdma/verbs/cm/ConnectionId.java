@@ -28,7 +28,7 @@ import dev.rdma.verbs.ffm.RdmacmLayouts;
  * {@link #moveQueuePair} applies the attributes {@code rdma_init_qp_attr} computes for a
  * state with {@code ibv_modify_qp} (as rust-ibverbs and sideway do; not
  * {@code rdma_create_qp}/{@code rdma_create_ep}), and the QP number travels in
- * {@code rdma_conn_param.qp_num}.
+ * {@code rdma_conn_param.qp_num} (and {@code .srq}, for a QP on a shared receive queue).
  *
  * <p>
  * <b>Two ways to use it.</b> The single steps ({@link #resolveAddress},

@@ -289,6 +289,12 @@ final class Handshake {
 		param.set(JAVA_BYTE, Layouts.off(l, "retry_count"), (byte) p.retryCount());
 		param.set(JAVA_BYTE, Layouts.off(l, "rnr_retry_count"), (byte) p.rnrRetryCount());
 		param.set(JAVA_INT, Layouts.off(l, "qp_num"), qp.qpNum());
+		// rdma_conn_param.srq: the QP is not the id's own (no rdma_create_qp), so
+		// librdmacm
+		// learns from this flag that it receives from a shared receive queue (the CM
+		// REQ/REP
+		// carry it)
+		param.set(JAVA_BYTE, Layouts.off(l, "srq"), (byte) (qp.sharedReceiveQueue() != null ? 1 : 0));
 		return param;
 	}
 

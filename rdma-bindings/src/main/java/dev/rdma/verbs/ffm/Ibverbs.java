@@ -133,6 +133,27 @@ public final class Ibverbs {
 
 	public static final MethodHandle DESTROY_QP = fn("ibv_destroy_qp", Native.INT_PTR);
 
+	/**
+	 * {@code ibv_query_qp(qp, attr, attr_mask, init_attr)}: 0 or an errno value.
+	 */
+	public static final MethodHandle QUERY_QP = fn("ibv_query_qp",
+			FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS));
+
+	// shared receive queues (exported, IBVERBS_1.1)
+	/** {@code ibv_create_srq(pd, srq_init_attr)}: NULL + errno. */
+	public static final MethodHandle CREATE_SRQ = fn("ibv_create_srq", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS),
+			CAPTURE_ERRNO);
+
+	/** {@code ibv_modify_srq(srq, srq_attr, srq_attr_mask)}: 0 or an errno value. */
+	public static final MethodHandle MODIFY_SRQ = fn("ibv_modify_srq",
+			FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+
+	/** {@code ibv_query_srq(srq, srq_attr)}: 0 or an errno value. */
+	public static final MethodHandle QUERY_SRQ = fn("ibv_query_srq", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+
+	/** {@code ibv_destroy_srq(srq)}: 0 or an errno value (EBUSY while a QP uses it). */
+	public static final MethodHandle DESTROY_SRQ = fn("ibv_destroy_srq", Native.INT_PTR);
+
 	public static final MethodHandle CREATE_AH = fn("ibv_create_ah", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS),
 			CAPTURE_ERRNO);
 

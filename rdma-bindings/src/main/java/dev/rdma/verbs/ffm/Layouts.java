@@ -137,6 +137,9 @@ public final class Layouts {
 
 	public static final long CONTEXT_POST_RECV = off(IBV_CONTEXT, "ops", "post_recv");
 
+	/** {@code ops.post_srq_recv}, behind the inline {@code ibv_post_srq_recv}. */
+	public static final long CONTEXT_POST_SRQ_RECV = off(IBV_CONTEXT, "ops", "post_srq_recv");
+
 	public static final long CONTEXT_ASYNC_FD = off(IBV_CONTEXT, "async_fd");
 
 	public static final long CONTEXT_NUM_COMP_VECTORS = off(IBV_CONTEXT, "num_comp_vectors");
@@ -347,6 +350,18 @@ public final class Layouts {
 	public static final StructLayout IBV_QP_INIT_ATTR = struct("ibv_qp_init_attr", ptr("qp_context"), ptr("send_cq"),
 			ptr("recv_cq"), ptr("srq"), IBV_QP_CAP.withName("cap"), u32("qp_type"), u32("sq_sig_all"));
 
+	/** {@code struct ibv_srq_attr} ({@code ibv_modify_srq}, {@code ibv_query_srq}). */
+	public static final StructLayout IBV_SRQ_ATTR = struct("ibv_srq_attr", u32("max_wr"), u32("max_sge"),
+			u32("srq_limit"));
+
+	/** {@code struct ibv_srq_init_attr} ({@code ibv_create_srq}). */
+	public static final StructLayout IBV_SRQ_INIT_ATTR = struct("ibv_srq_init_attr", ptr("srq_context"),
+			IBV_SRQ_ATTR.withName("attr"));
+
+	/** {@code struct ibv_srq}. */
+	public static final StructLayout IBV_SRQ = struct("ibv_srq", ptr("context"), ptr("srq_context"), ptr("pd"),
+			u32("handle"), PTHREAD_MUTEX.withName("mutex"), PTHREAD_COND.withName("cond"), u32("events_completed"));
+
 	public static final StructLayout IBV_GLOBAL_ROUTE = struct("ibv_global_route", IBV_GID.withName("dgid"),
 			u32("flow_label"), u8("sgid_index"), u8("hop_limit"), u8("traffic_class"));
 
@@ -397,7 +412,7 @@ public final class Layouts {
 			IBV_GID, IBV_GID_ENTRY, IBV_ASYNC_EVENT, IBV_COMP_CHANNEL, IBV_CQ, IBV_CQ_EX, IBV_WC, IBV_CQ_INIT_ATTR_EX,
 			IBV_POLL_CQ_ATTR, IBV_WC_TM_INFO, EFADV_CQ_INIT_ATTR, EFADV_CQ, IBV_MR, IBV_QP, IBV_QP_CAP,
 			IBV_QP_INIT_ATTR, IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_PARENT_DOMAIN_INIT_ATTR, IBV_SGE,
-			IBV_SEND_WR, IBV_RECV_WR, POLLFD, EPOLL_EVENT,
+			IBV_SEND_WR, IBV_RECV_WR, POLLFD, EPOLL_EVENT, IBV_SRQ_ATTR, IBV_SRQ_INIT_ATTR, IBV_SRQ,
 			// device attributes ex
 			IBV_QUERY_DEVICE_EX_INPUT, IBV_DEVICE_ATTR_EX);
 

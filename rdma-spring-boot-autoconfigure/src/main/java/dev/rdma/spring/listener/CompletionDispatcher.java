@@ -131,6 +131,16 @@ final class CompletionDispatcher implements CompletionHandler {
 
 	/** After the poll: {@code n} completions went to {@link #onCompletion}. */
 	void endBatch(int n) {
+		if (n > 0) {
+			try {
+				invoker.batchEnded();
+			}
+			catch (Throwable ex) {
+				listenerFailed(ex);
+				logger.warn(listenerId + " threw at the end of a batch on queue '" + queueName + "'; polling goes on",
+						ex);
+			}
+		}
 		if (n > 0 && clocked) {
 			// two clock reads per batch, not per completion: from the first delivery to
 			// the end of the last

@@ -19,6 +19,14 @@ public interface ListenerInvoker {
 
 	void invoke(Object argument) throws Throwable;
 
+	/**
+	 * Called by the poller after a poll that handed this invoker at least one completion
+	 * one by one, outside the poll (the provider's CQ lock released): the place to post,
+	 * as one chain, what the completions of the batch gave back. Nothing by default.
+	 */
+	default void batchEnded() throws Throwable {
+	}
+
 	/** Binds {@code method} (one parameter, instance method) to {@code bean}. */
 	static ListenerInvoker bind(Object bean, Method method) {
 		Class<?> owner = method.getDeclaringClass();

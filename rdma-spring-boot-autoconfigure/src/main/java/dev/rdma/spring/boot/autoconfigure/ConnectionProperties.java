@@ -101,6 +101,20 @@ public class ConnectionProperties {
 	private int messageSize = 4096;
 
 	/**
+	 * Inline data asked for the queue pair (max_inline_data): a message of at most what
+	 * the device grants is copied into the send queue by the post (IBV_SEND_INLINE), not
+	 * read from its buffer by the device; 0 = no inline sends.
+	 */
+	private int maxInlineData = 64;
+
+	/**
+	 * One send in this many is posted signaled (selective signaling); the buffers of the
+	 * unsignaled sends before it are given back, and counted as sent, in order, when its
+	 * completion arrives. 1 = every send signaled and counted as soon as it completes.
+	 */
+	private int signalInterval = 1;
+
+	/**
 	 * How long a send waits for a free send buffer when all are in flight before it
 	 * throws SendQueueFullException; 0 = throw at once.
 	 */
@@ -245,6 +259,22 @@ public class ConnectionProperties {
 
 	public void setMessageSize(int messageSize) {
 		this.messageSize = messageSize;
+	}
+
+	public int getMaxInlineData() {
+		return maxInlineData;
+	}
+
+	public void setMaxInlineData(int maxInlineData) {
+		this.maxInlineData = maxInlineData;
+	}
+
+	public int getSignalInterval() {
+		return signalInterval;
+	}
+
+	public void setSignalInterval(int signalInterval) {
+		this.signalInterval = signalInterval;
 	}
 
 	public Duration getSendTimeout() {

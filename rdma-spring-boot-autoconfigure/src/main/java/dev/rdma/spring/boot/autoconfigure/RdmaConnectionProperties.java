@@ -35,6 +35,9 @@ final class RdmaConnectionProperties {
 	 */
 	static final int MAX_DEPTH = 1 << 20;
 
+	/** The largest max-inline-data: more than any device grants (mlx5 about 1KB). */
+	static final int MAX_INLINE_DATA = 4096;
+
 	/**
 	 * The most bytes of send (or receive) buffers of one connection, message-size times
 	 * their number: the largest memory a {@link java.nio.ByteBuffer} view can cover.
@@ -139,6 +142,8 @@ final class RdmaConnectionProperties {
 					"at most receive-depth (" + c.getReceiveDepth() + ")");
 		}
 		range(path + ".message-size", c.getMessageSize(), 1, 1 << 30, "4096");
+		range(path + ".max-inline-data", c.getMaxInlineData(), 0, MAX_INLINE_DATA, "64");
+		range(path + ".signal-interval", c.getSignalInterval(), 1, MAX_DEPTH, "16 (one signaled send in 16)");
 		bufferBytes(path, "send-depth", c.getSendDepth(), c.getMessageSize());
 		bufferBytes(path, (c.getReceiveBuffers() != null) ? "receive-buffers" : "receive-depth",
 				(c.getReceiveBuffers() != null) ? c.getReceiveBuffers() : c.getReceiveDepth(), c.getMessageSize());
@@ -325,7 +330,8 @@ final class RdmaConnectionProperties {
 					c.getSendTimeout(), c.isRequired(),
 					new CmParameters(cm.getResponderResources(), cm.getInitiatorDepth(), cm.getRetryCount(),
 							cm.getRnrRetryCount()),
-					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes(), outOfBand(path, c)));
+					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes(), outOfBand(path, c),
+					new ConnectionSettings.DataPath(c.getMaxInlineData(), c.getSignalInterval())));
 		});
 		return all;
 	}

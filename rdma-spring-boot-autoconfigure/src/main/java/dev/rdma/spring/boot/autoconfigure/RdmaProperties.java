@@ -78,9 +78,10 @@ public class RdmaProperties {
 	 * max-peers, allowed-peers, connect-timeout, retry.initial-interval,
 	 * retry.multiplier, retry.max-interval, retry.max-attempts, device, send-queue,
 	 * receive-queue, send-depth, receive-depth, receive-buffers, message-size,
-	 * send-timeout, required, remote-access-size, cm.responder-resources,
-	 * cm.initiator-depth, cm.retry-count, cm.rnr-retry-count, out-of-band.port,
-	 * out-of-band.gid-index, out-of-band.path-mtu, out-of-band.liveness.
+	 * max-inline-data, signal-interval, send-timeout, required, remote-access-size,
+	 * cm.responder-resources, cm.initiator-depth, cm.retry-count, cm.rnr-retry-count,
+	 * out-of-band.port, out-of-band.gid-index, out-of-band.path-mtu,
+	 * out-of-band.liveness.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 

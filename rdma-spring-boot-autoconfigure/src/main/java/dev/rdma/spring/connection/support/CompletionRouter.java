@@ -28,6 +28,14 @@ public final class CompletionRouter implements ListenerInvoker {
 
 	private final LongAdder unrouted = new LongAdder();
 
+	/**
+	 * The connections whose receives of the current batch wait to be posted as one chain
+	 * at its end (poller thread only; grows, never shrinks).
+	 */
+	private PeerConnection[] reposting = new PeerConnection[4];
+
+	private int repostingCount;
+
 	/** The thread that delivered the last completion: the queue's poller. */
 	private volatile @Nullable Thread poller;
 
@@ -75,10 +83,27 @@ public final class CompletionRouter implements ListenerInvoker {
 		for (PeerConnection c : connections) {
 			if (c.qpNum() == qpNum) {
 				c.onCompletion(completion);
+				if (c.scheduleReposts()) {
+					if (repostingCount == reposting.length) {
+						reposting = Arrays.copyOf(reposting, 2 * repostingCount);
+					}
+					reposting[repostingCount++] = c;
+				}
 				return;
 			}
 		}
 		unrouted.increment();
+	}
+
+	/** Posts, one chain per connection, the receive buffers the batch gave back. */
+	@Override
+	public void batchEnded() {
+		for (int i = 0; i < repostingCount; i++) {
+			PeerConnection c = reposting[i];
+			reposting[i] = null;
+			c.postReposts();
+		}
+		repostingCount = 0;
 	}
 
 }

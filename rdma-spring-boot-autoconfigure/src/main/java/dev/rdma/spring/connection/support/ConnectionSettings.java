@@ -37,20 +37,59 @@ import dev.rdma.verbs.cm.CmParameters;
  * none
  * @param outOfBand the out-of-band exchange that connects the queue pairs instead of
  * rdma_cm ({@code exchange: out-of-band}), or null for rdma_cm
+ * @param dataPath how sends are posted: inline data and selective signaling
  */
 public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
 		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
 		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
 		boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize,
-		@Nullable OutOfBandOptions outOfBand) {
+		@Nullable OutOfBandOptions outOfBand, DataPath dataPath) {
 
 	public ConnectionSettings {
 		Objects.requireNonNull(name, "name");
+		Objects.requireNonNull(dataPath, "dataPath");
 		Objects.requireNonNull(address, "address");
 		Objects.requireNonNull(retry, "retry");
 		if (remoteAccessSize < 0) {
 			throw new IllegalArgumentException("remoteAccessSize must not be negative, got " + remoteAccessSize);
 		}
+	}
+
+	/** Settings with the default {@link DataPath}. */
+	public ConnectionSettings(String name, boolean server, InetSocketAddress address,
+			@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
+			String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize,
+			Duration sendTimeout, boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize,
+			@Nullable OutOfBandOptions outOfBand) {
+		this(name, server, address, source, maxPeers, connectTimeout, retry, sendQueue, receiveQueue, sendDepth,
+				receiveDepth, receiveBuffers, messageSize, sendTimeout, required, cm, closeTimeout, remoteAccessSize,
+				outOfBand, DataPath.DEFAULTS);
+	}
+
+	/**
+	 * How a connection posts its sends ({@code rdma.connections.<name>.max-inline-data}
+	 * and {@code .signal-interval}).
+	 *
+	 * @param maxInlineData the {@code max_inline_data} asked for the QP; a send of at
+	 * most what the provider granted is posted IBV_SEND_INLINE (0: never)
+	 * @param signalInterval one send in this many is posted signaled (1: every one); the
+	 * buffers of the unsignaled sends before it are given back, in post order, when its
+	 * completion arrives
+	 */
+	public record DataPath(int maxInlineData, int signalInterval) {
+
+		/** 64 bytes inline, every send signaled. */
+		public static final DataPath DEFAULTS = new DataPath(64, 1);
+
+		public DataPath {
+			if (maxInlineData < 0) {
+				throw new IllegalArgumentException("maxInlineData must not be negative, got " + maxInlineData);
+			}
+			if (signalInterval < 1) {
+				throw new IllegalArgumentException("signalInterval must be at least 1, got " + signalInterval);
+			}
+		}
+
 	}
 
 	/**

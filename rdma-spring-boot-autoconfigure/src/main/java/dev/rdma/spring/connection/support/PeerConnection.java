@@ -162,8 +162,11 @@ public final class PeerConnection implements RdmaConnection {
 		MemoryRegion createdAccess = null;
 		// everything that can fail happens inside: a failed attempt leaves nothing behind
 		try {
-			createdQp = pd.createQueuePair(
-					new QueuePair.Attributes(sendCq, receiveCq, settings.sendDepth(), settings.receiveDepth(), false));
+			// one send slot more than send buffers: the close's marker
+			// (PeerSends.postMarker)
+			createdQp = pd.createQueuePair(new QueuePair.Attributes(sendCq, receiveCq, settings.sendDepth() + 1,
+					settings.receiveDepth(), false)
+				.withMaxInlineData(settings.dataPath().maxInlineData()));
 			createdSend = pd.registerMemory((long) size * settings.sendDepth(),
 					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
 			createdReceive = pd.registerMemory((long) size * settings.receiveBuffers(),
@@ -332,6 +335,7 @@ public final class PeerConnection implements RdmaConnection {
 		long wrId = completion.wrId();
 		int status = completion.statusCode();
 		if ((wrId & ONE_SIDED) != 0) {
+			sends.completedBefore((int) (wrId & PeerOneSided.INDEX));
 			oneSided.completed(wrId, status);
 		}
 		else if ((wrId & SEND) != 0) {
@@ -340,6 +344,19 @@ public final class PeerConnection implements RdmaConnection {
 		else {
 			receives.completed((int) wrId, status, completion);
 		}
+	}
+
+	/**
+	 * True once per batch when receive buffers of this connection wait to be posted
+	 * again: the router then calls {@link #postReposts()} at the batch's end. Poller.
+	 */
+	boolean scheduleReposts() {
+		return receives.scheduleReposts();
+	}
+
+	/** Posts the receive buffers the batch gave back, as one chain. Poller. */
+	void postReposts() {
+		receives.postReposts();
 	}
 
 	/**
@@ -406,6 +423,9 @@ public final class PeerConnection implements RdmaConnection {
 		}
 		try {
 			qp.moveToError();
+			// unsignaled sends that completed have no completion of their own: the
+			// marker's flushed completion gives their buffers back
+			sends.postMarker();
 		}
 		catch (RuntimeException ex) {
 			logger.debug("QP of connection '" + settings.name() + "' to error: " + ex.getMessage());

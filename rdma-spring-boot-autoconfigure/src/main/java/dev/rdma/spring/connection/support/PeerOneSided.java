@@ -28,7 +28,7 @@ final class PeerOneSided {
 	private static final Log logger = LogFactory.getLog(PeerConnection.class);
 
 	/** The bits of a wr_id that are the buffer index. */
-	private static final long INDEX = (1L << 32) - 1;
+	static final long INDEX = (1L << 32) - 1;
 
 	private final PeerConnection peer;
 

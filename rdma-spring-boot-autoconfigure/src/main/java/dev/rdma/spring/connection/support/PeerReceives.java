@@ -1,6 +1,7 @@
 package dev.rdma.spring.connection.support;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.commons.logging.Log;
@@ -8,6 +9,7 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.verbs.ChainPostException;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.ReceiveWorkRequest;
@@ -22,7 +24,10 @@ import dev.rdma.verbs.WorkCompletion;
  * receive completion is handed to the {@code @RdmaMessageListener} and the buffer posted
  * again when the listener returns, or, retained, when the message is released; its
  * message's state decides which thread posts it, so a buffer's work request is posted by
- * one thread at a time.
+ * one thread at a time. A buffer given back on the poller (its listener returned) is
+ * posted at the end of the poll batch, with the others of the batch, as one chain
+ * ({@code ibv_post_recv} of a list, one doorbell); one released later by the application
+ * is posted at once.
  */
 final class PeerReceives {
 
@@ -51,6 +56,15 @@ final class PeerReceives {
 	 */
 	private final AtomicInteger outstanding = new AtomicInteger();
 
+	/**
+	 * Receives given back during the current poll batch, posted as one chain at its end
+	 * (poller thread only; capacity for every buffer: never grows).
+	 */
+	private final ArrayList<ReceiveWorkRequest> reposts;
+
+	/** Whether the router was told of {@link #reposts} in this batch (poller only). */
+	private boolean repostsScheduled;
+
 	/** Whether a listener failure was logged at WARN (poller thread only). */
 	private boolean listenerFailureLogged;
 
@@ -65,6 +79,7 @@ final class PeerReceives {
 		int size = settings.messageSize();
 		this.messages = new ReceivedMessage[settings.receiveBuffers()];
 		this.requests = new ReceiveWorkRequest[settings.receiveBuffers()];
+		this.reposts = new ArrayList<>(settings.receiveBuffers());
 		MemorySegment buffers = region.buffer();
 		for (int i = 0; i < messages.length; i++) {
 			messages[i] = new ReceivedMessage(peer, i, buffers.asSlice((long) i * size, size));
@@ -160,10 +175,57 @@ final class PeerReceives {
 			}
 		}
 		if (message.returnAfterCall()) {
-			repost(index);
+			if (!peer.isClosing()) {
+				// posted with the batch's others at its end: still outstanding till then
+				outstanding.incrementAndGet();
+				reposts.add(requests[index]);
+			}
 			return false;
 		}
 		return true;
+	}
+
+	/** True once per batch when buffers wait in {@link #reposts}. Poller. */
+	boolean scheduleReposts() {
+		if (repostsScheduled || reposts.isEmpty()) {
+			return false;
+		}
+		repostsScheduled = true;
+		return true;
+	}
+
+	/**
+	 * Posts the buffers the batch gave back as one chain (nothing once closing); those
+	 * not posted no longer count as outstanding. Poller.
+	 */
+	void postReposts() {
+		repostsScheduled = false;
+		int n = reposts.size();
+		if (n == 0) {
+			return;
+		}
+		try {
+			if (peer.isClosing()) {
+				outstanding.addAndGet(-n);
+				return;
+			}
+			qp.postRecv(reposts);
+		}
+		catch (ChainPostException ex) {
+			outstanding.addAndGet(-(n - Math.max(0, ex.postedCount())));
+			if (!peer.isClosing()) {
+				logger.warn("Posting " + n + " receive buffers of connection '" + settings.name() + "' failed", ex);
+			}
+		}
+		catch (RuntimeException ex) {
+			outstanding.addAndGet(-n);
+			if (!peer.isClosing()) {
+				logger.warn("Posting " + n + " receive buffers of connection '" + settings.name() + "' failed", ex);
+			}
+		}
+		finally {
+			reposts.clear();
+		}
 	}
 
 	/**

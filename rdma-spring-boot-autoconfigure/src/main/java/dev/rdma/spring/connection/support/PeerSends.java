@@ -3,6 +3,9 @@ package dev.rdma.spring.connection.support;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.ReentrantLock;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -23,6 +26,20 @@ import dev.rdma.verbs.WcStatus;
  * one-sided operations ({@link PeerOneSided}) take and post the same buffers. A buffer's
  * index belongs to one thread at a time (the pool's lock orders the hand-overs), so its
  * work request needs no lock of its own.
+ *
+ * <p>
+ * <b>Inline and selective signaling</b> ({@link ConnectionSettings.DataPath}). A SEND of
+ * at most the QP's granted {@code max_inline_data} is posted IBV_SEND_INLINE. One SEND in
+ * {@code signal-interval} is posted signaled, and so is every SEND that takes the last
+ * free buffer (a sender waiting for a buffer always has a signaled completion to wait
+ * for) and every RDMA operation. Each post gets a sequence number under the post lock
+ * (held only for the choice, the record and the post) and its buffer index goes into a
+ * ring in post order; a completion (a signaled one, or any failed one: the provider
+ * reports every failed and flushed work request, signaled or not) gives back, in order,
+ * the buffers of the unsignaled SENDs posted before it, which completed without a
+ * completion of their own, as sent. A close whose last post was unsignaled posts a
+ * signaled marker after moving the QP to the error state: its flushed completion gives
+ * back whatever is left.
  */
 final class PeerSends {
 
@@ -50,6 +67,45 @@ final class PeerSends {
 
 	private final long timeoutNanos;
 
+	/** Ring entries of RDMA operations, which {@link PeerOneSided} completes itself. */
+	private static final int ONE_SIDED_ENTRY = 1 << 30;
+
+	private static final SendWorkRequest.Flag[] UNSIGNALED = {};
+
+	private static final SendWorkRequest.Flag[] SIGNALED = { SendWorkRequest.Flag.SIGNALED };
+
+	private static final SendWorkRequest.Flag[] UNSIGNALED_INLINE = { SendWorkRequest.Flag.INLINE };
+
+	private static final SendWorkRequest.Flag[] SIGNALED_INLINE = { SendWorkRequest.Flag.SIGNALED,
+			SendWorkRequest.Flag.INLINE };
+
+	/** Orders the posts: the sequence numbers, the ring and the signaling choice. */
+	private final ReentrantLock postLock = new ReentrantLock();
+
+	/** The next sequence number (under postLock). */
+	private long posted;
+
+	/** Unsignaled SENDs posted since the last signaled post (under postLock). */
+	private int sinceSignaled;
+
+	/** Buffer index (or ONE_SIDED_ENTRY | index) of each sequence number, mod length. */
+	private final AtomicIntegerArray ring;
+
+	/** The sequence number of the last post of each buffer index (marker included). */
+	private final AtomicLongArray sequenceOf;
+
+	/** The next sequence number to give back (poller thread only). */
+	private long reclaimed;
+
+	private final int inline;
+
+	private final int signalInterval;
+
+	/** The work request of the close's marker (index sendDepth). */
+	private final SendWorkRequest marker;
+
+	private final int markerIndex;
+
 	PeerSends(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
 			MemoryRegion region) {
 		this.peer = peer;
@@ -67,6 +123,19 @@ final class PeerSends {
 		for (int i = 0; i < requests.length; i++) {
 			requests[i] = new SendWorkRequest().wrId(PeerConnection.SEND | i).buffer(region, (long) i * size, size);
 		}
+		this.markerIndex = settings.sendDepth();
+		this.marker = new SendWorkRequest().wrId(PeerConnection.SEND | markerIndex)
+			.buffer(region, 0, 0)
+			.flags(SIGNALED);
+		this.ring = new AtomicIntegerArray(settings.sendDepth() + 1);
+		this.sequenceOf = new AtomicLongArray(settings.sendDepth() + 1);
+		this.inline = Math.min(qp.maxInlineData(), settings.dataPath().maxInlineData() == 0 ? 0 : Integer.MAX_VALUE);
+		this.signalInterval = settings.dataPath().signalInterval();
+	}
+
+	/** The largest SEND posted inline (the QP's max_inline_data, or 0). */
+	int inlineLimit() {
+		return inline;
 	}
 
 	MemoryRegion region() {
@@ -151,10 +220,15 @@ final class PeerSends {
 
 	private void post(int index, int length) {
 		lengths[index] = length;
+		SendWorkRequest wr = requests[index].wrId(PeerConnection.SEND | index)
+			.buffer(region, (long) index * settings.messageSize(), length)
+			.opcode(QueuePair.SendOpcode.SEND);
+		boolean inlined = length <= inline;
+		postLock.lock();
 		try {
-			qp.postSend(requests[index].wrId(PeerConnection.SEND | index)
-				.buffer(region, (long) index * settings.messageSize(), length)
-				.opcode(QueuePair.SendOpcode.SEND));
+			boolean signaled = sinceSignaled + 1 >= signalInterval || pool.available() == 0;
+			wr.flags(signaled ? (inlined ? SIGNALED_INLINE : SIGNALED) : (inlined ? UNSIGNALED_INLINE : UNSIGNALED));
+			postInOrder(wr, index, signaled);
 		}
 		catch (RuntimeException ex) {
 			pool.release(index);
@@ -162,6 +236,56 @@ final class PeerSends {
 				throw peer.notEstablished();
 			}
 			throw ex;
+		}
+		finally {
+			postLock.unlock();
+		}
+	}
+
+	/**
+	 * Records the post of buffer {@code entry} in the ring and posts {@code wr}; with
+	 * postLock held. A refused post is taken back out of the ring (nothing later was
+	 * numbered: the lock is held).
+	 */
+	private void postInOrder(SendWorkRequest wr, int entry, boolean signaled) {
+		long sequence = posted++;
+		ring.set((int) (sequence % ring.length()), entry);
+		sequenceOf.set(entry & ~ONE_SIDED_ENTRY, sequence);
+		try {
+			qp.postSend(wr);
+		}
+		catch (RuntimeException ex) {
+			posted--;
+			throw ex;
+		}
+		sinceSignaled = signaled ? 0 : sinceSignaled + 1;
+	}
+
+	/**
+	 * Posts the close's marker, a signaled empty SEND, after the QP was moved to the
+	 * error state, when the last post was unsignaled: it is flushed, never sent, and its
+	 * completion gives back the buffers of the unsignaled SENDs still in the ring (those
+	 * that completed have no completion of their own). A signaled last post needs none:
+	 * its own completion (or flush) gives everything back. The marker always finds a free
+	 * slot: an unsignaled post left a send buffer free, and no more posts come, so fewer
+	 * than {@code send-depth} work requests hold the send queue. False when no marker was
+	 * needed or the post was refused.
+	 */
+	boolean postMarker() {
+		postLock.lock();
+		try {
+			if (sinceSignaled == 0 || pool.inFlight() == 0) {
+				return false;
+			}
+			postInOrder(marker, markerIndex, true);
+			return true;
+		}
+		catch (RuntimeException ex) {
+			logger.debug("The close marker of connection '" + settings.name() + "' was refused: " + ex.getMessage());
+			return false;
+		}
+		finally {
+			postLock.unlock();
 		}
 	}
 
@@ -172,14 +296,51 @@ final class PeerSends {
 	 */
 	void postOneSided(int index, long wrId, int length, QueuePair.SendOpcode opcode, long remoteAddress, int rkey) {
 		lengths[index] = length;
-		qp.postSend(requests[index].wrId(wrId)
+		SendWorkRequest wr = requests[index].wrId(wrId)
 			.buffer(region, (long) index * settings.messageSize(), length)
 			.opcode(opcode)
-			.remote(remoteAddress, rkey));
+			.remote(remoteAddress, rkey)
+			.flags(SIGNALED);
+		postLock.lock();
+		try {
+			postInOrder(wr, ONE_SIDED_ENTRY | index, true);
+		}
+		finally {
+			postLock.unlock();
+		}
 	}
 
-	/** The completion of the SEND of buffer {@code index}; frees the buffer. */
+	/**
+	 * A completion of buffer {@code index} (an RDMA operation's too, before
+	 * {@link PeerOneSided} handles it): gives back, as sent, the buffers of the
+	 * unsignaled SENDs posted before it. Poller thread.
+	 */
+	void completedBefore(int index) {
+		long sequence = sequenceOf.get(index);
+		while (reclaimed < sequence) {
+			int entry = ring.get((int) (reclaimed % ring.length()));
+			reclaimed++;
+			if ((entry & ONE_SIDED_ENTRY) == 0 && entry != markerIndex) {
+				finished(entry, 0);
+			}
+		}
+		if (reclaimed == sequence) {
+			reclaimed++;
+		}
+	}
+
+	/**
+	 * The completion of the SEND of buffer {@code index} (or of the close's marker):
+	 * gives back the unsignaled SENDs before it, then frees its buffer.
+	 */
 	void completed(int index, int status) {
+		completedBefore(index);
+		if (index != markerIndex) {
+			finished(index, status);
+		}
+	}
+
+	private void finished(int index, int status) {
 		if (status == 0) {
 			counters.messagesSent.increment();
 			counters.bytesSent.add(lengths[index]);

@@ -83,6 +83,17 @@ final class SendBufferPool {
 		}
 	}
 
+	/** Free buffers now. */
+	int available() {
+		lock.lock();
+		try {
+			return top;
+		}
+		finally {
+			lock.unlock();
+		}
+	}
+
 	/** Buffers in flight now. */
 	int inFlight() {
 		lock.lock();

@@ -30,6 +30,12 @@ import static org.assertj.core.api.Assertions.assertThat;
  * other (see the comment in the test: either order is right). The server must drop the
  * peer (it keeps one at most: {@code max-peers} 1), the client must reconnect, and
  * messages flow again on the new connection.
+ *
+ * <p>
+ * The client signals one send in four ({@code signal-interval: 4}, issue 33): 64 messages
+ * give exactly 16 send completions, and all 64 count as sent. The failing send is posted
+ * amid others, unsignaled: the four before it count as sent, and it and every send
+ * accepted after it count as lost ({@code send.errors}), exactly.
  */
 @Tag(DeviceTestSupport.TAG)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
@@ -40,14 +46,48 @@ class FailedCompletionDeviceTest {
 		TwoDevices two = TwoDevices.require();
 		int port = randomPort();
 		long baseline = NativeObjects.open();
-		try (AppPair apps = AppPair.start(two, port, List.of("max-peers=1"), List.of("message-size=4096"))) {
+		try (AppPair apps = AppPair.start(two, port, List.of("max-peers=1"),
+				List.of("message-size=4096", "signal-interval=4", "send-depth=128"))) {
 			RdmaConnection link = apps.link;
 			RdmaConnection serverLink = apps.serverLink;
 			ConnectionApps.Collector collector = apps.collector;
 			apps.awaitConnected();
-			exchange(link, collector, 0, 10, 64);
+			MeterRegistry clientMeters = apps.client.getBean(MeterRegistry.class);
+			exchange(link, collector, 0, 64, 64);
+			await("the 64 sends counted as sent", () -> link.statistics().messagesSent() == 64);
+			await("16 send completions", () -> sendCompletions(clientMeters) == 16);
+			Thread.sleep(100);
+			assertThat(sendCompletions(clientMeters)).as("send completions of 64 sends, one in 4 signaled")
+				.isEqualTo(16);
+			assertThat(link.statistics().sendErrors()).isZero();
 
-			link.send(new byte[2048]); // more than the server's 1024-byte receive buffers
+			// four unsignaled sends, then the one too large for the server's 1024-byte
+			// receive buffers, then three more: all posted before the failure comes back
+			byte[] small = new byte[64];
+			for (long seq = 64; seq < 68; seq++) {
+				ConnectionApps.fill(small, seq, 64);
+				link.send(small);
+			}
+			link.send(new byte[2048]);
+			int acceptedAfter = 0;
+			for (long seq = 68; seq < 71; seq++) {
+				ConnectionApps.fill(small, seq, 64);
+				try {
+					link.send(small);
+					acceptedAfter++;
+				}
+				catch (RuntimeException ex) {
+					// the failure came back first: not posted, not lost
+				}
+			}
+			int lost = 1 + acceptedAfter;
+			await("the lost sends counted", () -> link.statistics().sendErrors() == lost);
+			await("the four sends before the failure counted as sent", () -> link.statistics().messagesSent() == 68);
+			Thread.sleep(100);
+			assertThat(link.statistics().sendErrors())
+				.as("lost sends (%d accepted after the failing one)", acceptedAfter)
+				.isEqualTo(lost);
+			assertThat(link.statistics().messagesSent()).isEqualTo(68);
 
 			// Which of the two ends reaches the server first is a race of two pollers:
 			// its
@@ -100,6 +140,10 @@ class FailedCompletionDeviceTest {
 			}
 		}
 		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "both applications closed");
+	}
+
+	private static double sendCompletions(MeterRegistry meters) {
+		return meters.get("rdma.completions").tag("queue", "tx").tag("status", "success").counter().count();
 	}
 
 }
