@@ -88,6 +88,75 @@ wait_for_host() { # the host's part (fresh applications, AOT caches), built whil
     [[ -f $DT_FRESH_READY ]] || say "the host's part (fresh applications, AOT caches) was not ready within 900 s ($DT_FRESH_READY)"
 }
 
+# docs/deployment.md's settings (scripts/lib/deployment.env, the one source the document is checked against): in the
+# VM the sample and the fresh applications run as an unprivileged user with a memlock limit that fits, the device
+# files opened up as udev's rule would; on a host's own device they run as the caller (nothing is changed there)
+. "$(dirname "$0")/deployment.env"
+SERVICE_PREFIX=""
+if [[ "${RXE_VM:-0}" == 1 && $(id -u) == 0 ]]; then
+    # shellcheck disable=SC2086  # a list of globs
+    chmod "$DEPLOY_DEVICE_MODE" $DEPLOY_DEVICE_FILES
+    # shellcheck disable=SC2086
+    dpkg-query -W $DEPLOY_PACKAGES > /dev/null || say "WARNING: not every package of $DEPLOY_PACKAGES is installed"
+    service_prefix() { # $1: the memlock limit in bytes; prlimit and setpriv exec the command (same pid)
+        echo "prlimit --memlock=$1:$1 setpriv --reuid=$DEPLOY_USER --regid=$(id -g "$DEPLOY_USER") --clear-groups --"
+    }
+    SERVICE_PREFIX=$(service_prefix "$DEPLOY_MEMLOCK_BYTES")
+    export FRESH_APP_PREFIX=$SERVICE_PREFIX
+    say "the sample and the fresh applications run as: $SERVICE_PREFIX"
+fi
+
+# three short failing starts of the sample's jar, as the service user, at once: a limit of 8 MiB under a configuration
+# that needs more, 64 KiB under the server profile's defaults, and the device files closed to the user; each must
+# exit non-zero within its bound and print the numbers and the fix (scripts/test reads deployment.result)
+deployment_failures() { # $@: the sample's JVM flags and jar
+    local bound=120 started=$SECONDS pids=() name rc
+    local uverbs=(/dev/infiniband/uverbs*)
+    fail_start() { # $1: name, $2: memlock bytes, then the sample's arguments
+        local name=$1 memlock=$2 t0=$SECONDS
+        shift 2
+        # shellcheck disable=SC2086,SC2046
+        timeout -k 5 "$bound" $(service_prefix "$memlock") "$JAVA_HOME/bin/java" $JOPTS $DEPLOY_JVM_FLAGS \
+            "${sample_jvm[@]}" "$@" > "$DT_OUT/deployment-$name.log" 2>&1
+        echo "$? $((SECONDS - t0))" > "$DT_OUT/deployment-$name.rc"
+    }
+    local sample_jvm=("$@")
+    fail_start memlock-8m 8388608 --spring.profiles.active=server --rdma.connections.pingpong.max-peers=8 \
+        --rdma.connections.pingpong.message-size=16384 &
+    pids+=($!)
+    fail_start memlock-64k 65536 --spring.profiles.active=server &
+    pids+=($!)
+    chmod 0600 "${uverbs[@]}"
+    fail_start device-files "$DEPLOY_MEMLOCK_BYTES" --sample.messages=10 &
+    pids+=($!)
+    wait "${pids[@]}"
+    chmod "$DEPLOY_DEVICE_MODE" "${uverbs[@]}"
+    : > "$DT_OUT/deployment.result"
+    check() { # $1: name, then the texts its log must hold
+        local name=$1 text verdict=""
+        shift
+        read -r rc secs < "$DT_OUT/deployment-$name.rc"
+        if [[ $rc == 0 || $rc == 124 || $rc == 137 ]]; then verdict="exit status $rc (must fail at startup)"; fi
+        for text in "$@"; do
+            grep -qF -- "$text" "$DT_OUT/deployment-$name.log" || verdict+="${verdict:+; }no '$text' in its log"
+        done
+        if [[ -z $verdict ]]; then
+            echo "DEPLOYMENT $name: PASS (failed at startup in ${secs}s, exit status $rc)" >> "$DT_OUT/deployment.result"
+        else
+            echo "DEPLOYMENT $name: FAIL: $verdict" >> "$DT_OUT/deployment.result"
+            tail -30 "$DT_OUT/deployment-$name.log"
+        fi
+    }
+    check memlock-8m "APPLICATION FAILED TO START" "of locked memory, more than the 8388608 bytes (8 MiB, RLIMIT_MEMLOCK)" \
+        "Property: rdma.connections.pingpong.message-size" "docker run --ulimit memlock=-1" "LimitMEMLOCK=infinity"
+    check memlock-64k "APPLICATION FAILED TO START" "of locked memory, more than the 65536 bytes (64 KiB, RLIMIT_MEMLOCK)" \
+        "docker run --ulimit memlock=-1"
+    check device-files "APPLICATION FAILED TO START" "failed: no access to its device file" "/dev/infiniband/uverbs" \
+        "cannot be opened by user $DEPLOY_USER" "--device=/dev/infiniband/uverbsN"
+    cat "$DT_OUT/deployment.result"
+    say "deployment failures: three starts at once in $((SECONDS - started))s"
+}
+
 if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     wait_for_host
     # the sample's JVM flags and jar: the extracted jar with its AOT cache when the host made one
@@ -103,7 +172,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     fi
     say "sample application (scripts/sample), ${DT_SAMPLE_MESSAGES:-5000} messages"
     # shellcheck disable=SC2086
-    "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" \
+    $SERVICE_PREFIX "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" \
         --sample.messages="${DT_SAMPLE_MESSAGES:-5000}" > "$DT_OUT/sample.log" 2>&1
     echo $? > "$DT_OUT/sample.rc"
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
@@ -131,7 +200,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
             local log=$1
             shift
             # shellcheck disable=SC2086
-            timeout -k 10 "$two_limit" "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
+            timeout -k 10 "$two_limit" $SERVICE_PREFIX "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
                 > "$log" 2>&1
         }
         sample_two "$DT_OUT/sample-server.log" --spring.profiles.active=server --sample.stop-after="$stop_after" &
@@ -173,6 +242,10 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     else
         echo "client missing server missing server2 missing traffic missing (no RDMA_DEVICE_A/_B: not the two-device tier)" \
             > "$DT_OUT/sample-two-process.rc"
+    fi
+    if [[ -n $SERVICE_PREFIX && -n "${RDMA_DEVICE_B:-}" ]]; then
+        say "deployment failures (docs/deployment.md): memlock 8 MiB, memlock 64 KiB, device files closed, at once"
+        deployment_failures "${sample_run[@]}"
     fi
 fi
 
