@@ -72,9 +72,27 @@ public final class DeviceFiles {
 		return file + " " + attributes(file) + " cannot be opened by user " + user() + ": " + FIXES;
 	}
 
+	/**
+	 * Whether {@code file} exists but this process may not open it for reading and
+	 * writing ({@code access(2)}). rdma-core reports such a file as {@code ENOENT}, not
+	 * {@code EACCES}: after the open fails it looks for the device node elsewhere and
+	 * reports that it found none.
+	 */
+	public static boolean isClosedToThisProcess(Path file) {
+		return Files.exists(file) && !(Files.isReadable(file) && Files.isWritable(file));
+	}
+
+	/**
+	 * Whether a failed open of {@code file} with {@code errno} is a matter of access:
+	 * EACCES, EPERM, or a file that exists but is closed to this process.
+	 */
+	public static boolean isAccessDenied(int errno, Path file) {
+		return isAccessDenied(errno) || isClosedToThisProcess(file);
+	}
+
 	/** The detail of a failed open: {@code detail}, then {@link #explainAccess}. */
 	static String detail(int errno, Path file, String detail) {
-		return isAccessDenied(errno) ? detail + "; " + explainAccess(file) : detail;
+		return isAccessDenied(errno, file) ? detail + "; " + explainAccess(file) : detail;
 	}
 
 	private static String attributes(Path file) {

@@ -94,6 +94,10 @@ class LockedMemoryTest {
 		assertThat(DeviceFiles.isAccessDenied(Errno.EACCES)).isTrue();
 		assertThat(DeviceFiles.isAccessDenied(Errno.EPERM)).isTrue();
 		assertThat(DeviceFiles.isAccessDenied(Errno.ENODEV)).isFalse();
+		// rdma-core reports a closed device file as ENOENT: what decides is the file
+		assertThat(DeviceFiles.isAccessDenied(Errno.ENOENT, dir.resolve("none"))).isFalse();
+		assertThat(DeviceFiles.isAccessDenied(Errno.EACCES, dir.resolve("none"))).isTrue();
+		assertThat(DeviceFiles.isClosedToThisProcess(file)).isFalse();
 	}
 
 	@Test

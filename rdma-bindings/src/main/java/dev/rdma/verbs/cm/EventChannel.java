@@ -100,8 +100,10 @@ public final class EventChannel extends CmObject {
 			channel = (MemorySegment) Rdmacm.CREATE_EVENT_CHANNEL.invokeExact(capture);
 			if (Native.isNull(channel)) {
 				int errno = Native.errno(capture);
-				throw new VerbsException("rdma_create_event_channel", errno, DeviceFiles.isAccessDenied(errno)
-						? DeviceFiles.explainAccess(DeviceFiles.RDMA_CM) : "is the rdma_ucm kernel module loaded?");
+				throw new VerbsException("rdma_create_event_channel", errno,
+						DeviceFiles.isAccessDenied(errno, DeviceFiles.RDMA_CM)
+								? DeviceFiles.explainAccess(DeviceFiles.RDMA_CM)
+								: "is the rdma_ucm kernel module loaded?");
 			}
 		}
 		catch (Throwable t) {

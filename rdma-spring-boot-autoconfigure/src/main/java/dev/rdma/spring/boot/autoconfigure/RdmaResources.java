@@ -133,7 +133,8 @@ public class RdmaResources {
 				context = device.open();
 			}
 			catch (RdmaException ex) {
-				if (ex instanceof VerbsException v && DeviceFiles.isAccessDenied(v.errno())) {
+				if (ex instanceof VerbsException v
+						&& DeviceFiles.isAccessDenied(v.errno(), DeviceFiles.uverbs(device.name()))) {
 					throw new RdmaConfigurationException(path,
 							"opening device " + device.name() + " for " + path
 									+ " failed: no access to its device file",
