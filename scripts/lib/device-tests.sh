@@ -110,6 +110,24 @@ wait_for_host() { # the host's part (fresh applications, AOT caches), built whil
     [[ -f $DT_FRESH_READY ]] || say "the host's part (fresh applications, AOT caches) was not ready within 900 s ($DT_FRESH_READY)"
 }
 
+# docs/deployment.md's settings (scripts/lib/deployment.env, the one source the document is checked against): in the
+# VM the sample and the fresh applications run as an unprivileged user with a memlock limit that fits, the device
+# files opened up as udev's rule would; on a host's own device they run as the caller (nothing is changed there)
+. "$(dirname "$0")/deployment.env"
+SERVICE_PREFIX=""
+if [[ "${RXE_VM:-0}" == 1 && $(id -u) == 0 ]]; then
+    # shellcheck disable=SC2086  # a list of globs
+    chmod "$DEPLOY_DEVICE_MODE" $DEPLOY_DEVICE_FILES
+    # shellcheck disable=SC2086
+    dpkg-query -W $DEPLOY_PACKAGES > /dev/null || say "WARNING: not every package of $DEPLOY_PACKAGES is installed"
+    service_prefix() { # $1: the memlock limit in bytes; prlimit and setpriv exec the command (same pid)
+        echo "prlimit --memlock=$1:$1 setpriv --reuid=$DEPLOY_USER --regid=$(id -g "$DEPLOY_USER") --clear-groups --"
+    }
+    SERVICE_PREFIX=$(service_prefix "$DEPLOY_MEMLOCK_BYTES")
+    export FRESH_APP_PREFIX=$SERVICE_PREFIX
+    say "the sample and the fresh applications run as: $SERVICE_PREFIX"
+fi
+
 if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     wait_for_host
     # the sample's JVM flags and jar: the extracted jar with its AOT cache when the host made one
@@ -125,7 +143,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     fi
     say "sample application (scripts/sample), ${DT_SAMPLE_MESSAGES:-5000} messages"
     # shellcheck disable=SC2086
-    "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" \
+    $SERVICE_PREFIX "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" \
         --sample.messages="${DT_SAMPLE_MESSAGES:-5000}" > "$DT_OUT/sample.log" 2>&1
     echo $? > "$DT_OUT/sample.rc"
     sed -n '/== RDMA ping-pong summary ==/,$p' "$DT_OUT/sample.log"
@@ -153,7 +171,7 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
             local log=$1
             shift
             # shellcheck disable=SC2086
-            timeout -k 10 "$two_limit" "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
+            timeout -k 10 "$two_limit" $SERVICE_PREFIX "$JAVA_HOME/bin/java" $JOPTS "${sample_run[@]}" --sample.messages="$two" --sample.timeout="$((two_limit - 30))s" "$@" \
                 > "$log" 2>&1
         }
         sample_two "$DT_OUT/sample-server.log" --spring.profiles.active=server --sample.stop-after="$stop_after" &
@@ -195,6 +213,10 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
     else
         echo "client missing server missing server2 missing traffic missing (no RDMA_DEVICE_A/_B: not the two-device tier)" \
             > "$DT_OUT/sample-two-process.rc"
+    fi
+    if [[ -n $SERVICE_PREFIX && -n "${RDMA_DEVICE_B:-}" ]]; then
+        say "deployment failures (docs/deployment.md): memlock 8 MiB, memlock 64 KiB, device files closed, at once"
+        DT_JOPTS=$JOPTS "$(dirname "$0")/deployment-failures.sh" "${sample_run[@]}"
     fi
 fi
 

@@ -56,7 +56,9 @@ run() {
     fi
     echo "fresh-app: java ${launch[*]}" > "$log.launch"
     # shellcheck disable=SC2086
-    "$java" ${RXE_VM_JAVA_OPTS:-} "${launch[@]}" --server.port="$port" > "$log" 2>&1 &
+    # FRESH_APP_PREFIX: how the device tier runs it as a service (an unprivileged user, a memlock limit; words that
+    # exec the JVM, so that $! stays its pid)
+    ${FRESH_APP_PREFIX:-} "$java" ${RXE_VM_JAVA_OPTS:-} "${launch[@]}" --server.port="$port" > "$log" 2>&1 &
     local pid=$! verdict="" health="" metric=""
     local deadline=$((SECONDS + ${FRESH_APP_TIMEOUT:-900}))
     while (( SECONDS < deadline )); do

@@ -157,8 +157,10 @@ public class CompletionQueue extends NativeObject {
 			cq = (MemorySegment) Ibverbs.CREATE_CQ.invokeExact(capture, context.handle, cqe, MemorySegment.NULL,
 					channelHandle, compVector);
 			if (Native.isNull(cq)) {
-				throw new VerbsException("ibv_create_cq", Native.errno(capture), "cqe=" + cqe + ", comp_vector="
-						+ compVector + " of " + context.numCompVectors() + ", device " + context.deviceName());
+				int errno = Native.errno(capture);
+				throw new VerbsException("ibv_create_cq", errno,
+						LockedMemory.detail("ibv_create_cq", errno, "cqe=" + cqe + ", comp_vector=" + compVector
+								+ " of " + context.numCompVectors() + ", device " + context.deviceName()));
 			}
 		}
 		catch (Throwable t) {

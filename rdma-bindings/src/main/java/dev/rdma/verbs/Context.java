@@ -58,7 +58,9 @@ public final class Context extends NativeObject {
 			MemorySegment capture = Native.allocateCapture(arena);
 			ctx = (MemorySegment) Ibverbs.OPEN_DEVICE.invokeExact(capture, dev);
 			if (Native.isNull(ctx)) {
-				throw new VerbsException("ibv_open_device", Native.errno(capture), device.name());
+				int errno = Native.errno(capture);
+				throw new VerbsException("ibv_open_device", errno,
+						DeviceFiles.detail(errno, DeviceFiles.uverbs(device.name()), device.name()));
 			}
 		}
 		catch (Throwable t) {

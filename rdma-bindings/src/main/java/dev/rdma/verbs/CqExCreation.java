@@ -42,7 +42,9 @@ final class CqExCreation {
 			Libc.clearErrno();
 			cq = call.create(a, capture, context.handle, attr);
 			if (Native.isNull(cq)) {
-				throw new VerbsException(verb, Native.errno(capture), describe(context, attributes) + detail);
+				int errno = Native.errno(capture);
+				throw new VerbsException(verb, errno,
+						LockedMemory.detail(verb, errno, describe(context, attributes) + detail));
 			}
 		}
 		catch (Throwable t) {

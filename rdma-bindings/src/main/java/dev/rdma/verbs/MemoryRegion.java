@@ -65,10 +65,16 @@ public final class MemoryRegion extends NativeObject {
 			MemorySegment capture = Native.allocateCapture(a);
 			MemorySegment mr = (MemorySegment) Ibverbs.REG_MR.invokeExact(capture, pd.handle, buffer, size, flags);
 			if (Native.isNull(mr)) {
-				throw new VerbsException("ibv_reg_mr", Native.errno(capture), size + " bytes, access " + access);
+				int errno = Native.errno(capture);
+				String detail = size + " bytes, access " + access;
+				throw new VerbsException("ibv_reg_mr", errno, errno == Errno.ENOMEM
+						? detail + "; " + LockedMemory.explainEnomem("ibv_reg_mr", size) : detail);
 			}
-			return adopt(() -> new MemoryRegion(pd, mr.reinterpret(Layouts.IBV_MR.byteSize()), arena, buffer),
+			MemoryRegion region = adopt(
+					() -> new MemoryRegion(pd, mr.reinterpret(Layouts.IBV_MR.byteSize()), arena, buffer),
 					() -> Native.callIntVerb(Ibverbs.DEREG_MR, mr));
+			LockedMemory.added(size);
+			return region;
 		}
 		catch (Throwable t) {
 			arena.close();
@@ -112,6 +118,7 @@ public final class MemoryRegion extends NativeObject {
 	@Override
 	void destroy() {
 		destroyVerb(Ibverbs.DEREG_MR, handle, "ibv_dereg_mr", describe());
+		LockedMemory.removed(buffer.byteSize());
 		closeArena(arena);
 	}
 

@@ -89,7 +89,9 @@ final class QueuePairCreation {
 			MemorySegment capture = Native.allocateCapture(a);
 			MemorySegment qp = (MemorySegment) Ibverbs.CREATE_QP.invokeExact(capture, pd.handle, init);
 			if (Native.isNull(qp)) {
-				throw new VerbsException("ibv_create_qp", Native.errno(capture), attributes.toString());
+				int errno = Native.errno(capture);
+				throw new VerbsException("ibv_create_qp", errno,
+						LockedMemory.detail("ibv_create_qp", errno, attributes.toString()));
 			}
 			// ibv_create_qp writes the capabilities granted back into init_attr.cap
 			QueuePair.Capabilities caps = new QueuePair.Capabilities(

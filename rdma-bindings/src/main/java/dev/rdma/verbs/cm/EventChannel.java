@@ -9,6 +9,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.verbs.Errno;
 import dev.rdma.verbs.RdmaUnavailableException;
+import dev.rdma.verbs.DeviceFiles;
 import dev.rdma.verbs.VerbsException;
 import dev.rdma.verbs.ffm.Layouts;
 import dev.rdma.verbs.ffm.Libc;
@@ -98,8 +99,11 @@ public final class EventChannel extends CmObject {
 			MemorySegment capture = Native.allocateCapture(a);
 			channel = (MemorySegment) Rdmacm.CREATE_EVENT_CHANNEL.invokeExact(capture);
 			if (Native.isNull(channel)) {
-				throw new VerbsException("rdma_create_event_channel", Native.errno(capture),
-						"is the rdma_ucm kernel module loaded?");
+				int errno = Native.errno(capture);
+				throw new VerbsException("rdma_create_event_channel", errno,
+						DeviceFiles.isAccessDenied(errno, DeviceFiles.RDMA_CM)
+								? DeviceFiles.explainAccess(DeviceFiles.RDMA_CM)
+								: "is the rdma_ucm kernel module loaded?");
 			}
 		}
 		catch (Throwable t) {

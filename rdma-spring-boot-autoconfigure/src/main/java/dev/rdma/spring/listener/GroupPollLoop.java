@@ -1,6 +1,7 @@
 package dev.rdma.spring.listener;
 
 import java.util.ArrayDeque;
+import java.util.BitSet;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -10,6 +11,7 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.CpuAffinity;
 import dev.rdma.verbs.Epoll;
 import dev.rdma.verbs.Waker;
 import dev.rdma.verbs.WorkCompletionBuffer;
@@ -125,6 +127,9 @@ final class GroupPollLoop implements Runnable {
 
 	private volatile @Nullable Thread thread;
 
+	/** The CPUs the thread pins itself to when it starts, null: not pinned. */
+	private final @Nullable BitSet cpus;
+
 	GroupPollLoop(PollerGroup group, int index, PollerGroupSettings settings, CompletionEventRouter router) {
 		this.group = group;
 		this.index = index;
@@ -132,6 +137,7 @@ final class GroupPollLoop implements Runnable {
 		this.mode = settings.mode();
 		this.spinNanos = Deadlines.nanos(settings.spin());
 		this.budget = settings.batchBudget();
+		this.cpus = settings.cpuSet();
 		this.router = router;
 		try {
 			this.epoll = mode == PollingMode.BUSY ? null : new Epoll(waker, MAX_EVENTS);
@@ -151,6 +157,7 @@ final class GroupPollLoop implements Runnable {
 		boolean wasSpinning = false;
 		PollerThreads.enter();
 		try {
+			pin();
 			while (true) {
 				// 1. membership: queues join or leave; a thread without queues retires
 				if (members.changed() && !applyMembership()) {
@@ -536,6 +543,23 @@ final class GroupPollLoop implements Runnable {
 			epoll.close();
 		}
 		waker.close();
+	}
+
+	/**
+	 * Pins this thread to {@link #cpus} (a list the starter checked against the process's
+	 * allowed CPUs); a refusal is logged and the thread runs unpinned.
+	 */
+	private void pin() {
+		if (cpus == null) {
+			return;
+		}
+		try {
+			CpuAffinity.pinCurrentThread(cpus);
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Poller thread " + threadName + " of group '" + group.name() + "' runs unpinned: "
+					+ ex.getMessage());
+		}
 	}
 
 	void start() {

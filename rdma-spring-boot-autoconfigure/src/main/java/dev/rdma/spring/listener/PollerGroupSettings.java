@@ -1,7 +1,10 @@
 package dev.rdma.spring.listener;
 
 import java.time.Duration;
+import java.util.BitSet;
 import java.util.Objects;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * How the threads of a {@link PollerGroup} run: how many there are, their
@@ -19,8 +22,12 @@ import java.util.Objects;
  * last completion before it arms them all and waits
  * @param batchBudget the most completions taken from one queue per turn (rounded up to
  * whole polls of its batch size); what is left waits for the queue's next turn
+ * @param cpus the CPUs each thread of the group is pinned to when it starts
+ * ({@code sched_setaffinity}), as a Linux CPU list such as {@code 0-3,6}; null: not
+ * pinned
  */
-public record PollerGroupSettings(int threads, PollingMode mode, Duration spin, int batchBudget) {
+public record PollerGroupSettings(int threads, PollingMode mode, Duration spin, int batchBudget,
+		@Nullable String cpus) {
 
 	/**
 	 * The defaults: 1 thread, event mode, 50 µs spin, a budget of 256 completions (those
@@ -36,24 +43,39 @@ public record PollerGroupSettings(int threads, PollingMode mode, Duration spin, 
 		Objects.requireNonNull(spin, "spin");
 	}
 
+	/** Settings whose threads are not pinned. */
+	public PollerGroupSettings(int threads, PollingMode mode, Duration spin, int batchBudget) {
+		this(threads, mode, spin, batchBudget, null);
+	}
+
+	/** These settings with {@code cpus} (a Linux CPU list, null: not pinned). */
+	public PollerGroupSettings withCpus(@Nullable String cpus) {
+		return new PollerGroupSettings(threads, mode, spin, batchBudget, cpus);
+	}
+
+	/** The CPUs of {@link #cpus()}, null when not pinned. */
+	public @Nullable BitSet cpuSet() {
+		return cpus == null ? null : dev.rdma.verbs.CpuAffinity.parse(cpus);
+	}
+
 	/** These settings with {@code threads}. */
 	public PollerGroupSettings withThreads(int threads) {
-		return new PollerGroupSettings(threads, mode, spin, batchBudget);
+		return new PollerGroupSettings(threads, mode, spin, batchBudget, cpus);
 	}
 
 	/** These settings with {@code mode}. */
 	public PollerGroupSettings withMode(PollingMode mode) {
-		return new PollerGroupSettings(threads, mode, spin, batchBudget);
+		return new PollerGroupSettings(threads, mode, spin, batchBudget, cpus);
 	}
 
 	/** These settings with {@code spin}. */
 	public PollerGroupSettings withSpin(Duration spin) {
-		return new PollerGroupSettings(threads, mode, spin, batchBudget);
+		return new PollerGroupSettings(threads, mode, spin, batchBudget, cpus);
 	}
 
 	/** These settings with {@code batchBudget}. */
 	public PollerGroupSettings withBatchBudget(int batchBudget) {
-		return new PollerGroupSettings(threads, mode, spin, batchBudget);
+		return new PollerGroupSettings(threads, mode, spin, batchBudget, cpus);
 	}
 
 }

@@ -2,6 +2,8 @@ package dev.rdma.spring.boot.autoconfigure;
 
 import java.time.Duration;
 
+import org.jspecify.annotations.Nullable;
+
 import org.springframework.boot.context.properties.ConfigurationPropertiesSource;
 
 import dev.rdma.spring.listener.PollerGroupSettings;
@@ -36,6 +38,13 @@ public class PollerProperties {
 	 */
 	private int batchBudget = 256;
 
+	/**
+	 * CPUs each thread of the group is pinned to (sched_setaffinity), a Linux CPU list
+	 * such as 0-3,6, best those of the device's NUMA node (local_cpulist, shown in the
+	 * startup report); omitted = not pinned.
+	 */
+	private @Nullable String cpus;
+
 	public int getThreads() {
 		return threads;
 	}
@@ -68,9 +77,17 @@ public class PollerProperties {
 		this.batchBudget = batchBudget;
 	}
 
+	public @Nullable String getCpus() {
+		return cpus;
+	}
+
+	public void setCpus(@Nullable String cpus) {
+		this.cpus = cpus;
+	}
+
 	/** The settings the group's threads run with, built once from these properties. */
 	public PollerGroupSettings toSettings() {
-		return new PollerGroupSettings(threads, mode, spin, batchBudget);
+		return new PollerGroupSettings(threads, mode, spin, batchBudget, cpus);
 	}
 
 }

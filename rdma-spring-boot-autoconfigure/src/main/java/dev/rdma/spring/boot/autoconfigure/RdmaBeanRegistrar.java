@@ -65,7 +65,7 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 	 * package does not depend on theirs.
 	 */
 	static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics",
-			"rdmaConnectionMetrics");
+			"rdmaConnectionMetrics", "rdmaMemoryMetrics");
 
 	private @Nullable Environment environment;
 

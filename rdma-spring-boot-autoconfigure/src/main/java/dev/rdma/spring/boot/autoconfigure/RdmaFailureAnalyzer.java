@@ -4,6 +4,7 @@ import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 
 import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.verbs.VerbsException;
 
 /**
  * Turns an {@link RdmaConfigurationException} into a description (property, verb, errno)
@@ -24,6 +25,13 @@ public class RdmaFailureAnalyzer extends AbstractFailureAnalyzer<RdmaConfigurati
 				.append(' ')
 				.append(cause.errnoText())
 				.append('\n');
+			Throwable verbs = cause.getCause();
+			while (verbs != null && !(verbs instanceof VerbsException)) {
+				verbs = verbs.getCause();
+			}
+			if (verbs != null && verbs.getMessage() != null) {
+				description.append("    Detail: ").append(verbs.getMessage()).append('\n');
+			}
 		}
 		else if (cause.getCause() != null && cause.getCause().getMessage() != null) {
 			description.append("    Cause: ").append(cause.getCause().getMessage()).append('\n');

@@ -66,7 +66,7 @@ public class RdmaProperties {
 	 * Poller groups, by name: threads shared by the listeners of many completion queues
 	 * (a queue joins one with its poller property). The group 'default' exists without
 	 * being configured (1 thread, event mode). Properties of each group: threads, mode,
-	 * spin, batch-budget.
+	 * spin, batch-budget, cpus.
 	 */
 	private Map<String, PollerProperties> pollers = new LinkedHashMap<>();
 

@@ -46,6 +46,7 @@ public final class RdmaPropertiesValidator {
 			Map.entry("rdmaConnectionRegistry", "the connection registry"),
 			Map.entry("rdmaMessageListenerAnnotationBeanPostProcessor", "the message listener post-processor"),
 			Map.entry("rdmaConnectionMetrics", "the connections' Micrometer meters"),
+			Map.entry("rdmaMemoryMetrics", "the locked-memory gauges"),
 			Map.entry("rdmaListenerLazyInitializationExcludeFilter", "the listener beans' lazy-initialization filter"));
 
 	/**
@@ -124,6 +125,7 @@ public final class RdmaPropertiesValidator {
 					"Set " + path + ".spin to e.g. 50us.");
 		}
 		notTooLong(path + ".spin", poller.getSpin(), "50us");
+		PollerPlacement.validateCpus(path + ".cpus", poller.getCpus());
 		if (poller.getBatchBudget() < 1) {
 			throw new RdmaConfigurationException(path + ".batch-budget",
 					path + ".batch-budget=" + poller.getBatchBudget() + " must be at least 1",

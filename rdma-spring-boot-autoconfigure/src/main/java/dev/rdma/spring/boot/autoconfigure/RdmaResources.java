@@ -22,10 +22,12 @@ import dev.rdma.verbs.Context;
 import dev.rdma.verbs.CqInitAttributes;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceAttributes;
+import dev.rdma.verbs.DeviceFiles;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.efa.EfaCompletionQueue;
 import dev.rdma.verbs.efa.EfaWcFlag;
 import dev.rdma.verbs.Gid;
+import dev.rdma.verbs.LockedMemory;
 import dev.rdma.verbs.PortAttributes;
 import dev.rdma.verbs.Rdma;
 import dev.rdma.verbs.RdmaException;
@@ -60,9 +62,36 @@ public class RdmaResources {
 
 	private final Map<String, Integer> nextVector = new HashMap<>();
 
+	private final PinnedMemory pinnedMemory;
+
+	private boolean memoryChecked;
+
 	public RdmaResources(RdmaProperties properties, BeanFactory beanFactory) {
 		this.properties = properties;
 		this.beanFactory = beanFactory;
+		this.pinnedMemory = PinnedMemory.of(properties);
+	}
+
+	/** What the configuration pins in locked memory at most. */
+	public PinnedMemory pinnedMemory() {
+		return pinnedMemory;
+	}
+
+	/**
+	 * Before the first device is opened: fails when the configuration's locked memory
+	 * exceeds the process's limit, warns when it comes close ({@link PinnedMemory}).
+	 */
+	private void checkLockedMemory() {
+		synchronized (pinnedMemory) {
+			if (memoryChecked) {
+				return;
+			}
+			memoryChecked = true;
+		}
+		String warning = pinnedMemory.check(LockedMemory.current());
+		if (warning != null) {
+			logger.warn(warning);
+		}
 	}
 
 	public RdmaProperties properties() {
@@ -71,6 +100,7 @@ public class RdmaResources {
 
 	/** Opens the device of {@code rdma.devices.<key>}. */
 	public Context openDevice(String key) {
+		checkLockedMemory();
 		String path = RdmaPropertiesValidator.DEVICES + key;
 		DeviceProperties config = properties.getDevices().get(key);
 		Context context;
@@ -103,6 +133,15 @@ public class RdmaResources {
 				context = device.open();
 			}
 			catch (RdmaException ex) {
+				if (ex instanceof VerbsException v
+						&& DeviceFiles.isAccessDenied(v.errno(), DeviceFiles.uverbs(device.name()))) {
+					throw new RdmaConfigurationException(path,
+							"opening device " + device.name() + " for " + path
+									+ " failed: no access to its device file",
+							"Let the process open it: " + DeviceFiles.explainAccess(DeviceFiles.uverbs(device.name()))
+									+ ".",
+							ex);
+				}
 				throw new RdmaConfigurationException(path,
 						"opening device " + device.name() + " for " + path + " failed",
 						"Check the permissions of /dev/infiniband/uverbs* and the device's driver.", ex);

@@ -2,6 +2,7 @@ package dev.rdma.spring.boot.autoconfigure;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -19,6 +20,7 @@ import dev.rdma.spring.listener.PollerGroup;
 import dev.rdma.spring.listener.PollingMode;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
+import dev.rdma.verbs.LockedMemory;
 
 /**
  * Logs, once the pollers have started, one INFO line per device, channel and completion
@@ -48,6 +50,16 @@ class RdmaStartupReport implements SmartLifecycle {
 		if (logger.isInfoEnabled()) {
 			lines().forEach(logger::info);
 		}
+		if (logger.isWarnEnabled()) {
+			PollerPlacement.warnings(resources.properties(), deviceNodes()).forEach(logger::warn);
+		}
+	}
+
+	private Map<String, PollerPlacement.DeviceNode> deviceNodes() {
+		Map<String, PollerPlacement.DeviceNode> nodes = new LinkedHashMap<>();
+		resources.contexts()
+			.forEach((key, context) -> nodes.put(key, PollerPlacement.deviceNode(context.deviceName())));
+		return nodes;
 	}
 
 	/** The lines of the report, in the order devices, channels, queues. */
@@ -69,6 +81,8 @@ class RdmaStartupReport implements SmartLifecycle {
 					properties.getChannels().get(key).getDevice());
 			lines.add(channelLine(key, device, served));
 		});
+		deviceNodes()
+			.forEach((key, node) -> lines.add("RDMA device '" + key + "' (" + node.device() + "): " + node.describe()));
 		for (Map.Entry<String, CompletionQueue> entry : resources.queues().entrySet()) {
 			String key = entry.getKey();
 			CompletionQueue queue = entry.getValue();
@@ -77,6 +91,12 @@ class RdmaStartupReport implements SmartLifecycle {
 			lines.add(queueLine(key, properties.getCompletionQueues().get(key), queue.isClosed() ? -1 : queue.cqe(),
 					resources.deviceKeyOfQueue(key) + " (" + context.deviceName() + ")", container));
 		}
+		properties.getPollers().forEach((group, poller) -> {
+			if (poller.getCpus() != null) {
+				lines.add("RDMA poller group '" + group + "': threads pinned to CPUs " + poller.getCpus());
+			}
+		});
+		lines.addAll(resources.pinnedMemory().lines(LockedMemory.current()));
 		return lines;
 	}
 

@@ -106,7 +106,8 @@ class RdmaAutoConfigurationTests {
 		assertThat(RdmaBeanRegistrar.LATER_BEAN_NAMES).containsExactlyInAnyOrder(
 				RdmaHealthAutoConfiguration.HEALTH_INDICATOR_BEAN_NAME,
 				RdmaMetricsAutoConfiguration.POLLER_METRICS_BEAN_NAME,
-				RdmaMetricsAutoConfiguration.CONNECTION_METRICS_BEAN_NAME);
+				RdmaMetricsAutoConfiguration.CONNECTION_METRICS_BEAN_NAME,
+				RdmaMetricsAutoConfiguration.MEMORY_METRICS_BEAN_NAME);
 	}
 
 	@Test

@@ -49,7 +49,7 @@ class ReadmeTests {
 	 */
 	static final List<String> DOCUMENTS = List.of("README.md", "docs/configuration.md", "docs/listeners-and-polling.md",
 			"docs/connections.md", "docs/running.md", "docs/bindings.md", "docs/troubleshooting.md", "docs/testing.md",
-			"docs/benchmarks.md");
+			"docs/benchmarks.md", "docs/deployment.md");
 
 	/**
 	 * Notes under docs/ whose blocks are records or instructions for the project's own

@@ -39,6 +39,15 @@ public class RdmaMetricsAutoConfiguration {
 		return new RdmaConnectionMetrics(registry, connections);
 	}
 
+	/** Bean name of the locked-memory gauges. */
+	public static final String MEMORY_METRICS_BEAN_NAME = "rdmaMemoryMetrics";
+
+	@Bean(name = MEMORY_METRICS_BEAN_NAME)
+	@ConditionalOnMissingBean(name = MEMORY_METRICS_BEAN_NAME)
+	RdmaMemoryMetrics rdmaMemoryMetrics(ObjectProvider<MeterRegistry> registry, RdmaResources resources) {
+		return new RdmaMemoryMetrics(registry, resources.pinnedMemory());
+	}
+
 	@Bean(name = POLLER_METRICS_BEAN_NAME)
 	@ConditionalOnMissingBean(PollerMetrics.Factory.class)
 	PollerMetrics.Factory rdmaPollerMetrics(ObjectProvider<MeterRegistry> registry, RdmaResources resources) {
