@@ -36,36 +36,34 @@ final class QueuePairPosting {
 	}
 
 	void postSend(SendWorkRequest wr) {
+		post(wr, "ibv_post_send", postSendFn);
+	}
+
+	void postRecv(ReceiveWorkRequest wr) {
+		post(wr, "ibv_post_recv", postRecvFn);
+	}
+
+	private void post(WorkRequest<?> wr, String verb, MemorySegment postFn) {
 		Objects.requireNonNull(wr, "wr");
-		wr.claim.claim("ibv_post_send", wr);
+		wr.claim.claim(verb, wr);
 		try {
 			// each field read once: what is checked is what is posted
 			long wrId = wr.wrId;
 			@Nullable MemoryRegion mr = wr.mr;
 			long offset = wr.offset;
 			int length = wr.length;
-			SendOpcode opcode = wr.opcode;
-			@Nullable AddressHandle ah = wr.ah;
-			boolean ud = qp.type() == QueuePair.Type.UD;
+			@Nullable SendOpcode opcode = null;
+			@Nullable AddressHandle ah = null;
+			if (wr instanceof SendWorkRequest send) {
+				opcode = send.opcode;
+				ah = send.ah;
+			}
 			if (mr == null) {
-				throw new IllegalStateException(
-						"ibv_post_send: " + wr + " has no buffer (SendWorkRequest.buffer(mr, offset, length))");
+				throw new IllegalStateException(verb + ": " + wr + " has no buffer (" + wr.getClass().getSimpleName()
+						+ ".buffer(mr, offset, length))");
 			}
-			if (ud && ah == null) {
-				throw new IllegalStateException(qp.describe()
-						+ " is a UD QP: each send needs an AddressHandle (ibv_post_send, SendWorkRequest.datagram)");
-			}
-			if (!ud && ah != null) {
-				throw new IllegalStateException(qp.describe()
-						+ " is an RC QP: address handles are for UD sends (ibv_post_send, SendWorkRequest.datagram)");
-			}
-			if (ud && opcode != SendOpcode.SEND && opcode != SendOpcode.SEND_WITH_IMM) {
-				throw new IllegalArgumentException(
-						"a UD QP posts SEND or SEND_WITH_IMM only, not " + opcode + " (ibv_post_send)");
-			}
-			if (ah != null && ah.protectionDomain() != qp.protectionDomain()) {
-				throw new IllegalArgumentException(
-						ah + " belongs to another protection domain than " + qp.describe() + " (ibv_post_send)");
+			if (opcode != null) {
+				checkSend(opcode, ah);
 			}
 			qp.acquire();
 			try {
@@ -76,11 +74,10 @@ final class QueuePairPosting {
 					}
 					try {
 						Arguments.requireWithin(mr.buffer().byteSize(), offset, length);
-						wr.fill(wrId, mr.bufferAddress() + offset, length, mr.lkey(), opcode, wr.flags, wr.immData, ah,
-								wr.remoteAddress, wr.rkey, wr.remoteQpn, wr.remoteQkey);
-						int rc = (int) Ibverbs.FP_POST.invokeExact(postSendFn, qp.handle, wr.wr, wr.badWr);
+						wr.fill(wrId, mr.bufferAddress() + offset, length, mr.lkey(), opcode, ah);
+						int rc = (int) Ibverbs.FP_POST.invokeExact(postFn, qp.handle, wr.wr, wr.badWr);
 						if (rc != 0) {
-							throw new VerbsException("ibv_post_send", rc, qp.describe() + " wr_id " + wrId);
+							throw new VerbsException(verb, rc, qp.describe() + " wr_id " + wrId);
 						}
 					}
 					finally {
@@ -105,42 +102,26 @@ final class QueuePairPosting {
 		}
 	}
 
-	void postRecv(ReceiveWorkRequest wr) {
-		Objects.requireNonNull(wr, "wr");
-		wr.claim.claim("ibv_post_recv", wr);
-		try {
-			long wrId = wr.wrId;
-			@Nullable MemoryRegion mr = wr.mr;
-			long offset = wr.offset;
-			int length = wr.length;
-			if (mr == null) {
-				throw new IllegalStateException(
-						"ibv_post_recv: " + wr + " has no buffer (ReceiveWorkRequest.buffer(mr, offset, length))");
-			}
-			qp.acquire();
-			try {
-				mr.acquire();
-				try {
-					Arguments.requireWithin(mr.buffer().byteSize(), offset, length);
-					wr.fill(wrId, mr.bufferAddress() + offset, length, mr.lkey());
-					int rc = (int) Ibverbs.FP_POST.invokeExact(postRecvFn, qp.handle, wr.wr, wr.badWr);
-					if (rc != 0) {
-						throw new VerbsException("ibv_post_recv", rc, qp.describe() + " wr_id " + wrId);
-					}
-				}
-				finally {
-					mr.release();
-				}
-			}
-			finally {
-				qp.release();
-			}
+	/**
+	 * What a send needs of this QP: an address handle on UD only, its opcodes, its PD.
+	 */
+	private void checkSend(SendOpcode opcode, @Nullable AddressHandle ah) {
+		boolean ud = qp.type() == QueuePair.Type.UD;
+		if (ud && ah == null) {
+			throw new IllegalStateException(qp.describe()
+					+ " is a UD QP: each send needs an AddressHandle (ibv_post_send, SendWorkRequest.datagram)");
 		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
+		if (!ud && ah != null) {
+			throw new IllegalStateException(qp.describe()
+					+ " is an RC QP: address handles are for UD sends (ibv_post_send, SendWorkRequest.datagram)");
 		}
-		finally {
-			wr.claim.unclaim();
+		if (ud && opcode != SendOpcode.SEND && opcode != SendOpcode.SEND_WITH_IMM) {
+			throw new IllegalArgumentException(
+					"a UD QP posts SEND or SEND_WITH_IMM only, not " + opcode + " (ibv_post_send)");
+		}
+		if (ah != null && ah.protectionDomain() != qp.protectionDomain()) {
+			throw new IllegalArgumentException(
+					ah + " belongs to another protection domain than " + qp.describe() + " (ibv_post_send)");
 		}
 	}
 
