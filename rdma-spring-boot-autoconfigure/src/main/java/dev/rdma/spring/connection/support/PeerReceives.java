@@ -3,8 +3,6 @@ package dev.rdma.spring.connection.support;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
@@ -24,15 +22,7 @@ import dev.rdma.verbs.WorkCompletion;
  * message's state decides which thread posts it, so a buffer's work request is posted by
  * one thread at a time.
  */
-final class PeerReceives {
-
-	private static final Log logger = LogFactory.getLog(PeerConnection.class);
-
-	private final PeerConnection peer;
-
-	private final ConnectionSettings settings;
-
-	private final ConnectionCounters counters;
+final class PeerReceives extends PeerPart {
 
 	private final QueuePair qp;
 
@@ -56,9 +46,7 @@ final class PeerReceives {
 
 	PeerReceives(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
 			MemoryRegion region, @Nullable MessageListenerBinding listener) {
-		this.peer = peer;
-		this.settings = settings;
-		this.counters = counters;
+		super(peer, settings, counters);
 		this.qp = qp;
 		this.region = region;
 		this.listener = listener;

@@ -4,8 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.SendQueueFullException;
@@ -24,15 +22,7 @@ import dev.rdma.verbs.WcStatus;
  * index belongs to one thread at a time (the pool's lock orders the hand-overs), so its
  * work request needs no lock of its own.
  */
-final class PeerSends {
-
-	private static final Log logger = LogFactory.getLog(PeerConnection.class);
-
-	private final PeerConnection peer;
-
-	private final ConnectionSettings settings;
-
-	private final ConnectionCounters counters;
+final class PeerSends extends PeerPart {
 
 	private final QueuePair qp;
 
@@ -52,9 +42,7 @@ final class PeerSends {
 
 	PeerSends(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
 			MemoryRegion region) {
-		this.peer = peer;
-		this.settings = settings;
-		this.counters = counters;
+		super(peer, settings, counters);
 		this.qp = qp;
 		this.region = region;
 		this.buffers = region.buffer();
