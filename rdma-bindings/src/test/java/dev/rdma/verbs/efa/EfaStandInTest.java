@@ -1,5 +1,6 @@
 package dev.rdma.verbs.efa;
 
+import dev.rdma.verbs.BitFlag;
 import dev.rdma.verbs.CqInitAttributes;
 import dev.rdma.verbs.Gid;
 import dev.rdma.verbs.StandIns;
@@ -58,7 +59,7 @@ class EfaStandInTest {
 
 	private EfaCompletionQueue efaCq(Set<EfaWcFlag> flags) {
 		CqInitAttributes attributes = CqInitAttributes.of(16).withWcFlags(EnumSet.allOf(WcExFlag.class));
-		return new EfaCompletionQueue(null, cq, attributes, new EfaReaders(efadv, EfaWcFlag.mask(flags)),
+		return new EfaCompletionQueue(null, cq, attributes, new EfaReaders(efadv, BitFlag.mask(flags)),
 				StandIns.calls(DESTROY));
 	}
 

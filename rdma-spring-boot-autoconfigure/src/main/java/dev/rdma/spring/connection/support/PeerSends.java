@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 
-
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.SendQueueFullException;
 import dev.rdma.verbs.MemoryRegion;
