@@ -29,6 +29,7 @@ import dev.rdma.spring.config.RdmaListenerContainerFactory;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.spring.listener.Lifecycles;
 import dev.rdma.verbs.CompletionQueue;
 
 /**
@@ -232,17 +233,7 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 		if (running) {
 			return;
 		}
-		List<ConfiguredConnection> started = new ArrayList<>();
-		try {
-			for (ConfiguredConnection c : connections()) {
-				c.start();
-				started.add(c);
-			}
-		}
-		catch (RuntimeException ex) {
-			stop(started);
-			throw ex;
-		}
+		Lifecycles.startAll(connections(), ConfiguredConnection::start, this::stop);
 		running = true;
 	}
 
