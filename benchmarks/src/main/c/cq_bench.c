@@ -25,6 +25,8 @@
  * build: gcc -O2 -Wall -o cq_bench cq_bench.c -libverbs
  */
 #define _GNU_SOURCE
+#define BENCH_NAME "cq_bench"
+#include "bench_common.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -35,46 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PORT 1
-#define SLOT 64
-#define MSG_LEN 16
-#define MAX_REPS 64
 
 static int K = 4096, REPS = 7, WARMUP = 3, EMPTY_ITERS = 200000, E2E_MSGS = 2000;
 
-static struct ibv_context *ctx;
-static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static char *buf;
-static int gid_index;
-static union ibv_gid gid;
-static struct ibv_port_attr port_attr;
 static volatile uint64_t sink;
-
-#define CHECK(cond, what) do { if (!(cond)) { fprintf(stderr, "cq_bench: %s failed: %s (%s:%d)\n", what, \
-        strerror(errno), __FILE__, __LINE__); exit(1); } } while (0)
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void report(const char *name, const char *extra, const char *unit, double *v, int n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, extra, unit, median, v[0],
-           v[n - 1], n);
-    fflush(stdout);
-}
 
 /* dlopen of the library named by the environment variable var (a path); exits when it cannot be loaded. */
 static void *open_lib(const char *var)
@@ -94,87 +62,14 @@ static void *open_lib(const char *var)
 
 /* ------------------------------------------------------------------ setup: a self-connected RC QP */
 
-static int find_ipv4_gid(void)
+/* The device (bench_common.h) and the registered buffer of 2 * K slots. */
+static void open_device_and_buffer(void)
 {
-    for (int i = 0; i < port_attr.gid_tbl_len; i++) {
-        union ibv_gid g;
-        if (ibv_query_gid(ctx, PORT, i, &g))
-            continue;
-        static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(g.raw, prefix, 12) == 0 && (g.raw[12] | g.raw[13] | g.raw[14] | g.raw[15])) {
-            gid = g;
-            return i;
-        }
-    }
-    return -1;
-}
-
-static void open_device(void)
-{
-    int n;
-    struct ibv_device **list = ibv_get_device_list(&n);
-    CHECK(list && n > 0, "ibv_get_device_list (no RDMA device)");
-    const char *want = getenv("RDMA_TEST_DEVICE");
-    struct ibv_device *dev = list[0];
-    if (want && *want) {
-        dev = NULL;
-        for (int i = 0; i < n; i++)
-            if (!strcmp(ibv_get_device_name(list[i]), want))
-                dev = list[i];
-        CHECK(dev, "RDMA_TEST_DEVICE lookup");
-    }
-    ctx = ibv_open_device(dev);
-    CHECK(ctx, "ibv_open_device");
-    fprintf(stderr, "cq_bench: device %s\n", ibv_get_device_name(dev));
-    ibv_free_device_list(list);
-    CHECK(ibv_query_port(ctx, PORT, &port_attr) == 0, "ibv_query_port");
-    gid_index = find_ipv4_gid();
-    CHECK(gid_index >= 0, "find IPv4 GID");
-    pd = ibv_alloc_pd(ctx);
-    CHECK(pd, "ibv_alloc_pd");
+    open_device();
     size_t size = (size_t)SLOT * K * 2;
     buf = calloc(1, size);
     mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     CHECK(mr, "ibv_reg_mr");
-}
-
-static struct ibv_qp *create_loopback(struct ibv_cq *scq, struct ibv_cq *rcq, int depth)
-{
-    struct ibv_qp_init_attr init = {
-        .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
-        .cap = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1, .max_recv_sge = 1},
-    };
-    struct ibv_qp *qp = ibv_create_qp(pd, &init);
-    CHECK(qp, "ibv_create_qp");
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = PORT,
-                            .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
-                                               | IBV_ACCESS_REMOTE_READ};
-    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "INIT");
-    memset(&a, 0, sizeof a);
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = port_attr.active_mtu;
-    a.dest_qp_num = qp->qp_num;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = PORT;
-    a.ah_attr.dlid = port_attr.lid;
-    a.ah_attr.grh.dgid = gid;
-    a.ah_attr.grh.sgid_index = gid_index;
-    a.ah_attr.grh.hop_limit = 1;
-    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
-                                     | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), "RTR");
-    memset(&a, 0, sizeof a);
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 0;
-    a.max_rd_atomic = 1;
-    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
-                                     | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), "RTS");
-    return qp;
 }
 
 static void post_recv(struct ibv_qp *qp, uint64_t wr_id, int slot)
@@ -533,107 +428,106 @@ static void ping_pong_close(struct ping_pong p)
     ibv_destroy_comp_channel(p.ch);
 }
 
-static void bench_e2e(void)
+/* A ping-pong completion: a receive is posted again (returns 1), a send is counted in *sends_done (returns 0). */
+static int ping_pong_completion(struct ibv_qp *qp, const struct ibv_wc *wc, int *sends_done)
 {
-    struct ping_pong p = ping_pong_open();
-    struct ibv_comp_channel *ch = p.ch;
-    struct ibv_cq *cq = p.cq;
-    struct ibv_qp *qp = p.qp;
-    struct ibv_wc wc[16];
-    double v[MAX_REPS];
-    unsigned long events = 0;
-    for (int r = 0; r < WARMUP + REPS; r++) {
-        int msgs = 0, sent = 0, sends_done = 0;
-        uint64_t t0 = now_ns();
-        post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
-        sent++;
-        while (msgs < E2E_MSGS || sends_done < sent) {
-            int n = ibv_poll_cq(cq, 16, wc);
-            CHECK(n >= 0, "ibv_poll_cq");
-            if (n == 0) {
-                CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
-                n = ibv_poll_cq(cq, 16, wc); /* what arrived before the arm */
-                CHECK(n >= 0, "ibv_poll_cq");
-                if (n == 0) {
-                    struct ibv_cq *ev_cq;
-                    void *ev_ctx;
-                    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event");
-                    ibv_ack_cq_events(ev_cq, 1);
-                    events++;
-                    continue;
-                }
-            }
-            for (int i = 0; i < n; i++) {
-                CHECK(wc[i].status == IBV_WC_SUCCESS, "ping-pong completion status");
-                if (wc[i].opcode == IBV_WC_RECV) {
-                    msgs++;
-                    post_recv(qp, wc[i].wr_id, (int)(wc[i].wr_id - 1000000));
-                    if (sent < E2E_MSGS) {
-                        post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
-                        sent++;
-                    }
-                } else {
-                    sends_done++;
-                }
-            }
-        }
-        uint64_t t1 = now_ns();
-        if (r >= WARMUP)
-            v[r - WARMUP] = E2E_MSGS * 1e9 / (double)(t1 - t0);
+    CHECK(wc->status == IBV_WC_SUCCESS, "ping-pong completion status");
+    if (wc->opcode == IBV_WC_RECV) {
+        post_recv(qp, wc->wr_id, (int)(wc->wr_id - 1000000));
+        return 1;
     }
-    fprintf(stderr, "cq_bench: e2e: %lu events for %d messages\n", events, (WARMUP + REPS) * E2E_MSGS);
-    report("e2e", "", "msgs_per_s", v, REPS);
-    ping_pong_close(p);
+    (*sends_done)++;
+    return 0;
 }
 
-/* Every message goes through the event path: wait for the event, ack, arm, drain, post the next message. */
-static void bench_e2e_events(void)
+/* One e2e round of E2E_MSGS messages: drain, and only when the CQ is empty arm and wait for an event. Returns the
+ * events got. */
+static unsigned long e2e_round(struct ping_pong *p)
+{
+    struct ibv_wc wc[16];
+    unsigned long events = 0;
+    int msgs = 0, sent = 0, sends_done = 0;
+    post_send(p->qp, sent, sent % E2E_DEPTH, MSG_LEN);
+    sent++;
+    while (msgs < E2E_MSGS || sends_done < sent) {
+        int n = ibv_poll_cq(p->cq, 16, wc);
+        CHECK(n >= 0, "ibv_poll_cq");
+        if (n == 0) {
+            CHECK(ibv_req_notify_cq(p->cq, 0) == 0, "ibv_req_notify_cq");
+            n = ibv_poll_cq(p->cq, 16, wc); /* what arrived before the arm */
+            CHECK(n >= 0, "ibv_poll_cq");
+            if (n == 0) {
+                struct ibv_cq *ev_cq;
+                void *ev_ctx;
+                CHECK(ibv_get_cq_event(p->ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event");
+                ibv_ack_cq_events(ev_cq, 1);
+                events++;
+                continue;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            if (ping_pong_completion(p->qp, &wc[i], &sends_done)) {
+                msgs++;
+                if (sent < E2E_MSGS) {
+                    post_send(p->qp, sent, sent % E2E_DEPTH, MSG_LEN);
+                    sent++;
+                }
+            }
+        }
+    }
+    return events;
+}
+
+/* One e2e_events round: every message goes through the event path: wait for the event, ack, arm, drain, post the
+ * next message. Returns the events got. */
+static unsigned long e2e_events_round(struct ping_pong *p)
+{
+    struct ibv_wc wc[16];
+    unsigned long events = 0;
+    int msgs = 0, sent = 0, sends_done = 0;
+    CHECK(ibv_req_notify_cq(p->cq, 0) == 0, "ibv_req_notify_cq");
+    post_send(p->qp, sent, sent % E2E_DEPTH, MSG_LEN);
+    sent++;
+    while (msgs < E2E_MSGS || sends_done < sent) {
+        struct ibv_cq *ev_cq;
+        void *ev_ctx;
+        CHECK(ibv_get_cq_event(p->ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event");
+        ibv_ack_cq_events(ev_cq, 1);
+        events++;
+        CHECK(ibv_req_notify_cq(p->cq, 0) == 0, "ibv_req_notify_cq");
+        int to_send = 0, n;
+        while ((n = ibv_poll_cq(p->cq, 16, wc)) > 0) {
+            for (int i = 0; i < n; i++) {
+                if (ping_pong_completion(p->qp, &wc[i], &sends_done)) {
+                    msgs++;
+                    to_send++;
+                }
+            }
+        }
+        CHECK(n == 0, "ibv_poll_cq");
+        for (; to_send > 0 && sent < E2E_MSGS; to_send--) {
+            post_send(p->qp, sent, sent % E2E_DEPTH, MSG_LEN);
+            sent++;
+        }
+    }
+    return events;
+}
+
+/* An e2e case: WARMUP + REPS timed rounds on one ping-pong, the rate of the measured ones. */
+static void bench_e2e_case(const char *name, unsigned long (*round)(struct ping_pong *))
 {
     struct ping_pong p = ping_pong_open();
-    struct ibv_comp_channel *ch = p.ch;
-    struct ibv_cq *cq = p.cq;
-    struct ibv_qp *qp = p.qp;
-    struct ibv_wc wc[16];
     double v[MAX_REPS];
     unsigned long events = 0;
     for (int r = 0; r < WARMUP + REPS; r++) {
-        int msgs = 0, sent = 0, sends_done = 0;
         uint64_t t0 = now_ns();
-        CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
-        post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
-        sent++;
-        while (msgs < E2E_MSGS || sends_done < sent) {
-            struct ibv_cq *ev_cq;
-            void *ev_ctx;
-            CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event");
-            ibv_ack_cq_events(ev_cq, 1);
-            events++;
-            CHECK(ibv_req_notify_cq(cq, 0) == 0, "ibv_req_notify_cq");
-            int to_send = 0, n;
-            while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
-                for (int i = 0; i < n; i++) {
-                    CHECK(wc[i].status == IBV_WC_SUCCESS, "ping-pong completion status");
-                    if (wc[i].opcode == IBV_WC_RECV) {
-                        msgs++;
-                        post_recv(qp, wc[i].wr_id, (int)(wc[i].wr_id - 1000000));
-                        to_send++;
-                    } else {
-                        sends_done++;
-                    }
-                }
-            }
-            CHECK(n == 0, "ibv_poll_cq");
-            for (; to_send > 0 && sent < E2E_MSGS; to_send--) {
-                post_send(qp, sent, sent % E2E_DEPTH, MSG_LEN);
-                sent++;
-            }
-        }
+        events += round(&p);
         uint64_t t1 = now_ns();
         if (r >= WARMUP)
             v[r - WARMUP] = E2E_MSGS * 1e9 / (double)(t1 - t0);
     }
-    fprintf(stderr, "cq_bench: e2e_events: %lu events for %d messages\n", events, (WARMUP + REPS) * E2E_MSGS);
-    report("e2e_events", "", "msgs_per_s", v, REPS);
+    fprintf(stderr, "cq_bench: %s: %lu events for %d messages\n", name, events, (WARMUP + REPS) * E2E_MSGS);
+    report(name, "", "msgs_per_s", v, REPS);
     ping_pong_close(p);
 }
 
@@ -651,7 +545,7 @@ int main(int argc, char **argv)
     const char *only = getenv("CQ_BENCH_CASES"); /* optional filter, e.g. "batch,empty" */
     int device = !only || strstr(only, "batch") || strstr(only, "ext") || strstr(only, "empty") || strstr(only, "e2e");
     if (device)
-        open_device();
+        open_device_and_buffer();
     printf("# impl=c K=%d reps=%d warmup=%d empty_iters=%d e2e_msgs=%d\n", K, REPS, WARMUP, EMPTY_ITERS, E2E_MSGS);
     if (!only || strstr(only, "batch")) {
         bench_batch(1);
@@ -665,8 +559,8 @@ int main(int argc, char **argv)
     if (!only || strstr(only, "empty"))
         bench_empty();
     if (!only || strstr(only, "e2e")) {
-        bench_e2e();
-        bench_e2e_events();
+        bench_e2e_case("e2e", e2e_round);
+        bench_e2e_case("e2e_events", e2e_events_round);
     }
     if (!only || strstr(only, "call"))
         bench_call();

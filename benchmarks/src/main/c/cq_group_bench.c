@@ -25,6 +25,8 @@
  * build: gcc -O2 -Wall -pthread -o cq_group_bench cq_group_bench.c -libverbs
  */
 #define _GNU_SOURCE
+#define BENCH_NAME "cq_group_bench"
+#include "bench_common.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -40,9 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PORT 1
-#define SLOT 64
-#define MSG_LEN 16
 #define DEPTH 4
 #define RECV_ID_BASE 1000000
 #define BATCH 32
@@ -50,21 +49,12 @@
 #define ACK_BATCH 64
 #define MAX_EVENTS 256
 #define WAIT_MS 500
-#define MAX_REPS 64
 #define SUB_BITS 4
 #define SUB (1 << SUB_BITS)
 #define BUCKETS (SUB + (41 - SUB_BITS) * SUB)
 
-#define CHECK(cond, what) do { if (!(cond)) { fprintf(stderr, "cq_group_bench: %s failed: %s (%s:%d)\n", what, \
-        strerror(errno), __FILE__, __LINE__); exit(1); } } while (0)
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-
-static struct ibv_context *ctx;
-static struct ibv_pd *pd;
-static struct ibv_port_attr port_attr;
-static union ibv_gid gid;
-static int gid_index;
 
 struct queue {
     struct ibv_comp_channel *ch;
@@ -89,13 +79,6 @@ struct thread {
 };
 
 static volatile int stopping;
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int bucket(uint64_t v)
 {
@@ -129,90 +112,6 @@ static double percentile(const uint64_t *h, double q)
             return bucket_value(i);
     }
     return bucket_value(BUCKETS - 1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void report(const char *name, const char *extra, const char *unit, double *v, int n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    printf("case=%s%s impl=c unit=%s median=%.2f min=%.2f max=%.2f reps=%d\n", name, extra, unit, median, v[0],
-           v[n - 1], n);
-    fflush(stdout);
-}
-
-/* ------------------------------------------------------------------ set-up (as cq_bench.c) */
-
-static void open_device(void)
-{
-    int n;
-    struct ibv_device **list = ibv_get_device_list(&n);
-    CHECK(list && n > 0, "ibv_get_device_list (no RDMA device)");
-    const char *want = getenv("RDMA_TEST_DEVICE");
-    struct ibv_device *dev = list[0];
-    if (want && *want) {
-        dev = NULL;
-        for (int i = 0; i < n; i++)
-            if (!strcmp(ibv_get_device_name(list[i]), want))
-                dev = list[i];
-        CHECK(dev, "RDMA_TEST_DEVICE lookup");
-    }
-    ctx = ibv_open_device(dev);
-    CHECK(ctx, "ibv_open_device");
-    ibv_free_device_list(list);
-    CHECK(ibv_query_port(ctx, PORT, &port_attr) == 0, "ibv_query_port");
-    gid_index = -1;
-    for (int i = 0; i < port_attr.gid_tbl_len && gid_index < 0; i++) {
-        static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (!ibv_query_gid(ctx, PORT, i, &gid) && !memcmp(gid.raw, prefix, 12)
-            && (gid.raw[12] | gid.raw[13] | gid.raw[14] | gid.raw[15]))
-            gid_index = i;
-    }
-    CHECK(gid_index >= 0, "find IPv4 GID");
-    pd = ibv_alloc_pd(ctx);
-    CHECK(pd, "ibv_alloc_pd");
-}
-
-static struct ibv_qp *create_loopback(struct ibv_cq *cq)
-{
-    struct ibv_qp_init_attr init = {
-        .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-        .cap = {.max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 1, .max_recv_sge = 1},
-    };
-    struct ibv_qp *qp = ibv_create_qp(pd, &init);
-    CHECK(qp, "ibv_create_qp");
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = PORT,
-                            .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
-                                               | IBV_ACCESS_REMOTE_READ};
-    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), "INIT");
-    memset(&a, 0, sizeof a);
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = port_attr.active_mtu;
-    a.dest_qp_num = qp->qp_num;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = PORT;
-    a.ah_attr.dlid = port_attr.lid;
-    a.ah_attr.grh.dgid = gid;
-    a.ah_attr.grh.sgid_index = gid_index;
-    a.ah_attr.grh.hop_limit = 1;
-    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
-                                     | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), "RTR");
-    memset(&a, 0, sizeof a);
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY
-                                     | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), "RTS");
-    return qp;
 }
 
 static void post_recv(struct queue *q, uint64_t wr_id, int slot)
@@ -402,7 +301,7 @@ static void run(int n, int threads, int warmup_ms, int rep_ms, int reps, int idl
         q->mr = ibv_reg_mr(pd, q->buf, 2 * DEPTH * SLOT, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE
                                                          | IBV_ACCESS_REMOTE_READ);
         CHECK(q->mr, "ibv_reg_mr");
-        q->qp = create_loopback(q->cq);
+        q->qp = create_loopback(q->cq, q->cq, DEPTH);
         for (int s = 0; s < DEPTH; s++)
             post_recv(q, RECV_ID_BASE + s, s);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = q};

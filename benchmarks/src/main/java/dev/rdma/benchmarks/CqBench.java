@@ -570,14 +570,8 @@ public final class CqBench {
 			int n;
 			while ((n = cq.poll(buf)) > 0) {
 				for (int i = 0; i < n; i++) {
-					WorkCompletion c = buf.get(i);
-					if (!c.isSuccess()) {
-						throw new IllegalStateException("ping-pong completion " + c.status());
-					}
-					if (c.opcodeCode() == RECV_OPCODE) {
+					if (pingPongCompletion(buf.get(i), lb)) {
 						msgs++;
-						long id = c.wrId();
-						lb.postRecv(id, (int) (id - RECV_ID_BASE));
 						toSend++;
 					}
 					else {
@@ -706,14 +700,8 @@ public final class CqBench {
 				}
 			}
 			for (int i = 0; i < n; i++) {
-				WorkCompletion c = buf.get(i);
-				if (!c.isSuccess()) {
-					throw new IllegalStateException("ping-pong completion " + c.status());
-				}
-				if (c.opcodeCode() == RECV_OPCODE) {
+				if (pingPongCompletion(buf.get(i), lb)) {
 					msgs++;
-					long id = c.wrId();
-					lb.postRecv(id, (int) (id - RECV_ID_BASE));
 					if (sent < e2eMsgs) {
 						lb.postSend(sent, sent % E2E_DEPTH, MSG_LEN, null);
 						sent++;
@@ -725,6 +713,22 @@ public final class CqBench {
 			}
 		}
 		return events;
+	}
+
+	/**
+	 * A ping-pong completion, as cq_bench's ping_pong_completion: a receive is posted
+	 * again (true), a send only counted by the caller (false).
+	 */
+	static boolean pingPongCompletion(WorkCompletion c, Loopback lb) {
+		if (!c.isSuccess()) {
+			throw new IllegalStateException("ping-pong completion " + c.status());
+		}
+		if (c.opcodeCode() != RECV_OPCODE) {
+			return false;
+		}
+		long id = c.wrId();
+		lb.postRecv(id, (int) (id - RECV_ID_BASE));
+		return true;
 	}
 
 	/**

@@ -132,7 +132,7 @@ final class ChainPosting {
 		mr.acquire();
 		try {
 			Arguments.requireWithin(mr.buffer().byteSize(), offset, length);
-			wr.fill(wrId, mr.bufferAddress() + offset, length, mr.lkey());
+			wr.fillBuffer(wrId, mr.bufferAddress() + offset, length, mr.lkey());
 			wr.wr.set(ADDRESS, RECV_NEXT, MemorySegment.NULL);
 			wr.held = mr;
 		}

@@ -1,13 +1,11 @@
 package dev.rdma.verbs;
 
-import java.util.Set;
-
 /**
  * {@code enum ibv_create_cq_attr_flags} of {@code ibv_cq_init_attr_ex.flags}
  * ({@link CqInitAttributes#flags()}); a non-empty set also sets
  * {@code IBV_CQ_INIT_ATTR_MASK_FLAGS} in {@code comp_mask}.
  */
-public enum CqCreateFlag {
+public enum CqCreateFlag implements BitFlag {
 
 	/**
 	 * {@code IBV_CREATE_CQ_ATTR_SINGLE_THREADED} (1): the CQ is used from a single
@@ -25,24 +23,16 @@ public enum CqCreateFlag {
 	 */
 	IGNORE_OVERRUN(1 << 1);
 
-	private final int bit;
+	private final long bit;
 
-	CqCreateFlag(int bit) {
+	CqCreateFlag(long bit) {
 		this.bit = bit;
 	}
 
 	/** The flag's value in {@code ibv_cq_init_attr_ex.flags}. */
-	public int bit() {
+	@Override
+	public long bit() {
 		return bit;
-	}
-
-	/** The {@code flags} value of {@code flags}: their bits or'ed, 0 for an empty set. */
-	public static int mask(Set<CqCreateFlag> flags) {
-		int m = 0;
-		for (CqCreateFlag f : flags) {
-			m |= f.bit;
-		}
-		return m;
 	}
 
 }

@@ -96,7 +96,7 @@ final class CqExCreation {
 		attr.set(JAVA_INT, Layouts.off(l, "comp_vector"), attributes.compVector());
 		attr.set(JAVA_LONG, Layouts.off(l, "wc_flags"), attributes.wcFlagsMask());
 		attr.set(JAVA_INT, Layouts.off(l, "comp_mask"), attributes.compMask());
-		attr.set(JAVA_INT, Layouts.off(l, "flags"), CqCreateFlag.mask(attributes.flags()));
+		attr.set(JAVA_INT, Layouts.off(l, "flags"), (int) BitFlag.mask(attributes.flags()));
 		attr.set(ADDRESS, Layouts.off(l, "parent_domain"),
 				attributes.parentDomain() == null ? MemorySegment.NULL : attributes.parentDomain().handle);
 		return attr;

@@ -85,7 +85,7 @@ public record CqInitAttributes(int cqe, @Nullable CompletionChannel channel, int
 	 * completions can be read for.
 	 */
 	public long wcFlagsMask() {
-		return WcExFlag.mask(wcFlags);
+		return BitFlag.mask(wcFlags);
 	}
 
 	/**

@@ -134,7 +134,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 					type + ": only the provider packages of dev.rdma.verbs extend " + "ExtendedCompletionQueue");
 		}
 		this.wcFlags = attributes.wcFlagsMask();
-		this.createFlags = CqCreateFlag.mask(attributes.flags());
+		this.createFlags = (int) BitFlag.mask(attributes.flags());
 		var l = Layouts.IBV_CQ_EX;
 		this.startPoll = cq.get(ADDRESS, Layouts.off(l, "start_poll"));
 		this.nextPoll = cq.get(ADDRESS, Layouts.off(l, "next_poll"));

@@ -5,11 +5,8 @@ import dev.rdma.verbs.ffm.Layouts;
 
 import org.jspecify.annotations.Nullable;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -49,7 +46,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * until that completion. Getters return what was set; {@link #memoryRegion()} and
  * {@link #addressHandle()} are null until set.
  */
-public final class SendWorkRequest implements AutoCloseable {
+public final class SendWorkRequest extends WorkRequest<SendWorkRequest> {
 
 	/**
 	 * {@code enum ibv_send_flags} this class supports.
@@ -80,12 +77,6 @@ public final class SendWorkRequest implements AutoCloseable {
 
 	}
 
-	private static final long WR_ID = Layouts.off(Layouts.IBV_SEND_WR, "wr_id");
-
-	private static final long SG_LIST = Layouts.off(Layouts.IBV_SEND_WR, "sg_list");
-
-	private static final long NUM_SGE = Layouts.off(Layouts.IBV_SEND_WR, "num_sge");
-
 	private static final long OPCODE = Layouts.off(Layouts.IBV_SEND_WR, "opcode");
 
 	private static final long SEND_FLAGS = Layouts.off(Layouts.IBV_SEND_WR, "send_flags");
@@ -101,25 +92,6 @@ public final class SendWorkRequest implements AutoCloseable {
 	private static final long UD_REMOTE_QPN = Layouts.off(Layouts.IBV_SEND_WR, "wr", "ud", "remote_qpn");
 
 	private static final long UD_REMOTE_QKEY = Layouts.off(Layouts.IBV_SEND_WR, "wr", "ud", "remote_qkey");
-
-	/**
-	 * {@code struct ibv_send_wr}, its {@code ibv_sge} and the {@code bad_wr} out-pointer.
-	 */
-	final MemorySegment wr;
-
-	final MemorySegment sge;
-
-	final MemorySegment badWr;
-
-	final WorkRequestClaim claim = new WorkRequestClaim();
-
-	long wrId;
-
-	@Nullable MemoryRegion mr;
-
-	long offset;
-
-	int length;
 
 	SendOpcode opcode = SendOpcode.SEND;
 
@@ -144,37 +116,7 @@ public final class SendWorkRequest implements AutoCloseable {
 
 	/** A signaled SEND without a buffer (see the class comment). */
 	public SendWorkRequest() {
-		// one allocation, so that the segment passed to ibv_post_send keeps all of it
-		// reachable
-		MemorySegment all = Arena.ofAuto()
-			.allocate(Layouts.IBV_SEND_WR.byteSize() + Layouts.IBV_SGE.byteSize() + ADDRESS.byteSize(), 8);
-		this.wr = all.asSlice(0, Layouts.IBV_SEND_WR);
-		this.sge = all.asSlice(Layouts.IBV_SEND_WR.byteSize(), Layouts.IBV_SGE);
-		this.badWr = all.asSlice(Layouts.IBV_SEND_WR.byteSize() + Layouts.IBV_SGE.byteSize(), ADDRESS);
-		wr.set(ADDRESS, SG_LIST, sge);
-		wr.set(JAVA_INT, NUM_SGE, 1);
-	}
-
-	/** {@code wr_id}: returned in the completion. */
-	public SendWorkRequest wrId(long wrId) {
-		this.wrId = wrId;
-		return this;
-	}
-
-	/**
-	 * The local buffer ({@code sg_list[0]}): {@code length} bytes at {@code offset} of
-	 * {@code mr}; for {@link SendOpcode#RDMA_READ} the bytes read land there.
-	 * @throws IllegalStateException when {@code mr} is closed
-	 * @throws IndexOutOfBoundsException when {@code offset .. offset + length} is not
-	 * within {@code mr}
-	 */
-	public SendWorkRequest buffer(MemoryRegion mr, long offset, int length) {
-		Objects.requireNonNull(mr, "mr");
-		Arguments.requireWithin(mr.buffer().byteSize(), offset, length);
-		this.mr = mr;
-		this.offset = offset;
-		this.length = length;
-		return this;
+		super(Layouts.IBV_SEND_WR);
 	}
 
 	/** {@code opcode}. */
@@ -238,23 +180,6 @@ public final class SendWorkRequest implements AutoCloseable {
 		return this;
 	}
 
-	public long wrId() {
-		return wrId;
-	}
-
-	/** The memory region of the buffer, or null before {@link #buffer} was called. */
-	public @Nullable MemoryRegion memoryRegion() {
-		return mr;
-	}
-
-	public long offset() {
-		return offset;
-	}
-
-	public int length() {
-		return length;
-	}
-
 	public SendOpcode opcode() {
 		return opcode;
 	}
@@ -290,13 +215,13 @@ public final class SendWorkRequest implements AutoCloseable {
 	}
 
 	/**
-	 * Writes the native struct from values the post read once and checked; with the work
-	 * request claimed and the memory region (and address handle) held.
+	 * Writes the native struct from values the post read once and checked (the flags too:
+	 * an INLINE send was checked against the QP's max_inline_data); with the work request
+	 * claimed and the memory region (and address handle) held.
 	 */
 	void fill(long wrId, long address, int length, int lkey, SendOpcode opcode, int flags, int immData,
 			@Nullable AddressHandle ah, long remoteAddress, int rkey, int remoteQpn, int remoteQkey) {
-		ReceiveWorkRequest.fillSge(sge, address, length, lkey);
-		wr.set(JAVA_LONG, WR_ID, wrId);
+		fillBuffer(wrId, address, length, lkey);
 		wr.set(JAVA_INT, OPCODE, opcode.code);
 		wr.set(JAVA_INT, SEND_FLAGS, flags);
 		wr.set(JAVA_INT, IMM, Integer.reverseBytes(immData));
@@ -311,23 +236,9 @@ public final class SendWorkRequest implements AutoCloseable {
 		}
 	}
 
-	/** True once {@link #close()} was called. */
-	public boolean isClosed() {
-		return claim.isClosed();
-	}
-
-	/**
-	 * Ends the use of the work request: later posts are refused. Idempotent and
-	 * thread-safe; a post in flight on another thread is waited for.
-	 */
 	@Override
-	public void close() {
-		claim.close();
-	}
-
-	@Override
-	public String toString() {
-		return "SendWorkRequest[wr_id " + wrId + ", " + opcode + (claim.isClosed() ? ", closed]" : "]");
+	String describe() {
+		return ", " + opcode;
 	}
 
 }

@@ -1,13 +1,11 @@
 package dev.rdma.verbs;
 
-import java.util.Set;
-
 /**
  * {@code enum ibv_wc_flags_ex} ({@code ibv_create_cq_wc_flags}): the completion fields an
  * extended CQ must provide. Only the fields requested at creation can be read from its
  * completions; reading another one throws.
  */
-public enum WcExFlag {
+public enum WcExFlag implements BitFlag {
 
 	/** {@code IBV_WC_EX_WITH_BYTE_LEN}: {@code ibv_wc_read_byte_len}. */
 	BYTE_LEN(1L << 0),
@@ -56,19 +54,9 @@ public enum WcExFlag {
 	}
 
 	/** The flag's value in {@code ibv_cq_init_attr_ex.wc_flags}. */
+	@Override
 	public long bit() {
 		return bit;
-	}
-
-	/**
-	 * The {@code wc_flags} value of {@code flags}: their bits or'ed, 0 for an empty set.
-	 */
-	public static long mask(Set<WcExFlag> flags) {
-		long m = 0;
-		for (WcExFlag f : flags) {
-			m |= f.bit;
-		}
-		return m;
 	}
 
 }

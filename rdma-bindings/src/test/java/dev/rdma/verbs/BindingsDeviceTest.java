@@ -39,13 +39,7 @@ class BindingsDeviceTest {
 	}
 
 	private static VerbsException verbsError(Runnable r) {
-		try {
-			r.run();
-		}
-		catch (VerbsException e) {
-			return e;
-		}
-		throw new AssertionError("expected a VerbsException");
+		return DeviceTestSupport.thrown(VerbsException.class, r);
 	}
 
 	@Test

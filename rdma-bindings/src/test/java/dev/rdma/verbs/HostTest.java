@@ -105,9 +105,9 @@ class HostTest {
 		assertThat(a.compMask()).isZero();
 		assertThat(a.withFlags(EnumSet.of(CqCreateFlag.SINGLE_THREADED)).compMask())
 			.isEqualTo(CqInitAttributes.IBV_CQ_INIT_ATTR_MASK_FLAGS);
-		assertThat(CqCreateFlag.mask(EnumSet.allOf(CqCreateFlag.class))).isEqualTo(3);
-		assertThat(WcExFlag.mask(EnumSet.allOf(WcExFlag.class))).isEqualTo(WcExFlag.SUPPORTED);
-		assertThat(EfaWcFlag.mask(EnumSet.allOf(EfaWcFlag.class))).isEqualTo(3);
+		assertThat(BitFlag.mask(EnumSet.allOf(CqCreateFlag.class))).isEqualTo(3);
+		assertThat(BitFlag.mask(EnumSet.allOf(WcExFlag.class))).isEqualTo(WcExFlag.SUPPORTED);
+		assertThat(BitFlag.mask(EnumSet.allOf(EfaWcFlag.class))).isEqualTo(3);
 	}
 
 	@Test

@@ -197,13 +197,7 @@ class SafetyRegressionDeviceTest {
 
 	/** What {@code r} threw; fails when it returned normally. */
 	static Throwable refusal(Runnable r) {
-		try {
-			r.run();
-		}
-		catch (RuntimeException e) {
-			return e;
-		}
-		throw new AssertionError("expected a refusal");
+		return DeviceTestSupport.thrown(RuntimeException.class, r);
 	}
 
 	@Test

@@ -61,9 +61,11 @@ class WorkRequestTest {
 
 	@Test
 	void fillWritesTheFieldsOfIbvSendWrWithTheImmediateInNetworkOrder() {
-		SendWorkRequest wr = new SendWorkRequest();
-		wr.fill(77, 0x5000, 64, 0x1234, SendOpcode.RDMA_WRITE_WITH_IMM, SendWorkRequest.Flag.SIGNALED.bit, 0x01020304,
-				null, 0x9000, 55, 0, 0);
+		SendWorkRequest wr = new SendWorkRequest().flags(SendWorkRequest.Flag.SIGNALED)
+			.immediateData(0x01020304)
+			.remote(0x9000, 55);
+		wr.fill(77, 0x5000, 64, 0x1234, SendOpcode.RDMA_WRITE_WITH_IMM, wr.flags, wr.immData, null, wr.remoteAddress,
+				wr.rkey, wr.remoteQpn, wr.remoteQkey);
 		var l = Layouts.IBV_SEND_WR;
 		assertThat(wr.wr.get(JAVA_LONG, Layouts.off(l, "wr_id"))).isEqualTo(77);
 		assertThat(wr.wr.get(JAVA_INT, Layouts.off(l, "opcode"))).isEqualTo(1);
@@ -76,7 +78,7 @@ class WorkRequestTest {
 		assertThat(wr.sge.get(JAVA_INT, Layouts.off(Layouts.IBV_SGE, "lkey"))).isEqualTo(0x1234);
 
 		ReceiveWorkRequest recv = new ReceiveWorkRequest();
-		recv.fill(5, 0x6000, 128, 0x99);
+		recv.fillBuffer(5, 0x6000, 128, 0x99);
 		assertThat(recv.wr.get(JAVA_LONG, Layouts.off(Layouts.IBV_RECV_WR, "wr_id"))).isEqualTo(5);
 		assertThat(recv.sge.get(JAVA_INT, Layouts.off(Layouts.IBV_SGE, "length"))).isEqualTo(128);
 	}

@@ -2,6 +2,7 @@ package dev.rdma.verbs.efa;
 
 import org.jspecify.annotations.Nullable;
 
+import dev.rdma.verbs.BitFlag;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.CqInitAttributes;
 import dev.rdma.verbs.ExtendedCompletionQueue;
@@ -77,7 +78,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 			throw new RdmaUnavailableException("cannot load " + Efa.SONAME + " (package ibverbs-providers): "
 					+ "EFA completion queues are unavailable", Efa.LOAD_FAILURE);
 		}
-		long efaMask = EfaWcFlag.mask(efaWcFlags);
+		long efaMask = BitFlag.mask(efaWcFlags);
 		return createHolding(context, attributes, () -> createHeld(context, attributes, efaWcFlags, efaMask));
 	}
 

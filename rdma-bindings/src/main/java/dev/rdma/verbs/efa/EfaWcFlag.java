@@ -1,9 +1,9 @@
 package dev.rdma.verbs.efa;
 
-import java.util.Set;
+import dev.rdma.verbs.BitFlag;
 
 /** {@code efadv_cq_init_attr.wc_flags}. */
-public enum EfaWcFlag {
+public enum EfaWcFlag implements BitFlag {
 
 	/**
 	 * {@code EFADV_WC_EX_WITH_SGID}: the source GID of a completion whose source AH is
@@ -24,17 +24,9 @@ public enum EfaWcFlag {
 	}
 
 	/** The bit of {@code efadv_cq_init_attr.wc_flags}. */
+	@Override
 	public long bit() {
 		return bit;
-	}
-
-	/** The bits of {@code flags} or'ed together. */
-	public static long mask(Set<EfaWcFlag> flags) {
-		long m = 0;
-		for (EfaWcFlag f : flags) {
-			m |= f.bit;
-		}
-		return m;
 	}
 
 }

@@ -74,17 +74,18 @@ final class ApiSequence {
 	// ------------------------------------------------------------------ the model's
 	// objects
 
-	static final class Chan {
+	/**
+	 * What every object of the model has: its name in the log and whether the model
+	 * closed it.
+	 */
+	abstract static class Obj {
 
 		final String name;
 
-		final CompletionChannel ch;
-
 		volatile boolean closed;
 
-		Chan(String name, CompletionChannel ch) {
+		Obj(String name) {
 			this.name = name;
-			this.ch = ch;
 		}
 
 		@Override
@@ -94,17 +95,24 @@ final class ApiSequence {
 
 	}
 
-	static final class Cq {
+	static final class Chan extends Obj {
 
-		final String name;
+		final CompletionChannel ch;
+
+		Chan(String name, CompletionChannel ch) {
+			super(name);
+			this.ch = ch;
+		}
+
+	}
+
+	static final class Cq extends Obj {
 
 		final CompletionQueue q;
 
 		final ExtendedCompletionQueue x;
 
 		final Chan chan;
-
-		volatile boolean closed;
 
 		/** Events the model saw getEvent return for this CQ. */
 		final AtomicLong got = new AtomicLong();
@@ -116,7 +124,7 @@ final class ApiSequence {
 		final List<String> refusedPolls = Collections.synchronizedList(new ArrayList<>());
 
 		Cq(String name, CompletionQueue q, Chan chan) {
-			this.name = name;
+			super(name);
 			this.q = q;
 			this.x = q instanceof ExtendedCompletionQueue e ? e : null;
 			this.chan = chan;
@@ -133,16 +141,12 @@ final class ApiSequence {
 
 	}
 
-	static final class Buf {
-
-		final String name;
+	static final class Buf extends Obj {
 
 		final WorkCompletionBuffer b;
 
-		volatile boolean closed;
-
 		Buf(String name, WorkCompletionBuffer b) {
-			this.name = name;
+			super(name);
 			this.b = b;
 		}
 
@@ -153,9 +157,7 @@ final class ApiSequence {
 
 	}
 
-	static final class Qp {
-
-		final String name;
+	static final class Qp extends Obj {
 
 		final LoopbackQueuePair lb;
 
@@ -175,19 +177,12 @@ final class ApiSequence {
 
 		volatile boolean error;
 
-		volatile boolean closed;
-
 		Qp(String name, LoopbackQueuePair lb, Cq send, Cq recv, int depth) {
-			this.name = name;
+			super(name);
 			this.lb = lb;
 			this.send = send;
 			this.recv = recv;
 			this.depth = depth;
-		}
-
-		@Override
-		public String toString() {
-			return name;
 		}
 
 	}
@@ -1562,32 +1557,63 @@ final class ApiSequence {
 		closeQp(qp); // its completions stay on the CQ (or legitimately vanish); nothing
 						// uses the CQ now
 		WorkCompletionBuffer b = temp(new WorkCompletionBuffer(1 + rnd.nextInt(4)));
-		CountDownLatch started = new CountDownLatch(1);
-		AtomicLong closeEnd = new AtomicLong();
-		AtomicLong holdEnd = new AtomicLong();
-		Thread t = spawn("closer", () -> {
-			started.countDown();
-			ok(label + " " + cq + ".close() on another thread during a poll", run(cq.q::close));
-			closeEnd.set(System.nanoTime());
-		});
-		boolean ran = pollWithHook(cq, b, cq + " (closed meanwhile by another thread)", () -> {
-			t.start();
-			awaitLatch(started);
-			sleepMs(100);
-			holdEnd.set(System.nanoTime());
-		}, NO_VIEW);
-		if (!ran) {
+		CloseDuringPoll race = closeDuringPoll(cq, b, cq + ".close() on another thread during a poll", cq.q::close,
+				cq + " (closed meanwhile by another thread)");
+		if (!race.ran) {
 			closeCq(cq);
 			return;
 		}
-		joinAll(List.of(t));
+		joinAll(List.of(race.closer));
 		markClosed(cq);
-		if (closeEnd.get() - holdEnd.get() < 0) {
-			throw failure(cq + ".close() on another thread returned " + (holdEnd.get() - closeEnd.get()) / MS
+		if (race.waited() < 0) {
+			throw failure(cq + ".close() on another thread returned " + -race.waited() / MS
 					+ " ms before the handler of a poll of that CQ returned: it did not wait for the poll");
 		}
-		trace(cq + ".close() on another thread waited for the running poll (" + (closeEnd.get() - holdEnd.get()) / MS
+		trace(cq + ".close() on another thread waited for the running poll (" + race.waited() / MS
 				+ " ms after the handler)");
+	}
+
+	/**
+	 * A close on another thread while a poll's handler runs: the closer starts from the
+	 * handler, which then holds the poll 100 ms; {@link #waited()} is how long after the
+	 * handler the close returned (negative: before it, the close did not wait).
+	 */
+	private static final class CloseDuringPoll {
+
+		final AtomicLong closeEnd = new AtomicLong();
+
+		final AtomicLong holdEnd = new AtomicLong();
+
+		Thread closer;
+
+		boolean ran;
+
+		long waited() {
+			return closeEnd.get() - holdEnd.get();
+		}
+
+	}
+
+	/**
+	 * Polls {@code cq} into {@code b} with a handler that starts a thread running
+	 * {@code close} (logged as {@code what}) and holds the poll 100 ms; the closer is not
+	 * joined.
+	 */
+	private CloseDuringPoll closeDuringPoll(Cq cq, WorkCompletionBuffer b, String what, VoidCall close, String polled) {
+		CloseDuringPoll race = new CloseDuringPoll();
+		CountDownLatch started = new CountDownLatch(1);
+		race.closer = spawn("closer", () -> {
+			started.countDown();
+			ok(label + " " + what, run(close));
+			race.closeEnd.set(System.nanoTime());
+		});
+		race.ran = pollWithHook(cq, b, polled, () -> {
+			race.closer.start();
+			awaitLatch(started);
+			sleepMs(100);
+			race.holdEnd.set(System.nanoTime());
+		}, NO_VIEW);
+		return race;
 	}
 
 	private void closeBufferDuringPoll() {
@@ -1596,39 +1622,27 @@ final class ApiSequence {
 		Buf model = !open.isEmpty() && chance(0.5) ? any(open) : null;
 		WorkCompletionBuffer b = model != null ? model.b : temp(new WorkCompletionBuffer(1 + rnd.nextInt(4)));
 		feed(cq);
-		CountDownLatch started = new CountDownLatch(1);
-		AtomicLong closeEnd = new AtomicLong();
-		AtomicLong holdEnd = new AtomicLong();
-		Thread t = spawn("closer", () -> {
-			started.countDown();
-			ok(label + " buffer.close() on another thread during a poll into it", run(b::close));
-			closeEnd.set(System.nanoTime());
-		});
-		boolean ran = pollWithHook(cq, b, cq + " (its buffer closed meanwhile by another thread)", () -> {
-			t.start();
-			awaitLatch(started);
-			sleepMs(100);
-			holdEnd.set(System.nanoTime());
-		}, NO_VIEW);
-		if (!ran) {
+		CloseDuringPoll race = closeDuringPoll(cq, b, "buffer.close() on another thread during a poll into it",
+				b::close, cq + " (its buffer closed meanwhile by another thread)");
+		if (!race.ran) {
 			b.close();
 		}
 		else {
-			joinAll(List.of(t));
+			joinAll(List.of(race.closer));
 		}
 		if (model != null) {
 			model.closed = true;
 		}
-		if (!ran) {
+		if (!race.ran) {
 			return;
 		}
-		if (closeEnd.get() - holdEnd.get() < 0) {
-			throw failure("buffer.close() on another thread returned " + (holdEnd.get() - closeEnd.get()) / MS
+		if (race.waited() < 0) {
+			throw failure("buffer.close() on another thread returned " + -race.waited() / MS
 					+ " ms before the handler of a poll of " + cq + " into that buffer returned: it did not wait");
 		}
 		refused("buffer.get(0) after it was closed", attempt(() -> b.get(0)), ISE);
-		trace("buffer.close() on another thread waited for the poll of " + cq + " ("
-				+ (closeEnd.get() - holdEnd.get()) / MS + " ms after the handler)");
+		trace("buffer.close() on another thread waited for the poll of " + cq + " (" + race.waited() / MS
+				+ " ms after the handler)");
 	}
 
 	private void concurrentPoll(boolean ext) {

@@ -2,24 +2,19 @@ package dev.rdma.verbs.cm;
 
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.EnumSet;
 
-import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.Context;
-import dev.rdma.verbs.MemoryRegion;
-import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
-import dev.rdma.verbs.WorkCompletionBuffer;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.TwoDevices;
+import dev.rdma.verbs.testing.VerbsStack;
 
 /**
  * One end of a device test connection: the application's own context, completion channel,
  * CQ, PD, memory region and RC QP on one device; completions are waited for through
  * completion events.
  */
-final class CmSide implements AutoCloseable {
+final class CmSide extends VerbsStack {
 
 	/** One endpoint of the tier: an RDMA device and the IPv4 address of its netdev. */
 	record Endpoint(String device, String ipv4) {
@@ -59,39 +54,12 @@ final class CmSide implements AutoCloseable {
 
 	static final int SIZE = 4096;
 
-	final Context ctx;
-
-	final CompletionChannel channel;
-
-	final CompletionQueue cq;
-
-	final ProtectionDomain pd;
-
-	final MemoryRegion mr;
-
-	final QueuePair qp;
-
-	final WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
-
 	private final ArrayDeque<WorkCompletionSnapshot> pending = new ArrayDeque<>();
 
 	long events;
 
 	CmSide(String device) {
-		ctx = Context.open(device);
-		try {
-			channel = ctx.createCompletionChannel();
-			cq = ctx.createCompletionQueue(128, channel, 0);
-			pd = ctx.allocateProtectionDomain();
-			mr = pd.registerMemory(SIZE, EnumSet.of(MemoryRegion.Access.LOCAL_WRITE, MemoryRegion.Access.REMOTE_WRITE,
-					MemoryRegion.Access.REMOTE_READ));
-			qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 64, 64, true));
-		}
-		catch (RuntimeException e) {
-			ctx.close();
-			buffer.close();
-			throw e;
-		}
+		super(device, 128, SIZE, cq -> new QueuePair.Attributes(cq, cq, 64, 64, true));
 	}
 
 	/**
@@ -141,16 +109,6 @@ final class CmSide implements AutoCloseable {
 
 	WorkCompletionSnapshot take(String what) {
 		return take(what, Duration.ofSeconds(30));
-	}
-
-	@Override
-	public void close() {
-		try {
-			ctx.close();
-		}
-		finally {
-			buffer.close();
-		}
 	}
 
 }

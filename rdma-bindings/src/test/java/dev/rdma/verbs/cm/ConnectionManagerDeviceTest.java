@@ -19,7 +19,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -51,31 +50,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 @Tag(DeviceTestSupport.TAG)
 @ExtendWith(NoNativeLeaks.class)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class ConnectionManagerDeviceTest {
-
-	static final Duration STEP = Duration.ofSeconds(30);
-
-	CmSide.Endpoint serverEnd;
-
-	CmSide.Endpoint clientEnd;
-
-	int port;
-
-	@BeforeEach
-	void endpoints() {
-		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
-		serverEnd = pair[0];
-		clientEnd = pair[1];
-		port = DeviceTestSupport.randomPort();
-	}
-
-	InetSocketAddress server() throws Exception {
-		return new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
-	}
-
-	InetSocketAddress client() throws Exception {
-		return new InetSocketAddress(InetAddress.getByName(clientEnd.ipv4()), 0);
-	}
+class ConnectionManagerDeviceTest extends CmEndpoints {
 
 	static byte[] text(String s) {
 		return s.getBytes(StandardCharsets.US_ASCII);

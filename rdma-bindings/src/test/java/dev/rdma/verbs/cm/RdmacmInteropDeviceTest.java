@@ -8,13 +8,11 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.WorkCompletionSnapshot;
 import dev.rdma.verbs.testing.DeviceTestSupport;
@@ -34,27 +32,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 @ExtendWith(NoNativeLeaks.class)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class RdmacmInteropDeviceTest {
-
-	static final Duration STEP = Duration.ofSeconds(30);
-
-	CmSide.Endpoint serverEnd;
-
-	CmSide.Endpoint clientEnd;
-
-	int port;
-
-	@BeforeEach
-	void endpoints() {
-		CmSide.Endpoint[] pair = CmSide.Endpoint.pair();
-		serverEnd = pair[0];
-		clientEnd = pair[1];
-		port = DeviceTestSupport.randomPort();
-	}
+class RdmacmInteropDeviceTest extends CmEndpoints {
 
 	@Test
 	void theBindingAsClientOfRdmaServer() throws Exception {
-		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+		InetSocketAddress server = server();
 		TwoDevices.Traffic[] marks = marks();
 		try (NativePeer c = NativePeer.start("rdma_server", "-p", Integer.toString(port));
 				EventChannel ch = EventChannel.create()) {
@@ -103,7 +85,7 @@ class RdmacmInteropDeviceTest {
 
 	@Test
 	void theBindingAsServerOfRdmaClient() throws Exception {
-		InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(serverEnd.ipv4()), port);
+		InetSocketAddress address = server();
 		TwoDevices.Traffic[] marks = marks();
 		try (EventChannel ch = EventChannel.create(); CmSide s = new CmSide(serverEnd.device())) {
 			ConnectionId listener = ch.createId();

@@ -1,5 +1,6 @@
 package dev.rdma.verbs.efa;
 
+import dev.rdma.verbs.BitFlag;
 import dev.rdma.verbs.CqInitAttributes;
 import dev.rdma.verbs.Gid;
 import dev.rdma.verbs.StandIns;
@@ -19,9 +20,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -58,7 +56,7 @@ class EfaStandInTest {
 
 	private EfaCompletionQueue efaCq(Set<EfaWcFlag> flags) {
 		CqInitAttributes attributes = CqInitAttributes.of(16).withWcFlags(EnumSet.allOf(WcExFlag.class));
-		return new EfaCompletionQueue(null, cq, attributes, new EfaReaders(efadv, EfaWcFlag.mask(flags)),
+		return new EfaCompletionQueue(null, cq, attributes, new EfaReaders(efadv, BitFlag.mask(flags)),
 				StandIns.calls(DESTROY));
 	}
 

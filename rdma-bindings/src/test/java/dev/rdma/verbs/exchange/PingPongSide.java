@@ -3,17 +3,12 @@ package dev.rdma.verbs.exchange;
 import dev.rdma.verbs.SendWorkRequest;
 import dev.rdma.verbs.ReceiveWorkRequest;
 import java.time.Duration;
-import java.util.EnumSet;
 
-import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.Context;
-import dev.rdma.verbs.MemoryRegion;
-import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.WcOpcode;
 import dev.rdma.verbs.WorkCompletion;
-import dev.rdma.verbs.WorkCompletionBuffer;
+import dev.rdma.verbs.testing.VerbsStack;
 
 /**
  * One side of an RC ping-pong as {@code ibv_rc_pingpong -e} runs it
@@ -23,25 +18,11 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * completion channel (one {@code ibv_req_notify_cq} per event). Closing it closes the
  * context and everything in it.
  */
-final class PingPongSide implements AutoCloseable {
+final class PingPongSide extends VerbsStack {
 
 	static final long RECV_WRID = 1;
 
 	static final long SEND_WRID = 2;
-
-	final Context context;
-
-	final CompletionChannel channel;
-
-	final CompletionQueue cq;
-
-	final ProtectionDomain pd;
-
-	final MemoryRegion mr;
-
-	final QueuePair qp;
-
-	final WorkCompletionBuffer buffer = new WorkCompletionBuffer(16);
 
 	final int size;
 
@@ -50,15 +31,10 @@ final class PingPongSide implements AutoCloseable {
 	private int routs;
 
 	PingPongSide(String device, int size, int rxDepth, long mrBytes, QueuePair.Type type) {
+		super(device, rxDepth + 1, Math.max(mrBytes, 2L * size),
+				cq -> new QueuePair.Attributes(cq, cq, 8, rxDepth, false).withType(type));
 		this.size = size;
 		this.rxDepth = rxDepth;
-		this.context = Context.open(device);
-		this.channel = context.createCompletionChannel();
-		this.cq = context.createCompletionQueue(rxDepth + 1, channel, 0);
-		this.pd = context.allocateProtectionDomain();
-		this.mr = pd.registerMemory(Math.max(mrBytes, 2L * size), EnumSet.of(MemoryRegion.Access.LOCAL_WRITE,
-				MemoryRegion.Access.REMOTE_WRITE, MemoryRegion.Access.REMOTE_READ));
-		this.qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 8, rxDepth, false).withType(type));
 		if (type == QueuePair.Type.RC) {
 			qp.moveToInit(1); // as rc_pingpong: rxe refuses receives in RESET
 		}
@@ -139,12 +115,6 @@ final class PingPongSide implements AutoCloseable {
 
 	private void send() {
 		qp.postSend(new SendWorkRequest().wrId(SEND_WRID).buffer(mr, size, size));
-	}
-
-	@Override
-	public void close() {
-		context.close();
-		buffer.close();
 	}
 
 }

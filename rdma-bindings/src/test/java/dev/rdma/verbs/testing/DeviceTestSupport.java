@@ -94,6 +94,23 @@ public final class DeviceTestSupport {
 		}
 	}
 
+	/**
+	 * What {@code call} threw, when it is a {@code type}; fails when it returned normally
+	 * (another exception propagates).
+	 */
+	public static <T extends RuntimeException> T thrown(Class<T> type, Runnable call) {
+		try {
+			call.run();
+		}
+		catch (RuntimeException e) {
+			if (type.isInstance(e)) {
+				return type.cast(e);
+			}
+			throw e;
+		}
+		throw new AssertionError("expected a " + type.getSimpleName());
+	}
+
 	/** A random port for the listeners of one test (20000 to 39999). */
 	public static int randomPort() {
 		return 20000 + ThreadLocalRandom.current().nextInt(20000);

@@ -7,23 +7,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.aop.support.AopUtils;
-import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
-import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.ListableBeanFactory;
-import org.springframework.beans.factory.SmartInitializingSingleton;
-import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.core.MethodIntrospector;
-import org.springframework.core.Ordered;
-import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.config.RdmaListenerContainerFactory;
@@ -48,18 +38,14 @@ import dev.rdma.verbs.WorkCompletion;
  * fails the creation of its bean with a {@link RdmaConfigurationException} naming it.
  */
 public class RdmaCompletionListenerAnnotationBeanPostProcessor
-		implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
+		extends ListenerAnnotationBeanPostProcessor<RdmaCompletionListener> {
 
 	/** Bean name of this post-processor. */
 	public static final String BEAN_NAME = "rdmaCompletionListenerAnnotationBeanPostProcessor";
 
 	private static final Log logger = LogFactory.getLog(RdmaCompletionListenerAnnotationBeanPostProcessor.class);
 
-	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
-
 	private final Map<String, RdmaListenerEndpoint> endpointsByQueue = new LinkedHashMap<>();
-
-	private @Nullable BeanFactory beanFactory;
 
 	private @Nullable RdmaListenerEndpointValidator validator;
 
@@ -68,9 +54,9 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	/** Set once all singletons exist: an endpoint found later is registered at once. */
 	private boolean singletonsInstantiated;
 
-	@Override
-	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-		this.beanFactory = beanFactory;
+	/** A post-processor for {@code @RdmaCompletionListener} methods. */
+	public RdmaCompletionListenerAnnotationBeanPostProcessor() {
+		super(RdmaCompletionListener.class);
 	}
 
 	/**
@@ -91,11 +77,6 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 		this.checkOnly = reason;
 	}
 
-	@Override
-	public int getOrder() {
-		return LOWEST_PRECEDENCE;
-	}
-
 	private RdmaListenerEndpointValidator validator() {
 		RdmaListenerEndpointValidator v = validator;
 		if (v == null) {
@@ -109,24 +90,7 @@ public class RdmaCompletionListenerAnnotationBeanPostProcessor
 	}
 
 	@Override
-	public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
-		Class<?> targetClass = AopUtils.getTargetClass(bean);
-		if (nonAnnotatedClasses.contains(targetClass)
-				|| !AnnotationUtils.isCandidateClass(targetClass, RdmaCompletionListener.class)) {
-			return bean;
-		}
-		Map<Method, RdmaCompletionListener> methods = MethodIntrospector.selectMethods(targetClass,
-				(MethodIntrospector.MetadataLookup<RdmaCompletionListener>) m -> AnnotatedElementUtils
-					.findMergedAnnotation(m, RdmaCompletionListener.class));
-		if (methods.isEmpty()) {
-			nonAnnotatedClasses.add(targetClass);
-			return bean;
-		}
-		methods.forEach((method, annotation) -> register(bean, beanName, method, annotation));
-		return bean;
-	}
-
-	private synchronized void register(Object bean, String beanName, Method method, RdmaCompletionListener annotation) {
+	synchronized void register(Object bean, String beanName, Method method, RdmaCompletionListener annotation) {
 		String id = RdmaListenerEndpoint.describe(beanName, method);
 		String queue = annotation.queue();
 		if (Modifier.isStatic(method.getModifiers())) {

@@ -6,22 +6,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
-import org.springframework.aop.support.AopUtils;
-import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
-import org.springframework.beans.factory.BeanFactoryAware;
-import org.springframework.beans.factory.SmartInitializingSingleton;
-import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.core.MethodIntrospector;
-import org.springframework.core.Ordered;
-import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.AnnotationUtils;
 
 import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
@@ -38,18 +28,14 @@ import dev.rdma.spring.listener.ListenerInvoker;
  * cannot be bound fails startup with a {@link RdmaConfigurationException} naming it.
  */
 public class RdmaMessageListenerAnnotationBeanPostProcessor
-		implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware, Ordered {
+		extends ListenerAnnotationBeanPostProcessor<RdmaMessageListener> {
 
 	/** Bean name of this post-processor. */
 	public static final String BEAN_NAME = "rdmaMessageListenerAnnotationBeanPostProcessor";
 
 	private static final Log logger = LogFactory.getLog(RdmaMessageListenerAnnotationBeanPostProcessor.class);
 
-	private final Set<Class<?>> nonAnnotatedClasses = ConcurrentHashMap.newKeySet();
-
 	private final List<Map.Entry<String, MessageListenerBinding>> found = new ArrayList<>();
-
-	private @Nullable BeanFactory beanFactory;
 
 	private @Nullable String checkOnly;
 
@@ -58,9 +44,9 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 	/** Set once all singletons exist: a listener found later is handed over at once. */
 	private boolean singletonsInstantiated;
 
-	@Override
-	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-		this.beanFactory = beanFactory;
+	/** A post-processor for {@code @RdmaMessageListener} methods. */
+	public RdmaMessageListenerAnnotationBeanPostProcessor() {
+		super(RdmaMessageListener.class);
 	}
 
 	/**
@@ -76,29 +62,7 @@ public class RdmaMessageListenerAnnotationBeanPostProcessor
 	}
 
 	@Override
-	public int getOrder() {
-		return LOWEST_PRECEDENCE;
-	}
-
-	@Override
-	public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
-		Class<?> targetClass = AopUtils.getTargetClass(bean);
-		if (nonAnnotatedClasses.contains(targetClass)
-				|| !AnnotationUtils.isCandidateClass(targetClass, RdmaMessageListener.class)) {
-			return bean;
-		}
-		Map<Method, RdmaMessageListener> methods = MethodIntrospector.selectMethods(targetClass,
-				(MethodIntrospector.MetadataLookup<RdmaMessageListener>) m -> AnnotatedElementUtils
-					.findMergedAnnotation(m, RdmaMessageListener.class));
-		if (methods.isEmpty()) {
-			nonAnnotatedClasses.add(targetClass);
-			return bean;
-		}
-		methods.forEach((method, annotation) -> register(bean, beanName, method, annotation));
-		return bean;
-	}
-
-	private synchronized void register(Object bean, String beanName, Method method, RdmaMessageListener annotation) {
+	synchronized void register(Object bean, String beanName, Method method, RdmaMessageListener annotation) {
 		String id = RdmaListenerEndpoint.describe(beanName, method)
 			.replace("@RdmaCompletionListener", "@RdmaMessageListener");
 		if (Modifier.isStatic(method.getModifiers())) {

@@ -20,6 +20,7 @@ import org.springframework.context.SmartLifecycle;
 
 import dev.rdma.spring.listener.CompletionQueueListenerContainer;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.spring.listener.Lifecycles;
 
 /**
  * Holds one {@link CompletionQueueListenerContainer} per queue with a listener, each made
@@ -113,17 +114,7 @@ public class RdmaListenerEndpointRegistry implements SmartLifecycle, DisposableB
 		if (running) {
 			return;
 		}
-		List<CompletionQueueListenerContainer> started = new ArrayList<>();
-		try {
-			for (CompletionQueueListenerContainer container : containers.values()) {
-				container.start();
-				started.add(container);
-			}
-		}
-		catch (RuntimeException ex) {
-			stop(started);
-			throw ex;
-		}
+		Lifecycles.startAll(containers.values(), CompletionQueueListenerContainer::start, this::stop);
 		running = true;
 	}
 

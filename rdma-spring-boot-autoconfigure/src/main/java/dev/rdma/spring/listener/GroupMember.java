@@ -154,20 +154,7 @@ final class GroupMember {
 	 * all of them.
 	 */
 	void countAndAck(boolean all) {
-		try {
-			long got = queue.eventsGot();
-			if (got != eventsSeen) {
-				metrics.events(got - eventsSeen);
-				eventsSeen = got;
-			}
-			long unacked = queue.eventsUnacked();
-			if (unacked > 0 && (all || unacked >= ackBatch)) {
-				metrics.acks(queue.ackEvents());
-			}
-		}
-		catch (IllegalStateException ex) {
-			// the queue is already closed; closing acked every event
-		}
+		eventsSeen = CompletionEvents.countAndAck(queue, metrics, eventsSeen, ackBatch, all);
 	}
 
 	/** Whether the queue pauses after a failed poll; clears the pause once it is over. */

@@ -280,20 +280,7 @@ final class PollLoop implements Runnable {
 	}
 
 	private void countAndAck(boolean all) {
-		try {
-			long got = queue.eventsGot();
-			if (got != eventsSeen) {
-				metrics.events(got - eventsSeen);
-				eventsSeen = got;
-			}
-			long unacked = queue.eventsUnacked();
-			if (unacked > 0 && (all || unacked >= ackBatch)) {
-				metrics.acks(queue.ackEvents());
-			}
-		}
-		catch (IllegalStateException ex) {
-			// the queue is already closed; closing acked every event
-		}
+		eventsSeen = CompletionEvents.countAndAck(queue, metrics, eventsSeen, ackBatch, all);
 	}
 
 	private void pollFailed(RuntimeException ex) {

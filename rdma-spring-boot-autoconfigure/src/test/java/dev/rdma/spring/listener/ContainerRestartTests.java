@@ -12,7 +12,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import dev.rdma.verbs.CompletionHandler;
 import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.Context;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.WorkCompletionBuffer;
 
@@ -34,10 +33,7 @@ class ContainerRestartTests {
 
 	/** A queue (stub) that delivers one completion per {@code pending} count. */
 	private static CompletionQueue queue(AtomicInteger pending) {
-		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
-		Context context = mock(Context.class, withSettings().stubOnly());
-		when(context.numCompVectors()).thenReturn(1);
-		when(queue.context()).thenReturn(context);
+		CompletionQueue queue = PollerStubs.queue(null);
 		WorkCompletion completion = mock(WorkCompletion.class, withSettings().stubOnly());
 		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
 			if (pending.get() <= 0) {

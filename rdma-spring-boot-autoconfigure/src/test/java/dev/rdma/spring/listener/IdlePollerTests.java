@@ -1,22 +1,14 @@
 package dev.rdma.spring.listener;
 
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
 
-import dev.rdma.verbs.CompletionHandler;
 import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.WorkCompletionBuffer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.mockito.ArgumentMatchers.any;
-import static org.mockito.Mockito.mock;
-import static org.mockito.Mockito.when;
-import static org.mockito.Mockito.withSettings;
 
 /**
  * An idle queue without a completion channel is not busy-polled unless busy mode is asked
@@ -27,48 +19,19 @@ class IdlePollerTests {
 
 	private static final Duration WATCH = Duration.ofMillis(600);
 
-	/** An idle queue without a channel (a stub: a busy poller would fill a mock). */
-	private static CompletionQueue idleQueue(AtomicLong polls) {
-		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
-		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
-			polls.incrementAndGet();
-			return 0;
-		});
-		return queue;
-	}
-
-	/** Polls and CPU nanoseconds of the poller over {@link #WATCH}, after a warm-up. */
-	private static long[] watch(CompletionQueueListenerContainer container, AtomicLong polls) throws Exception {
-		ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-		container.start();
-		try {
-			Thread.sleep(100); // past the spin and the first pauses
-			Thread thread = container.thread();
-			assertThat(thread).isNotNull();
-			long polls0 = polls.get();
-			long cpu0 = threads.getThreadCpuTime(thread.threadId());
-			Thread.sleep(WATCH.toMillis());
-			return new long[] { polls.get() - polls0, threads.getThreadCpuTime(thread.threadId()) - cpu0 };
-		}
-		finally {
-			assertThat(container.stop(Duration.ofSeconds(5))).as("poller stopped").isTrue();
-		}
-	}
+	/** Past the spin and the first pauses. */
+	private static final Duration WARM_UP = Duration.ofMillis(100);
 
 	private static CompletionQueueListenerContainer container(CompletionQueue queue, PollerSettings settings) {
-		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("idle", queue, settings,
-				new CompletionEventRouter());
-		container.setupListener("listener", completion -> {
-		}, false);
-		return container;
+		return PollerStubs.container("idle", queue, settings);
 	}
 
 	@Test
 	void idleQueueWithoutChannelBacksOffByDefault() throws Exception {
 		AtomicLong polls = new AtomicLong();
-		CompletionQueueListenerContainer container = container(idleQueue(polls), PollerSettings.DEFAULTS);
+		CompletionQueueListenerContainer container = container(PollerStubs.idleQueue(polls), PollerSettings.DEFAULTS);
 		assertThat(container.mode()).isEqualTo(PollingMode.BACKOFF);
-		long[] seen = watch(container, polls);
+		long[] seen = PollerStubs.watch(container, polls, WARM_UP, WATCH);
 		// max-sleep 1ms: about 600 polls in 600 ms; a spinning poller makes millions
 		assertThat(seen[0]).as("polls of an idle backoff poller in " + WATCH).isLessThan(5_000);
 		assertThat(Duration.ofNanos(seen[1])).as("CPU time of an idle backoff poller in " + WATCH)
@@ -79,7 +42,7 @@ class IdlePollerTests {
 	void maxSleepBoundsThePause() throws Exception {
 		AtomicLong polls = new AtomicLong();
 		PollerSettings settings = PollerSettings.DEFAULTS.withMaxSleep(Duration.ofMillis(20));
-		long[] seen = watch(container(idleQueue(polls), settings), polls);
+		long[] seen = PollerStubs.watch(container(PollerStubs.idleQueue(polls), settings), polls, WARM_UP, WATCH);
 		// 20 ms pauses: about 30 polls in 600 ms
 		assertThat(seen[0]).isBetween(5L, 200L);
 	}
@@ -96,7 +59,7 @@ class IdlePollerTests {
 	void aStopWakesASleepingPollerInsteadOfWaitingForItsPause() throws Exception {
 		AtomicLong polls = new AtomicLong();
 		PollerSettings settings = PollerSettings.DEFAULTS.withMaxSleep(Duration.ofSeconds(30));
-		CompletionQueueListenerContainer container = container(idleQueue(polls), settings);
+		CompletionQueueListenerContainer container = container(PollerStubs.idleQueue(polls), settings);
 		container.start();
 		boolean stopped = false;
 		try {

@@ -8,15 +8,8 @@ import org.junit.jupiter.api.Test;
 
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
-import dev.rdma.verbs.CompletionHandler;
-import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.WorkCompletionBuffer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.mockito.ArgumentMatchers.any;
-import static org.mockito.Mockito.mock;
-import static org.mockito.Mockito.when;
-import static org.mockito.Mockito.withSettings;
 
 /**
  * Durations too long for {@code Duration.toNanos()} (set programmatically: the properties
@@ -47,16 +40,9 @@ class LongDurationTests {
 	@Test
 	void pollerWithHugeSpinAndMaxSleepStartsAndStops() throws Exception {
 		AtomicLong polls = new AtomicLong();
-		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
-		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
-			polls.incrementAndGet();
-			return 0;
-		});
 		PollerSettings settings = PollerSettings.DEFAULTS.withSpin(HUGE).withMaxSleep(HUGE);
-		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("long", queue, settings,
-				new CompletionEventRouter());
-		container.setupListener("listener", completion -> {
-		}, false);
+		CompletionQueueListenerContainer container = PollerStubs.container("long", PollerStubs.idleQueue(polls),
+				settings);
 		container.start();
 		long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
 		while (polls.get() == 0 && System.nanoTime() < deadline) {

@@ -1,7 +1,5 @@
 package dev.rdma.spring.listener;
 
-import java.lang.management.ManagementFactory;
-import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -10,7 +8,6 @@ import org.junit.jupiter.api.Test;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionHandler;
 import dev.rdma.verbs.CompletionQueue;
-import dev.rdma.verbs.Context;
 import dev.rdma.verbs.Waker;
 import dev.rdma.verbs.WorkCompletionBuffer;
 
@@ -28,43 +25,16 @@ import static org.mockito.Mockito.withSettings;
  */
 class PollLoopPauseTests {
 
-	private static CompletionQueue queueWithChannel(CompletionChannel channel) {
-		CompletionQueue queue = mock(CompletionQueue.class, withSettings().stubOnly());
-		Context context = mock(Context.class, withSettings().stubOnly());
-		when(context.numCompVectors()).thenReturn(1);
-		when(queue.context()).thenReturn(context);
-		when(queue.channel()).thenReturn(channel);
-		return queue;
-	}
-
 	private static CompletionQueueListenerContainer container(CompletionQueue queue, PollerSettings settings) {
-		CompletionQueueListenerContainer container = new CompletionQueueListenerContainer("q", queue, settings,
-				new CompletionEventRouter());
-		container.setupListener("listener", completion -> {
-		}, false);
-		return container;
+		return PollerStubs.container("q", queue, settings);
 	}
 
-	/** Polls and CPU time of the poller over {@code window}, from {@code after} on. */
+	/** {@link PollerStubs#watch}, and the poller stops at once. */
 	private static long[] watch(CompletionQueueListenerContainer container, AtomicLong polls, Duration after,
 			Duration window) throws Exception {
-		ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-		container.start();
-		try {
-			Thread.sleep(after.toMillis());
-			Thread thread = container.thread();
-			assertThat(thread).isNotNull();
-			long polls0 = polls.get();
-			long cpu0 = threads.getThreadCpuTime(thread.threadId());
-			Thread.sleep(window.toMillis());
-			return new long[] { polls.get() - polls0, threads.getThreadCpuTime(thread.threadId()) - cpu0 };
-		}
-		finally {
-			long start = System.nanoTime();
-			assertThat(container.stop(Duration.ofSeconds(5))).as("poller stopped").isTrue();
-			assertThat(Duration.ofNanos(System.nanoTime() - start)).as("the poller stops at once")
-				.isLessThan(Duration.ofMillis(500));
-		}
+		long[] seen = PollerStubs.watch(container, polls, after, window);
+		assertThat(Duration.ofNanos(seen[2])).as("the poller stops at once").isLessThan(Duration.ofMillis(500));
+		return seen;
 	}
 
 	@Test
@@ -74,12 +44,9 @@ class PollLoopPauseTests {
 			Thread.sleep(50); // a wait that ends without an event (timeout, a wake-up)
 			return CompletionChannel.WaitResult.TIMEOUT;
 		});
-		CompletionQueue queue = queueWithChannel(channel);
+		CompletionQueue queue = PollerStubs.queue(channel);
 		AtomicLong polls = new AtomicLong();
-		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
-			polls.incrementAndGet();
-			return 0;
-		});
+		PollerStubs.countPolls(queue, polls);
 		PollerSettings settings = PollerSettings.DEFAULTS.withMode(PollingMode.ADAPTIVE)
 			.withSpin(Duration.ofMillis(100));
 		Duration window = Duration.ofMillis(1000);
@@ -96,7 +63,7 @@ class PollLoopPauseTests {
 		CompletionChannel channel = mock(CompletionChannel.class, withSettings().stubOnly());
 		// an event is pending on the fd for ever (nothing takes it)
 		when(channel.await(anyLong(), any(Waker.class))).thenReturn(CompletionChannel.WaitResult.READY);
-		CompletionQueue queue = queueWithChannel(channel);
+		CompletionQueue queue = PollerStubs.queue(channel);
 		AtomicLong polls = new AtomicLong();
 		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
 			polls.incrementAndGet();

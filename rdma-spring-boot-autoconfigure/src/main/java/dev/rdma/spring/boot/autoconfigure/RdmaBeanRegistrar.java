@@ -3,22 +3,15 @@ package dev.rdma.spring.boot.autoconfigure;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Objects;
 import java.util.Set;
 
-import org.jspecify.annotations.Nullable;
-
-import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
-import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.DestructionAwareBeanPostProcessor;
 import org.springframework.beans.factory.support.AbstractBeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.context.properties.bind.Binder;
-import org.springframework.context.EnvironmentAware;
-import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
@@ -50,7 +43,7 @@ import dev.rdma.verbs.NativeObject;
  * handed to that thread for when its poll has returned ({@link PollerThreads}), since a
  * queue cannot be destroyed from inside its own poll.
  */
-class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
+class RdmaBeanRegistrar extends RdmaRegistrarSupport {
 
 	static final String MONITOR_BEAN_NAME = "rdmaAsyncEventMonitor";
 
@@ -67,20 +60,6 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 	static final Set<String> LATER_BEAN_NAMES = Set.of("rdmaHealthIndicator", "rdmaPollerMetrics",
 			"rdmaConnectionMetrics", "rdmaMemoryMetrics");
 
-	private @Nullable Environment environment;
-
-	private @Nullable BeanFactory beanFactory;
-
-	@Override
-	public void setEnvironment(Environment environment) {
-		this.environment = environment;
-	}
-
-	@Override
-	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-		this.beanFactory = beanFactory;
-	}
-
 	static RdmaProperties bind(Environment environment) {
 		return Binder.get(environment).bind(RdmaProperties.PREFIX, RdmaProperties.class).orElseGet(RdmaProperties::new);
 	}
@@ -90,7 +69,7 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 
 	@Override
 	public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
-		RdmaProperties properties = bind(Objects.requireNonNull(this.environment, "environment"));
+		RdmaProperties properties = bind(environment());
 		RdmaPropertiesValidator.validate(properties,
 				name -> registry.containsBeanDefinition(name) || LATER_BEAN_NAMES.contains(name));
 		if (properties.isRequired()) {
@@ -101,7 +80,7 @@ class RdmaBeanRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAwa
 								+ "rdma link add rxe0 type rxe netdev eth0), or set rdma.required=false to start without RDMA.");
 			}
 		}
-		BeanFactory factory = Objects.requireNonNull(this.beanFactory, "beanFactory");
+		BeanFactory factory = beanFactory();
 		// The registrar's own binding serves registration only (bean names come from the
 		// keys, before any bean
 		// exists); at run time everything reads the one RdmaProperties bean, resources

@@ -1,21 +1,14 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.List;
-import java.util.Objects;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
-import org.jspecify.annotations.Nullable;
 
-import org.springframework.beans.BeansException;
-import org.springframework.beans.factory.BeanFactory;
-import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.RootBeanDefinition;
-import org.springframework.context.EnvironmentAware;
-import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
 import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotationMetadata;
 
@@ -31,7 +24,7 @@ import dev.rdma.spring.annotation.RdmaMessageListenerAnnotationBeanPostProcessor
  * fields, error handler) and one that only checks each {@code @RdmaMessageListener}
  * (parameter, connection), and starts nothing.
  */
-class RdmaConfigurationCheckRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware, BeanFactoryAware {
+class RdmaConfigurationCheckRegistrar extends RdmaRegistrarSupport {
 
 	/** Bean name of the post-processor that checks listeners when RDMA backed off. */
 	static final String LISTENER_CHECK_BEAN_NAME = "rdmaCompletionListenerCheck";
@@ -43,24 +36,10 @@ class RdmaConfigurationCheckRegistrar implements ImportBeanDefinitionRegistrar, 
 
 	private static final Log logger = LogFactory.getLog(RdmaAutoConfiguration.class);
 
-	private @Nullable Environment environment;
-
-	private @Nullable BeanFactory beanFactory;
-
-	@Override
-	public void setEnvironment(Environment environment) {
-		this.environment = environment;
-	}
-
-	@Override
-	public void setBeanFactory(BeanFactory beanFactory) throws BeansException {
-		this.beanFactory = beanFactory;
-	}
-
 	@Override
 	public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
-		Environment env = Objects.requireNonNull(this.environment, "environment");
-		ListableBeanFactory factory = (ListableBeanFactory) Objects.requireNonNull(this.beanFactory, "beanFactory");
+		Environment env = environment();
+		ListableBeanFactory factory = (ListableBeanFactory) beanFactory();
 		boolean configured = RdmaPropertiesBinding.configured(env);
 		boolean required = Boolean.parseBoolean(env.getProperty("rdma.required", "false").trim());
 		// the condition of RdmaAutoConfiguration asks the same question

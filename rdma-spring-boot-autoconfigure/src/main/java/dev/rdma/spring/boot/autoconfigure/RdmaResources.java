@@ -16,6 +16,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.BeanFactory;
 
 import dev.rdma.spring.RdmaConfigurationException;
+import dev.rdma.verbs.BitFlag;
 import dev.rdma.verbs.CompletionChannel;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
@@ -322,7 +323,7 @@ public class RdmaResources {
 		if (config.getType() == QueueType.LEGACY || config.getWcFlags().isEmpty()) {
 			return WcExFlag.STANDARD;
 		}
-		return WcExFlag.mask(config.getWcFlags());
+		return BitFlag.mask(config.getWcFlags());
 	}
 
 	/** The contexts opened so far, by key. */

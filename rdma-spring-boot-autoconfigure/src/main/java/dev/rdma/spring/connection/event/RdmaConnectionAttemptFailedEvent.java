@@ -65,8 +65,8 @@ public class RdmaConnectionAttemptFailedEvent extends RdmaConnectionEvent {
 	}
 
 	@Override
-	public String toString() {
-		return "RdmaConnectionAttemptFailedEvent[" + getConnectionName() + ", attempt " + attempt + ", " + kind + "]";
+	String describe() {
+		return ", attempt " + attempt + ", " + kind;
 	}
 
 }

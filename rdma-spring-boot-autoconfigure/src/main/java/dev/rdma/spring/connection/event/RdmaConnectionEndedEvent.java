@@ -16,7 +16,7 @@ import dev.rdma.spring.connection.RdmaConnection;
  * of the connections (the application context closing, or the connection registry's
  * {@code stop()}) publishes none: the application stopped them itself.
  */
-public class RdmaConnectionEndedEvent extends RdmaConnectionEvent {
+public class RdmaConnectionEndedEvent extends RdmaConnectionPeerEvent {
 
 	@Serial
 	private static final long serialVersionUID = 1L;
@@ -43,10 +43,6 @@ public class RdmaConnectionEndedEvent extends RdmaConnectionEvent {
 
 	}
 
-	private final transient RdmaConnection peer;
-
-	private final @Nullable InetSocketAddress peerAddress;
-
 	private final Cause cause;
 
 	private final String detail;
@@ -57,24 +53,9 @@ public class RdmaConnectionEndedEvent extends RdmaConnectionEvent {
 	 */
 	public RdmaConnectionEndedEvent(RdmaConnection connection, RdmaConnection peer,
 			@Nullable InetSocketAddress peerAddress, Cause cause, String detail) {
-		super(connection);
-		this.peer = peer;
-		this.peerAddress = peerAddress;
+		super(connection, peer, peerAddress);
 		this.cause = cause;
 		this.detail = detail;
-	}
-
-	/**
-	 * The connection that ended, the one its established event carried; closed (sends
-	 * throw {@code ConnectionNotEstablishedException}).
-	 */
-	public RdmaConnection getPeer() {
-		return peer;
-	}
-
-	/** The peer's address, as it was while connected. */
-	public @Nullable InetSocketAddress getPeerAddress() {
-		return peerAddress;
 	}
 
 	/** Why it ended. */
@@ -92,9 +73,8 @@ public class RdmaConnectionEndedEvent extends RdmaConnectionEvent {
 	}
 
 	@Override
-	public String toString() {
-		return "RdmaConnectionEndedEvent[" + getConnectionName() + ", peer " + peerAddress + ", " + cause + " ("
-				+ detail + ")]";
+	String describe() {
+		return super.describe() + ", " + cause + " (" + detail + ")";
 	}
 
 }

@@ -16,14 +16,10 @@ import dev.rdma.spring.connection.RdmaConnection;
  * speaks first to each new peer. Messages the peer sends meanwhile reach the
  * {@code @RdmaMessageListener} on its poller thread, possibly before this event.
  */
-public class RdmaConnectionEstablishedEvent extends RdmaConnectionEvent {
+public class RdmaConnectionEstablishedEvent extends RdmaConnectionPeerEvent {
 
 	@Serial
 	private static final long serialVersionUID = 1L;
-
-	private final transient RdmaConnection peer;
-
-	private final @Nullable InetSocketAddress peerAddress;
 
 	private final @Nullable String deviceName;
 
@@ -33,25 +29,8 @@ public class RdmaConnectionEstablishedEvent extends RdmaConnectionEvent {
 	 */
 	public RdmaConnectionEstablishedEvent(RdmaConnection connection, RdmaConnection peer,
 			@Nullable InetSocketAddress peerAddress, @Nullable String deviceName) {
-		super(connection);
-		this.peer = peer;
-		this.peerAddress = peerAddress;
+		super(connection, peer, peerAddress);
 		this.deviceName = deviceName;
-	}
-
-	/**
-	 * The established connection itself: for a server, the accepted peer (the
-	 * {@code RdmaMessage.connection()} of its messages, one of {@code peers()}); for a
-	 * client, its current connection ({@code peers().get(0)}). Send to it, or
-	 * {@link RdmaConnection#disconnect()} it; it is valid until it ends.
-	 */
-	public RdmaConnection getPeer() {
-		return peer;
-	}
-
-	/** The peer's address (for {@code exchange: out-of-band}, of the exchange). */
-	public @Nullable InetSocketAddress getPeerAddress() {
-		return peerAddress;
 	}
 
 	/** The RDMA device of the connection's queue pair (e.g. {@code mlx5_0}). */
@@ -60,9 +39,8 @@ public class RdmaConnectionEstablishedEvent extends RdmaConnectionEvent {
 	}
 
 	@Override
-	public String toString() {
-		return "RdmaConnectionEstablishedEvent[" + getConnectionName() + ", peer " + peerAddress + " on " + deviceName
-				+ "]";
+	String describe() {
+		return super.describe() + " on " + deviceName;
 	}
 
 }

@@ -46,4 +46,18 @@ public abstract class RdmaConnectionEvent extends ApplicationEvent {
 		return getConnection().name();
 	}
 
+	/**
+	 * The event's class and connection name, followed by what the event adds, such as
+	 * {@code RdmaConnectionGaveUpEvent[orders after 5 attempts]}.
+	 */
+	@Override
+	public String toString() {
+		return getClass().getSimpleName() + "[" + getConnectionName() + describe() + "]";
+	}
+
+	/** What {@link #toString()} writes after the connection's name; empty here. */
+	String describe() {
+		return "";
+	}
+
 }

@@ -40,8 +40,8 @@ public class RdmaConnectionGaveUpEvent extends RdmaConnectionEvent {
 	}
 
 	@Override
-	public String toString() {
-		return "RdmaConnectionGaveUpEvent[" + getConnectionName() + " after " + attempts + " attempts]";
+	String describe() {
+		return " after " + attempts + " attempts";
 	}
 
 }

@@ -77,8 +77,8 @@ public class RdmaPeerRefusedEvent extends RdmaConnectionEvent {
 	}
 
 	@Override
-	public String toString() {
-		return "RdmaPeerRefusedEvent[" + getConnectionName() + ", " + peer + ", " + reason + "]";
+	String describe() {
+		return ", " + peer + ", " + reason;
 	}
 
 }

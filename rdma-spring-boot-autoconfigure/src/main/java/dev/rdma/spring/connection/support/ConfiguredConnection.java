@@ -16,8 +16,6 @@ import org.springframework.context.ApplicationEventPublisher;
 
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
-import dev.rdma.spring.connection.ConnectionStatistics;
-import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.event.RdmaConnectionEndedEvent;
 import dev.rdma.spring.connection.event.RdmaConnectionEvent;
 import dev.rdma.spring.listener.PollerThreads;
@@ -39,13 +37,10 @@ import dev.rdma.verbs.cm.EventChannel;
  * {@link ServerConnection} accepts through a {@link ServerTransport}: rdma_cm, or the TCP
  * exchange of {@code exchange: out-of-band}.
  */
-public abstract sealed class ConfiguredConnection implements RdmaConnection permits ClientConnection, ServerConnection {
+public abstract sealed class ConfiguredConnection extends SettingsConnection
+		permits ClientConnection, ServerConnection {
 
 	private static final Log logger = LogFactory.getLog(ConfiguredConnection.class);
-
-	final ConnectionSettings settings;
-
-	final ConnectionCounters counters = new ConnectionCounters();
 
 	/** How the queue pairs are connected (and how messages name it). */
 	final Exchange exchange;
@@ -89,7 +84,7 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 
 	ConfiguredConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
-		this.settings = settings;
+		super(settings, new ConnectionCounters());
 		this.exchange = Exchange.of(settings);
 		this.sendCq = sendCq;
 		this.receiveCq = receiveCq;
@@ -455,26 +450,6 @@ public abstract sealed class ConfiguredConnection implements RdmaConnection perm
 	@Override
 	public final void read(long remoteOffset, MemorySegment target) {
 		sendTarget().read(remoteOffset, target);
-	}
-
-	@Override
-	public String name() {
-		return settings.name();
-	}
-
-	@Override
-	public boolean isServer() {
-		return settings.server();
-	}
-
-	@Override
-	public int maxMessageSize() {
-		return settings.messageSize();
-	}
-
-	@Override
-	public ConnectionStatistics statistics() {
-		return counters.snapshot();
 	}
 
 	/** Whether the health indicator reports DOWN while not established. */

@@ -18,7 +18,6 @@ import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
-import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.spring.listener.PollerThreads;
@@ -62,7 +61,7 @@ import dev.rdma.verbs.cm.ConnectionId;
  * and every retained message has been released, leave the routers, then destroy the link
  * (id or socket), the QP and the memory regions.
  */
-public final class PeerConnection implements RdmaConnection {
+public final class PeerConnection extends SettingsConnection {
 
 	private static final Log logger = LogFactory.getLog(PeerConnection.class);
 
@@ -85,10 +84,6 @@ public final class PeerConnection implements RdmaConnection {
 			throw new ExceptionInInitializerError(ex);
 		}
 	}
-
-	private final ConnectionSettings settings;
-
-	private final ConnectionCounters counters;
 
 	private final PeerLink link;
 
@@ -150,8 +145,7 @@ public final class PeerConnection implements RdmaConnection {
 	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
 			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
 			List<CompletionRouter> routers, Predicate<PeerConnection> handOver) {
-		this.settings = settings;
-		this.counters = counters;
+		super(settings, counters);
 		this.link = link;
 		this.routers = routers;
 		this.handOver = handOver;
@@ -510,19 +504,9 @@ public final class PeerConnection implements RdmaConnection {
 	// ------------------------------------------------------------------ RdmaConnection
 
 	@Override
-	public String name() {
-		return settings.name();
-	}
-
-	@Override
 	public ConnectionState state() {
 		ConnectionState now = state;
 		return (now == ConnectionState.ESTABLISHED && disconnectRequested.get()) ? ConnectionState.CLOSED : now;
-	}
-
-	@Override
-	public boolean isServer() {
-		return settings.server();
 	}
 
 	@Override
@@ -543,16 +527,6 @@ public final class PeerConnection implements RdmaConnection {
 	@Override
 	public List<RdmaConnection> peers() {
 		return state() == ConnectionState.ESTABLISHED ? List.of(this) : List.of();
-	}
-
-	@Override
-	public int maxMessageSize() {
-		return settings.messageSize();
-	}
-
-	@Override
-	public ConnectionStatistics statistics() {
-		return counters.snapshot();
 	}
 
 	// ------------------------------------------------------------------ one-sided

@@ -5,8 +5,6 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
@@ -23,18 +21,10 @@ import dev.rdma.verbs.WcStatus;
  * {@code message-size}. A write's completion frees its buffer; a READ's is handed to its
  * reader by {@link ReadCompletions}, or frees the buffer of a reader that gave up.
  */
-final class PeerOneSided {
-
-	private static final Log logger = LogFactory.getLog(PeerConnection.class);
+final class PeerOneSided extends PeerPart {
 
 	/** The bits of a wr_id that are the buffer index. */
 	static final long INDEX = (1L << 32) - 1;
-
-	private final PeerConnection peer;
-
-	private final ConnectionSettings settings;
-
-	private final ConnectionCounters counters;
 
 	private final PeerSends sends;
 
@@ -53,9 +43,7 @@ final class PeerOneSided {
 
 	PeerOneSided(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, PeerSends sends,
 			List<CompletionRouter> routers, @Nullable MemoryRegion accessRegion) {
-		this.peer = peer;
-		this.settings = settings;
-		this.counters = counters;
+		super(peer, settings, counters);
 		this.sends = sends;
 		this.routers = routers;
 		this.accessRegion = accessRegion;

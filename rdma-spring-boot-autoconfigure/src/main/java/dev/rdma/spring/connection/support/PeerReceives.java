@@ -4,8 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
@@ -29,15 +27,7 @@ import dev.rdma.verbs.WorkCompletion;
  * ({@code ibv_post_recv} of a list, one doorbell); one released later by the application
  * is posted at once.
  */
-final class PeerReceives {
-
-	private static final Log logger = LogFactory.getLog(PeerConnection.class);
-
-	private final PeerConnection peer;
-
-	private final ConnectionSettings settings;
-
-	private final ConnectionCounters counters;
+final class PeerReceives extends PeerPart {
 
 	private final QueuePair qp;
 
@@ -70,9 +60,7 @@ final class PeerReceives {
 
 	PeerReceives(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
 			MemoryRegion region, @Nullable MessageListenerBinding listener) {
-		this.peer = peer;
-		this.settings = settings;
-		this.counters = counters;
+		super(peer, settings, counters);
 		this.qp = qp;
 		this.region = region;
 		this.listener = listener;

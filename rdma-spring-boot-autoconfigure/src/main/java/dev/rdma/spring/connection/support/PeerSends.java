@@ -7,9 +7,6 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.ReentrantLock;
 
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
-
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.SendQueueFullException;
 import dev.rdma.verbs.MemoryRegion;
@@ -41,15 +38,7 @@ import dev.rdma.verbs.WcStatus;
  * signaled marker after moving the QP to the error state: its flushed completion gives
  * back whatever is left.
  */
-final class PeerSends {
-
-	private static final Log logger = LogFactory.getLog(PeerConnection.class);
-
-	private final PeerConnection peer;
-
-	private final ConnectionSettings settings;
-
-	private final ConnectionCounters counters;
+final class PeerSends extends PeerPart {
 
 	private final QueuePair qp;
 
@@ -108,9 +97,7 @@ final class PeerSends {
 
 	PeerSends(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
 			MemoryRegion region) {
-		this.peer = peer;
-		this.settings = settings;
-		this.counters = counters;
+		super(peer, settings, counters);
 		this.qp = qp;
 		this.region = region;
 		this.buffers = region.buffer();

@@ -30,6 +30,7 @@ import dev.rdma.spring.connection.RdmaConnectionFilter;
 import dev.rdma.spring.config.RdmaListenerEndpoint;
 import dev.rdma.spring.config.RdmaListenerEndpointRegistry;
 import dev.rdma.spring.listener.Deadlines;
+import dev.rdma.spring.listener.Lifecycles;
 import dev.rdma.verbs.CompletionQueue;
 
 /**
@@ -254,17 +255,7 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 		if (running) {
 			return;
 		}
-		List<ConfiguredConnection> started = new ArrayList<>();
-		try {
-			for (ConfiguredConnection c : connections()) {
-				c.start();
-				started.add(c);
-			}
-		}
-		catch (RuntimeException ex) {
-			stop(started);
-			throw ex;
-		}
+		Lifecycles.startAll(connections(), ConfiguredConnection::start, this::stop);
 		running = true;
 	}
 

@@ -4,9 +4,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
@@ -89,21 +93,61 @@ class RdmaConnectionLimitsTests {
 		return ex;
 	}
 
-	@Test
-	void sendDepthAboveMaxQpWrNamesThePropertyTheLimitAndItsSource() {
-		RdmaConfigurationException ex = failure(properties(C + "send-depth=16385"), new FakeDevice());
-		assertThat(ex.property()).isEqualTo(C + "send-depth");
-		assertThat(ex.getMessage())
-			.isEqualTo(C + "send-depth=16385 exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)");
-		assertThat(ex.action()).isEqualTo("Set " + C + "send-depth to at most 16384.");
+	/**
+	 * One limit exceeded: {@code failing} (with {@code others} of the connection) fails
+	 * naming the property, with {@code message} after it and {@code action} (a prefix
+	 * when it ends with "..."), after the device was asked for {@code queries}.
+	 */
+	static Arguments limit(String failing, List<String> others, String message, String action, List<String> queries) {
+		return Arguments.of(failing, others, message, action, queries);
 	}
 
-	@Test
-	void receiveDepthAboveMaxQpWrNamesTheProperty() {
-		RdmaConfigurationException ex = failure(properties(C + "receive-depth=1048576"), new FakeDevice());
-		assertThat(ex.property()).isEqualTo(C + "receive-depth");
-		assertThat(ex.getMessage())
-			.isEqualTo(C + "receive-depth=1048576 exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)");
+	static Stream<Arguments> limitsExceeded() {
+		String byOutOfBand = "exchange=out-of-band";
+		return Stream.of(
+				limit("send-depth=16385", List.of(), " exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)",
+						"Set " + C + "send-depth to at most 16384.", List.of()),
+				limit("receive-depth=1048576", List.of(), " exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)",
+						"Set " + C + "receive-depth to at most 16384.", List.of()),
+				limit("cm.responder-resources=129", List.of(),
+						" exceeds max_qp_rd_atom 128 of device rxe0 (ibv_query_device)",
+						"Set " + C + "cm.responder-resources to at most 128, or to 255 for the device's maximum.",
+						List.of()),
+				limit("cm.initiator-depth=65", List.of(byOutOfBand),
+						" exceeds max_qp_init_rd_atom 64 of device rxe0 (ibv_query_device)",
+						"Set " + C + "cm.initiator-depth to at most 64...", List.of()),
+				limit("out-of-band.port=2", List.of(byOutOfBand),
+						" exceeds the 1 port(s) of device rxe0 (phys_port_cnt, ibv_query_device)",
+						"Set " + C + "out-of-band.port between 1 and 1.", List.of()),
+				limit("out-of-band.path-mtu=2048", List.of(byOutOfBand),
+						" exceeds the active MTU 1024 of port 1 of device rxe0 (active_mtu, ibv_query_port)",
+						"Set " + C + "out-of-band.path-mtu to at most 1024...", List.of("port 1")),
+				limit("out-of-band.gid-index=16", List.of(byOutOfBand),
+						" is beyond the GID table of port 1 of device rxe0 (gid_tbl_len 16, ibv_query_port)",
+						"Set " + C + "out-of-band.gid-index between 0 and 15, or remove...", List.of("port 1")),
+				limit("out-of-band.gid-index=5", List.of(byOutOfBand),
+						" names an empty entry of the GID table of port 1 of device rxe0 (ibv_query_gid)", "...",
+						List.of("port 1", "gid 1/5")));
+	}
+
+	@ParameterizedTest(name = "[{index}] {0}")
+	@MethodSource("limitsExceeded")
+	void aLimitExceededNamesThePropertyTheValueTheLimitAndItsSource(String failing, List<String> others, String message,
+			String action, List<String> queries) {
+		FakeDevice device = new FakeDevice();
+		List<String> connection = new ArrayList<>();
+		others.forEach(o -> connection.add(C + o));
+		connection.add(C + failing);
+		RdmaConfigurationException ex = failure(properties(connection.toArray(String[]::new)), device);
+		assertThat(ex.property()).isEqualTo(C + failing.substring(0, failing.indexOf('=')));
+		assertThat(ex.getMessage()).isEqualTo(C + failing + message);
+		if (action.endsWith("...")) {
+			assertThat(ex.action()).startsWith(action.substring(0, action.length() - 3));
+		}
+		else {
+			assertThat(ex.action()).isEqualTo(action);
+		}
+		assertThat(device.queries).containsExactlyElementsOf(queries);
 	}
 
 	@Test
@@ -115,25 +159,6 @@ class RdmaConnectionLimitsTests {
 	}
 
 	@Test
-	void cmResponderResourcesAboveMaxQpRdAtomFails() {
-		RdmaConfigurationException ex = failure(properties(C + "cm.responder-resources=129"), new FakeDevice());
-		assertThat(ex.property()).isEqualTo(C + "cm.responder-resources");
-		assertThat(ex.getMessage())
-			.isEqualTo(C + "cm.responder-resources=129 exceeds max_qp_rd_atom 128 of device rxe0 (ibv_query_device)");
-		assertThat(ex.action())
-			.isEqualTo("Set " + C + "cm.responder-resources to at most 128, or to 255 for the device's maximum.");
-	}
-
-	@Test
-	void cmInitiatorDepthAboveMaxQpInitRdAtomFailsOutOfBandToo() {
-		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "cm.initiator-depth=65"),
-				new FakeDevice());
-		assertThat(ex.property()).isEqualTo(C + "cm.initiator-depth");
-		assertThat(ex.getMessage())
-			.isEqualTo(C + "cm.initiator-depth=65 exceeds max_qp_init_rd_atom 64 of device rxe0 (ibv_query_device)");
-	}
-
-	@Test
 	void readAtomicDepthsAtTheLimitOrTheDeviceMaximumPass() {
 		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits.check(
 				properties(C + "cm.responder-resources=128", C + "cm.initiator-depth=64"), "nic0", new FakeDevice()));
@@ -142,50 +167,11 @@ class RdmaConnectionLimitsTests {
 	}
 
 	@Test
-	void outOfBandPortBeyondTheDevicesPortsFails() {
-		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.port=2"),
-				new FakeDevice());
-		assertThat(ex.property()).isEqualTo(C + "out-of-band.port");
-		assertThat(ex.getMessage())
-			.isEqualTo(C + "out-of-band.port=2 exceeds the 1 port(s) of device rxe0 (phys_port_cnt, ibv_query_device)");
-		assertThat(ex.action()).isEqualTo("Set " + C + "out-of-band.port between 1 and 1.");
-	}
-
-	@Test
-	void outOfBandPathMtuAboveThePortsActiveMtuFails() {
-		FakeDevice device = new FakeDevice();
-		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.path-mtu=2048"),
-				device);
-		assertThat(ex.property()).isEqualTo(C + "out-of-band.path-mtu");
-		assertThat(ex.getMessage()).isEqualTo(C
-				+ "out-of-band.path-mtu=2048 exceeds the active MTU 1024 of port 1 of device rxe0 (active_mtu, ibv_query_port)");
-		assertThat(ex.action()).startsWith("Set " + C + "out-of-band.path-mtu to at most 1024");
-		assertThat(device.queries).containsExactly("port 1");
+	void outOfBandPathMtuAtOrBelowThePortsActiveMtuPasses() {
 		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
 			.check(properties(C + "exchange=out-of-band", C + "out-of-band.path-mtu=1024"), "nic0", new FakeDevice()));
 		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
 			.check(properties(C + "exchange=out-of-band", C + "out-of-band.path-mtu=512"), "nic0", new FakeDevice()));
-	}
-
-	@Test
-	void outOfBandGidIndexBeyondThePortsGidTableFails() {
-		FakeDevice device = new FakeDevice();
-		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.gid-index=16"),
-				device);
-		assertThat(ex.property()).isEqualTo(C + "out-of-band.gid-index");
-		assertThat(ex.getMessage()).isEqualTo(C
-				+ "out-of-band.gid-index=16 is beyond the GID table of port 1 of device rxe0 (gid_tbl_len 16, ibv_query_port)");
-		assertThat(ex.action()).startsWith("Set " + C + "out-of-band.gid-index between 0 and 15, or remove");
-		assertThat(device.queries).containsExactly("port 1");
-	}
-
-	@Test
-	void outOfBandGidIndexOfAnEmptyEntryFails() {
-		RdmaConfigurationException ex = failure(properties(C + "exchange=out-of-band", C + "out-of-band.gid-index=5"),
-				new FakeDevice());
-		assertThat(ex.property()).isEqualTo(C + "out-of-band.gid-index");
-		assertThat(ex.getMessage()).isEqualTo(C
-				+ "out-of-band.gid-index=5 names an empty entry of the GID table of port 1 of device rxe0 (ibv_query_gid)");
 	}
 
 	@Test

@@ -2,8 +2,12 @@ package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import java.time.Duration;
 
@@ -183,79 +187,58 @@ class RdmaListenerValidationTests {
 		assertThat(NativeObjects.open()).isEqualTo(open);
 	}
 
-	@Test
-	void unknownQueue() {
-		assertListenerFailure("@RdmaCompletionListener UnknownQueue.onCompletion(WorkCompletion) of bean 'first' "
-				+ "listens to queue 'rxx', which is not configured under rdma.completion-queues (configured: [rx, tx])",
-				UnknownQueue.class);
+	static Stream<Arguments> listenerMistakes() {
+		return Stream.of(Arguments
+			.of("unknownQueue", "@RdmaCompletionListener UnknownQueue.onCompletion(WorkCompletion) of bean 'first' "
+					+ "listens to queue 'rxx', which is not configured under rdma.completion-queues (configured: [rx, tx])",
+					new Class<?>[] { UnknownQueue.class }),
+				Arguments.of("twoListenersOnOneQueue",
+						"queue 'rx' has two listeners: @RdmaCompletionListener TwoOnOneQueue.first(WorkCompletion) "
+								+ "of bean 'first' and @RdmaCompletionListener SecondOnSameQueue.second(WorkCompletion) of bean 'second'",
+						new Class<?>[] { TwoOnOneQueue.class, SecondOnSameQueue.class }),
+				Arguments.of("parameterTypeItCannotSupply",
+						"WrongType.onCompletion(String) of bean 'first' takes a String, which a completion "
+								+ "listener cannot supply",
+						new Class<?>[] { WrongType.class }),
+				Arguments.of("batchTrueWithWorkCompletionParameter",
+						"BatchWithSingleParameter.onBatch(WorkCompletion) of bean 'first' is declared batch = true "
+								+ "but its parameter is WorkCompletion, not CompletionBatch",
+						new Class<?>[] { BatchWithSingleParameter.class }),
+				Arguments.of("batchParameterWithoutBatchTrue",
+						"SingleWithBatchParameter.onBatch(CompletionBatch) of bean 'first' takes a CompletionBatch "
+								+ "but is not declared batch = true",
+						new Class<?>[] { SingleWithBatchParameter.class }),
+				Arguments.of("twoParameters",
+						"TwoParameters.onCompletion(WorkCompletion, String) of bean 'first' has 2 parameters",
+						new Class<?>[] { TwoParameters.class }),
+				Arguments.of("fieldTheQueueDoesNotProvide",
+						"FieldNotRequested.onCompletion(WorkCompletion) of bean 'first' reads field "
+								+ "completion-timestamp, but queue 'rx' (type extended) does not provide it "
+								+ "(rdma.completion-queues.rx.wc-flags=[byte-len, qp-num])",
+						new Class<?>[] { FieldNotRequested.class }),
+				Arguments.of("everyMissingFieldIsNamedInTheYamlSpelling",
+						"ThreeFieldsMissing.onCompletion(WorkCompletion) of bean 'first' reads fields "
+								+ "[completion-timestamp, src-qp, flow-tag], but queue 'rx' (type extended) does not provide them "
+								+ "(rdma.completion-queues.rx.wc-flags=[byte-len, qp-num])",
+						new Class<?>[] { ThreeFieldsMissing.class }),
+				Arguments.of("extendedFieldOnLegacyQueue",
+						"reads field flow-tag, but queue 'tx' (type legacy) does not provide it",
+						new Class<?>[] { FieldOnLegacy.class }),
+				Arguments.of("unknownErrorHandler",
+						"UnknownErrorHandler.onCompletion(WorkCompletion) of bean 'first' names errorHandler "
+								+ "'noSuchHandler', which is not a RdmaCompletionErrorHandler bean",
+						new Class<?>[] { UnknownErrorHandler.class }),
+				Arguments.of("staticListener", "StaticListener.onCompletion(WorkCompletion) of bean 'first' is static",
+						new Class<?>[] { StaticListener.class }));
 	}
 
-	@Test
-	void twoListenersOnOneQueue() {
-		assertListenerFailure(
-				"queue 'rx' has two listeners: @RdmaCompletionListener TwoOnOneQueue.first(WorkCompletion) "
-						+ "of bean 'first' and @RdmaCompletionListener SecondOnSameQueue.second(WorkCompletion) of bean 'second'",
-				TwoOnOneQueue.class, SecondOnSameQueue.class);
-	}
-
-	@Test
-	void parameterTypeItCannotSupply() {
-		assertListenerFailure("WrongType.onCompletion(String) of bean 'first' takes a String, which a completion "
-				+ "listener cannot supply", WrongType.class);
-	}
-
-	@Test
-	void batchTrueWithWorkCompletionParameter() {
-		assertListenerFailure(
-				"BatchWithSingleParameter.onBatch(WorkCompletion) of bean 'first' is declared batch = true "
-						+ "but its parameter is WorkCompletion, not CompletionBatch",
-				BatchWithSingleParameter.class);
-	}
-
-	@Test
-	void batchParameterWithoutBatchTrue() {
-		assertListenerFailure(
-				"SingleWithBatchParameter.onBatch(CompletionBatch) of bean 'first' takes a CompletionBatch "
-						+ "but is not declared batch = true",
-				SingleWithBatchParameter.class);
-	}
-
-	@Test
-	void twoParameters() {
-		assertListenerFailure("TwoParameters.onCompletion(WorkCompletion, String) of bean 'first' has 2 parameters",
-				TwoParameters.class);
-	}
-
-	@Test
-	void fieldTheQueueDoesNotProvide() {
-		assertListenerFailure("FieldNotRequested.onCompletion(WorkCompletion) of bean 'first' reads field "
-				+ "completion-timestamp, but queue 'rx' (type extended) does not provide it "
-				+ "(rdma.completion-queues.rx.wc-flags=[byte-len, qp-num])", FieldNotRequested.class);
-	}
-
-	@Test
-	void everyMissingFieldIsNamedInTheYamlSpelling() {
-		assertListenerFailure("ThreeFieldsMissing.onCompletion(WorkCompletion) of bean 'first' reads fields "
-				+ "[completion-timestamp, src-qp, flow-tag], but queue 'rx' (type extended) does not provide them "
-				+ "(rdma.completion-queues.rx.wc-flags=[byte-len, qp-num])", ThreeFieldsMissing.class);
-	}
-
-	@Test
-	void extendedFieldOnLegacyQueue() {
-		assertListenerFailure("reads field flow-tag, but queue 'tx' (type legacy) does not provide it",
-				FieldOnLegacy.class);
-	}
-
-	@Test
-	void unknownErrorHandler() {
-		assertListenerFailure("UnknownErrorHandler.onCompletion(WorkCompletion) of bean 'first' names errorHandler "
-				+ "'noSuchHandler', which is not a RdmaCompletionErrorHandler bean", UnknownErrorHandler.class);
-	}
-
-	@Test
-	void staticListener() {
-		assertListenerFailure("StaticListener.onCompletion(WorkCompletion) of bean 'first' is static",
-				StaticListener.class);
+	/**
+	 * A listener mistake fails startup naming the listener (see assertListenerFailure).
+	 */
+	@ParameterizedTest(name = "[{index}] {0}")
+	@MethodSource("listenerMistakes")
+	void listenerMistakeFailsStartupNamingTheListener(String mistake, String message, Class<?>[] listeners) {
+		assertListenerFailure(message, listeners);
 	}
 
 	@Test

@@ -21,9 +21,7 @@ import dev.rdma.spring.annotation.RdmaCompletionListener;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.connection.RdmaMessage;
 import dev.rdma.verbs.Context;
-import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.NativeObjects;
-import dev.rdma.verbs.Rdma;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.WorkCompletion;
@@ -147,21 +145,6 @@ class RdmaWithoutDeviceTests {
 			});
 	}
 
-	@Test
-	void listenerOnUnknownQueueFailsWithoutDevice() {
-		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
-		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
-			.withBean("listener", UnknownQueueListener.class)
-			.run(context -> {
-				assertThat(context).hasFailed();
-				assertThat(StartupFailures.messages(context.getStartupFailure()))
-					.contains("listens to queue 'rxx', which is not "
-							+ "configured under rdma.completion-queues (configured: [rx])");
-				FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
-				assertThat(analysis.getDescription()).contains("Listener: @RdmaCompletionListener");
-			});
-	}
-
 	static class WrongParameterMessageListener {
 
 		@RdmaMessageListener(connection = "nosuch")
@@ -199,27 +182,6 @@ class RdmaWithoutDeviceTests {
 			"rdma.connections.orders.receive-queue=tx" };
 
 	@Test
-	void messageListenerWithAWrongParameterFailsWithoutDevice() {
-		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
-		runner.withPropertyValues(ORDERS).withBean("listener", WrongParameterMessageListener.class).run(context -> {
-			assertThat(context).hasFailed();
-			assertThat(StartupFailures.messages(context.getStartupFailure()))
-				.contains("@RdmaMessageListener WrongParameterMessageListener.on(String) of bean 'listener' must "
-						+ "take exactly one RdmaMessage parameter");
-		});
-	}
-
-	@Test
-	void messageListenerOnAnUnknownConnectionFailsWithoutDevice() {
-		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
-		runner.withPropertyValues(ORDERS).withBean("listener", UnknownConnectionMessageListener.class).run(context -> {
-			assertThat(context).hasFailed();
-			assertThat(StartupFailures.messages(context.getStartupFailure()))
-				.contains("listens to connection 'nosuch', which is not configured (rdma.connections: [orders])");
-		});
-	}
-
-	@Test
 	void goodMessageListenerStartsWithoutDevice() {
 		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
 		runner.withPropertyValues(ORDERS)
@@ -227,32 +189,66 @@ class RdmaWithoutDeviceTests {
 			.run(context -> assertThat(context).hasNotFailed());
 	}
 
-	@Test
-	void unknownErrorHandlerFailsWithoutDevice() {
+	private static final String[] RX = { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64" };
+
+	private static final String UNKNOWN_QUEUE = "listens to queue 'rxx', which is not "
+			+ "configured under rdma.completion-queues (configured: [rx])";
+
+	static Stream<Arguments> listenerMistakes() {
+		return Stream.of(
+				Arguments.of("unknown queue", RX, UnknownQueueListener.class, UNKNOWN_QUEUE,
+						"Listener: @RdmaCompletionListener"),
+				Arguments.of("message listener with a wrong parameter", ORDERS, WrongParameterMessageListener.class,
+						"@RdmaMessageListener WrongParameterMessageListener.on(String) of bean 'listener' must "
+								+ "take exactly one RdmaMessage parameter",
+						"@RdmaMessageListener"),
+				Arguments.of("message listener on an unknown connection", ORDERS,
+						UnknownConnectionMessageListener.class,
+						"listens to connection 'nosuch', which is not configured (rdma.connections: [orders])",
+						"@RdmaMessageListener"),
+				Arguments.of("unknown error handler",
+						new String[] { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.tx.entries=64" },
+						UnknownErrorHandlerListener.class,
+						"names errorHandler 'nosuchHandler', which is not a RdmaCompletionErrorHandler bean",
+						"Listener: @RdmaCompletionListener"),
+				Arguments.of("fields the queue lacks",
+						new String[] { "rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.type=extended",
+								"rdma.completion-queues.rx.wc-flags=byte-len" },
+						MissingFieldsListener.class,
+						"reads fields [completion-timestamp, flow-tag], but queue 'rx' (type extended) does not "
+								+ "provide them (rdma.completion-queues.rx.wc-flags=[byte-len])",
+						"Listener: @RdmaCompletionListener"));
+	}
+
+	/**
+	 * A listener mistake fails startup without a device, naming the listener; the failure
+	 * analysis labels a completion listener as one and names a message listener.
+	 */
+	@ParameterizedTest(name = "[{index}] {0}")
+	@MethodSource("listenerMistakes")
+	void listenerMistakeFailsWithoutDevice(String mistake, String[] properties, Class<?> listener, String message,
+			String analysed) {
 		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
-		runner.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.tx.entries=64")
-			.withBean("listener", UnknownErrorHandlerListener.class)
-			.run(context -> {
-				assertThat(context).hasFailed();
-				assertThat(StartupFailures.messages(context.getStartupFailure()))
-					.contains("names errorHandler 'nosuchHandler', which is not a RdmaCompletionErrorHandler bean");
-			});
+		assertListenerFails(runner, properties, listener, message, analysed);
 	}
 
 	@Test
 	void listenerOnUnknownQueueFailsWithoutDeviceUnderLazyInitialization() {
 		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
-		runner
-			.withInitializer(
-					context -> context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor()))
-			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.entries=64")
-			.withBean("listener", UnknownQueueListener.class)
-			.run(context -> {
-				assertThat(context).hasFailed();
-				assertThat(StartupFailures.messages(context.getStartupFailure()))
-					.contains("listens to queue 'rxx', which is not "
-							+ "configured under rdma.completion-queues (configured: [rx])");
-			});
+		assertListenerFails(runner.withInitializer(
+				context -> context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor())), RX,
+				UnknownQueueListener.class, UNKNOWN_QUEUE, "Listener: @RdmaCompletionListener");
+	}
+
+	@SuppressWarnings("unchecked")
+	private static void assertListenerFails(ApplicationContextRunner runner, String[] properties, Class<?> listener,
+			String message, String analysed) {
+		runner.withPropertyValues(properties).withBean("listener", (Class<Object>) listener).run(context -> {
+			assertThat(context).hasFailed();
+			assertThat(StartupFailures.messages(context.getStartupFailure())).contains(message);
+			FailureAnalysis analysis = new RdmaFailureAnalyzer().analyze(context.getStartupFailure());
+			assertThat(analysis.getDescription()).contains(analysed);
+		});
 	}
 
 	@Test
@@ -267,21 +263,6 @@ class RdmaWithoutDeviceTests {
 				ConfigurableListableBeanFactory factory = context.getBeanFactory();
 				assertThat(factory.getBeanDefinition("listener").isLazyInit()).isFalse();
 				assertThat(factory.getBeanDefinition("other").isLazyInit()).as("lazy initialization applies").isTrue();
-			});
-	}
-
-	@Test
-	void listenerReadingFieldsTheQueueLacksFailsWithoutDevice() {
-		assumeThat(DeviceTestSupport.hostHasDevice()).as("host without RDMA device").isFalse();
-		runner
-			.withPropertyValues("rdma.devices.nic0.name=mlx5_0", "rdma.completion-queues.rx.type=extended",
-					"rdma.completion-queues.rx.wc-flags=byte-len")
-			.withBean("listener", MissingFieldsListener.class)
-			.run(context -> {
-				assertThat(context).hasFailed();
-				assertThat(StartupFailures.messages(context.getStartupFailure()))
-					.contains("reads fields [completion-timestamp, flow-tag], but queue 'rx' (type extended) does not "
-							+ "provide them (rdma.completion-queues.rx.wc-flags=[byte-len])");
 			});
 	}
 

@@ -98,8 +98,11 @@ class PeerConnectionTests {
 		return wc;
 	}
 
+	/** Calls of the failure callback of {@link #establishedWithOneSend()}'s peer. */
+	private final AtomicInteger wakeUps = new AtomicInteger();
+
 	/** An established peer with one send in flight (send buffer 0). */
-	private PeerConnection establishedWithOneSend(AtomicInteger wakeUps) {
+	private PeerConnection establishedWithOneSend() {
 		PeerConnection peer = peer(null);
 		peer.onFailure(wakeUps::incrementAndGet);
 		peer.postReceives();
@@ -110,8 +113,7 @@ class PeerConnectionTests {
 
 	@Test
 	void aSendThatFailsWithRetryExceededEndsTheConnectionAndWakesItsOwner() {
-		AtomicInteger wakeUps = new AtomicInteger();
-		PeerConnection peer = establishedWithOneSend(wakeUps);
+		PeerConnection peer = establishedWithOneSend();
 		peer.onCompletion(completion(PeerConnection.SEND, WcStatus.RETRY_EXC_ERR, 0));
 		assertThat(peer.failure()).isEqualTo("RETRY_EXC_ERR");
 		assertThat(peer.state()).isEqualTo(ConnectionState.DISCONNECTED);
@@ -128,8 +130,7 @@ class PeerConnectionTests {
 
 	@Test
 	void aReceiveThatFailsEndsTheConnectionWithItsStatus() {
-		AtomicInteger wakeUps = new AtomicInteger();
-		PeerConnection peer = establishedWithOneSend(wakeUps);
+		PeerConnection peer = establishedWithOneSend();
 		peer.onCompletion(completion(0, WcStatus.LOC_QP_OP_ERR, 0));
 		assertThat(peer.failure()).isEqualTo("LOC_QP_OP_ERR");
 		assertThat(peer.state()).isEqualTo(ConnectionState.DISCONNECTED);
@@ -138,8 +139,7 @@ class PeerConnectionTests {
 
 	@Test
 	void aFlushedCompletionDoesNotEndTheConnection() {
-		AtomicInteger wakeUps = new AtomicInteger();
-		PeerConnection peer = establishedWithOneSend(wakeUps);
+		PeerConnection peer = establishedWithOneSend();
 		peer.onCompletion(completion(PeerConnection.SEND, WcStatus.WR_FLUSH_ERR, 0));
 		peer.onCompletion(completion(0, WcStatus.WR_FLUSH_ERR, 0));
 		assertThat(peer.failure()).isNull();
@@ -150,8 +150,7 @@ class PeerConnectionTests {
 
 	@Test
 	void aFailureAfterThePeerDisconnectedDoesNotEndTheConnectionAgain() {
-		AtomicInteger wakeUps = new AtomicInteger();
-		PeerConnection peer = establishedWithOneSend(wakeUps);
+		PeerConnection peer = establishedWithOneSend();
 		peer.peerDisconnected();
 		peer.onCompletion(completion(PeerConnection.SEND, WcStatus.RETRY_EXC_ERR, 0));
 		assertThat(peer.failure()).isNull();
@@ -186,27 +185,48 @@ class PeerConnectionTests {
 		verify(access).close();
 	}
 
-	@Test
-	void closeWaitsForTheListenerCallBeforeItDestroysTheReceiveBuffers() throws Exception {
-		CountDownLatch inCall = new CountDownLatch(1);
-		CountDownLatch proceed = new CountDownLatch(1);
-		PeerConnection peer = peer(new MessageListenerBinding("listener", (message) -> {
-			inCall.countDown();
-			proceed.await(10, TimeUnit.SECONDS);
-		}));
+	/** A listener whose call signals {@code inCall}, then waits for {@code proceed}. */
+	private static final class HeldListener {
+
+		final CountDownLatch inCall = new CountDownLatch(1);
+
+		final CountDownLatch proceed = new CountDownLatch(1);
+
+		MessageListenerBinding binding() {
+			return new MessageListenerBinding("listener", (message) -> {
+				inCall.countDown();
+				proceed.await(10, TimeUnit.SECONDS);
+			});
+		}
+
+	}
+
+	/**
+	 * Establishes {@code peer} and hands it a received message on a poller thread;
+	 * returns that poller once the listener is in its call.
+	 */
+	private CompletableFuture<Void> deliverOnPoller(PeerConnection peer, HeldListener held) throws Exception {
 		peer.postReceives();
 		peer.established();
-		// the poller: the listener reads the message in the receive buffer
 		WorkCompletion received = completion(0, WcStatus.SUCCESS, 8);
 		CompletableFuture<Void> poller = CompletableFuture.runAsync(() -> peer.onCompletion(received), threads);
-		assertThat(inCall.await(5, TimeUnit.SECONDS)).isTrue();
+		assertThat(held.inCall.await(5, TimeUnit.SECONDS)).isTrue();
+		return poller;
+	}
+
+	@Test
+	void closeWaitsForTheListenerCallBeforeItDestroysTheReceiveBuffers() throws Exception {
+		HeldListener held = new HeldListener();
+		PeerConnection peer = peer(held.binding());
+		// the poller: the listener reads the message in the receive buffer
+		CompletableFuture<Void> poller = deliverOnPoller(peer, held);
 		CompletableFuture<Boolean> close = CompletableFuture
 			.supplyAsync(() -> peer.close(Duration.ofSeconds(2), ConnectionState.CLOSED), threads);
 		verify(qp, timeout(5000).atLeastOnce()).moveToError(); // close is waiting
 		Thread.sleep(300);
 		assertThat(close).isNotDone();
 		verify(receiveRegion, never()).close();
-		proceed.countDown();
+		held.proceed.countDown();
 		assertThat(close.get(5, TimeUnit.SECONDS)).as("drained in time").isTrue();
 		poller.get(5, TimeUnit.SECONDS);
 		verify(receiveRegion).close();
@@ -220,19 +240,11 @@ class PeerConnectionTests {
 	 */
 	@Test
 	void aCloseTakenOverStopsWaitingForThePollersAndLeavesTheDestroyToTheStopper() throws Exception {
-		CountDownLatch inCall = new CountDownLatch(1);
-		CountDownLatch proceed = new CountDownLatch(1);
+		HeldListener held = new HeldListener();
 		AtomicBoolean stopping = new AtomicBoolean();
 		List<PeerConnection> handedOver = new CopyOnWriteArrayList<>();
-		PeerConnection peer = peer(new MessageListenerBinding("listener", (message) -> {
-			inCall.countDown();
-			proceed.await(10, TimeUnit.SECONDS);
-		}), (p) -> stopping.get() && handedOver.add(p));
-		peer.postReceives();
-		peer.established();
-		WorkCompletion received = completion(0, WcStatus.SUCCESS, 8);
-		CompletableFuture<Void> poller = CompletableFuture.runAsync(() -> peer.onCompletion(received), threads);
-		assertThat(inCall.await(5, TimeUnit.SECONDS)).isTrue();
+		PeerConnection peer = peer(held.binding(), (p) -> stopping.get() && handedOver.add(p));
+		CompletableFuture<Void> poller = deliverOnPoller(peer, held);
 		CompletableFuture<Boolean> close = CompletableFuture
 			.supplyAsync(() -> peer.close(Duration.ofSeconds(5), ConnectionState.CLOSED), threads);
 		verify(qp, timeout(5000).atLeastOnce()).moveToError(); // close is waiting for the
@@ -248,7 +260,7 @@ class PeerConnectionTests {
 		verify(qp).close();
 		verify(sendRegion).close();
 		verify(receiveRegion).close();
-		proceed.countDown();
+		held.proceed.countDown();
 		poller.get(5, TimeUnit.SECONDS);
 	}
 

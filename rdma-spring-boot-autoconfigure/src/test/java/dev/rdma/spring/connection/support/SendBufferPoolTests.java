@@ -30,14 +30,9 @@ class SendBufferPoolTests {
 		assertThat(pool.tryAcquire()).isEqualTo(5);
 	}
 
-	@Test
-	void aSenderWaitsForAReleaseUpToItsTimeout() throws Exception {
-		SendBufferPool pool = new SendBufferPool(1);
-		int only = pool.tryAcquire();
-		long start = System.nanoTime();
-		assertThat(pool.acquire(SendBufferPool.nanos(Duration.ofMillis(50)))).isEqualTo(-1);
-		assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
-		CompletableFuture<Integer> waiting = CompletableFuture.supplyAsync(() -> {
+	/** A sender on another thread waiting up to 30 s for a buffer of {@code pool}. */
+	private static CompletableFuture<Integer> acquireOnAnotherThread(SendBufferPool pool) {
+		return CompletableFuture.supplyAsync(() -> {
 			try {
 				return pool.acquire(TimeUnit.SECONDS.toNanos(30));
 			}
@@ -45,6 +40,16 @@ class SendBufferPoolTests {
 				throw new IllegalStateException(ex);
 			}
 		});
+	}
+
+	@Test
+	void aSenderWaitsForAReleaseUpToItsTimeout() throws Exception {
+		SendBufferPool pool = new SendBufferPool(1);
+		int only = pool.tryAcquire();
+		long start = System.nanoTime();
+		assertThat(pool.acquire(SendBufferPool.nanos(Duration.ofMillis(50)))).isEqualTo(-1);
+		assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
+		CompletableFuture<Integer> waiting = acquireOnAnotherThread(pool);
 		Thread.sleep(20);
 		pool.release(only);
 		assertThat(waiting.get(30, TimeUnit.SECONDS)).isEqualTo(only);
@@ -54,14 +59,7 @@ class SendBufferPoolTests {
 	void closingWakesAWaitingSenderAndRefusesLaterOnes() throws Exception {
 		SendBufferPool pool = new SendBufferPool(1);
 		pool.tryAcquire();
-		CompletableFuture<Integer> waiting = CompletableFuture.supplyAsync(() -> {
-			try {
-				return pool.acquire(TimeUnit.SECONDS.toNanos(30));
-			}
-			catch (InterruptedException ex) {
-				throw new IllegalStateException(ex);
-			}
-		});
+		CompletableFuture<Integer> waiting = acquireOnAnotherThread(pool);
 		Thread.sleep(20);
 		pool.close();
 		assertThat(waiting.get(5, TimeUnit.SECONDS)).isEqualTo(-1);
