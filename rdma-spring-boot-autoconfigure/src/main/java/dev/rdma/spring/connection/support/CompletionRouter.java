@@ -83,7 +83,11 @@ public final class CompletionRouter implements ListenerInvoker {
 		for (PeerConnection c : connections) {
 			if (c.qpNum() == qpNum) {
 				c.onCompletion(completion);
-				if (c.scheduleReposts()) {
+				// only a receive's poller gives buffers back, and only it may post them:
+				// a
+				// send queue's poller (another thread when the queues differ) must not
+				// take the receive poller's batch over
+				if (PeerConnection.isReceive(completion.wrId()) && c.scheduleReposts()) {
 					if (repostingCount == reposting.length) {
 						reposting = Arrays.copyOf(reposting, 2 * repostingCount);
 					}

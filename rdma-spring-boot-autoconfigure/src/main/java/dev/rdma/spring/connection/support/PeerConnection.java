@@ -340,6 +340,11 @@ public final class PeerConnection extends SettingsConnection {
 		}
 	}
 
+	/** Whether {@code wrId} is one of this class's receive work requests. */
+	static boolean isReceive(long wrId) {
+		return (wrId & (SEND | ONE_SIDED)) == 0;
+	}
+
 	/**
 	 * True once per batch when receive buffers of this connection wait to be posted
 	 * again: the router then calls {@link #postReposts()} at the batch's end. Poller.
