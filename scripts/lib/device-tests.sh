@@ -25,6 +25,8 @@
 #   DT_AOT_DIR         the lane's AOT cache directory (scripts/test: lane.aot, classpath, scan; ../ready once the host is
 #                      done with it, waited for 300 s at most): when it holds a cache, the device tests run from jars
 #                      of the same classes with it; else (or unset) from the directories of DT_CLASSPATH
+#   DT_DEPLOYMENT_JAR  the sample's jar when this lane runs the three failing starts of docs/deployment.md (in the VM,
+#                      on the two-device tier); unset or empty: it does not
 #   DT_SAMPLE_AOT      a directory of scripts/lib/aot-cache.sh for the sample's jar: when it holds a cache, every
 #                      sample JVM runs the extracted jar with it (same application, cheaper startup); else the jar
 # Exit status: the device tests'.
@@ -214,10 +216,20 @@ if [[ -f "${DT_SAMPLE_JAR:-}" && "${RDMA_TEST_SKIP_SAMPLE:-0}" != 1 ]]; then
         echo "client missing server missing server2 missing traffic missing (no RDMA_DEVICE_A/_B: not the two-device tier)" \
             > "$DT_OUT/sample-two-process.rc"
     fi
-    if [[ -n $SERVICE_PREFIX && -n "${RDMA_DEVICE_B:-}" ]]; then
-        say "deployment failures (docs/deployment.md): memlock 8 MiB, memlock 64 KiB, device files closed, at once"
-        DT_JOPTS=$JOPTS "$(dirname "$0")/deployment-failures.sh" "${sample_run[@]}"
+fi
+
+# the three failing starts of docs/deployment.md (DT_DEPLOYMENT_JAR: the sample's jar, in the lane scripts/test gives
+# them to; with the sample's AOT cache when the host made one)
+if [[ -n $SERVICE_PREFIX && -n "${RDMA_DEVICE_B:-}" && -f "${DT_DEPLOYMENT_JAR:-}" ]]; then
+    wait_for_host
+    deploy_run=()
+    if [[ -n "${DT_SAMPLE_AOT:-}" ]] && flags=$("$(dirname "$0")/aot-cache.sh" flags "$DT_SAMPLE_AOT"); then
+        mapfile -t deploy_run <<< "$flags"
+    else
+        deploy_run=(--enable-native-access=ALL-UNNAMED -jar "$DT_DEPLOYMENT_JAR")
     fi
+    say "deployment failures (docs/deployment.md): memlock 8 MiB, memlock 64 KiB, device files closed, at once"
+    DT_JOPTS=$JOPTS "$(dirname "$0")/deployment-failures.sh" "${deploy_run[@]}"
 fi
 
 # the fresh application of README "Using it in your own application", one jar per Spring Boot version, started

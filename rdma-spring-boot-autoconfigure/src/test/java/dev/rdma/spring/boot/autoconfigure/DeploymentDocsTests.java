@@ -75,7 +75,7 @@ class DeploymentDocsTests {
 				"prlimit --memlock=$1:$1 setpriv --reuid=$DEPLOY_USER", "service_prefix \"$DEPLOY_MEMLOCK_BYTES\"",
 				"chmod \"$DEPLOY_DEVICE_MODE\" $DEPLOY_DEVICE_FILES", "dpkg-query -W $DEPLOY_PACKAGES",
 				"$SERVICE_PREFIX \"$JAVA_HOME/bin/java\"", "export FRESH_APP_PREFIX=$SERVICE_PREFIX",
-				"/deployment-failures.sh\" \"${sample_run[@]}\"");
+				"/deployment-failures.sh\" \"${deploy_run[@]}\"");
 		// the failing starts: as the same user, with the same JVM flags
 		assertThat(Files.readString(DEVICE_TESTS.resolveSibling("deployment-failures.sh"))).contains(
 				". \"$(dirname \"$0\")/deployment.env\"", "prlimit --memlock=$1:$1 setpriv --reuid=$DEPLOY_USER",

@@ -136,7 +136,11 @@ final class HostilePeer implements AutoCloseable {
 		throw new AssertionError("no completion of the hostile operation within " + STEP);
 	}
 
-	private void closeAttempt() {
+	/**
+	 * Ends the current attempt: its id destroyed (a connected one sends the server a
+	 * DREQ) and its QP closed.
+	 */
+	void closeAttempt() {
 		if (id != null) {
 			id.close();
 			id = null;
