@@ -13,11 +13,12 @@ import java.util.Objects;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
 /**
- * Receive posts shared by a {@link QueuePair} ({@code ibv_post_recv}) and a
- * {@link SharedReceiveQueue} ({@code ibv_post_srq_recv}), one work request or a chain,
- * and the finding of {@code bad_wr} in a chain. A chain is linked through the
- * {@code next} pointers of the work requests' own native structs for the call and
- * unlinked afterwards; nothing is allocated.
+ * The posts of work requests, one or a chain, shared by a {@link QueuePair}
+ * ({@code ibv_post_send}, {@code ibv_post_recv}) and a {@link SharedReceiveQueue}
+ * ({@code ibv_post_srq_recv}): the claim, the holds, the call and the finding of
+ * {@code bad_wr} in a chain, around a {@link Preparation} of each kind of work request. A
+ * chain is linked through the {@code next} pointers of the work requests' own native
+ * structs for the call and unlinked afterwards; nothing is allocated.
  */
 final class ChainPosting {
 
@@ -33,13 +34,55 @@ final class ChainPosting {
 		return index < 0 ? "" : " (element " + index + " of the chain)";
 	}
 
-	static void postRecv(NativeObject target, MemorySegment fn, String verb, ReceiveWorkRequest wr) {
+	/**
+	 * What a post does with each work request around the call: {@link #prepare} reads its
+	 * fields once, checks them, holds what it names open and writes its native struct
+	 * ({@code next} NULL; on a throw nothing is held); {@link #release} lets go of what
+	 * prepare held. One instance per kind of post, made once: a post allocates nothing.
+	 */
+	interface Preparation<W extends WorkRequest<W>> {
+
+		/** The offset of {@code next} in the work request's native struct. */
+		long nextOffset();
+
+		void prepare(W wr, String verb, int index);
+
+		void release(W wr);
+
+	}
+
+	/** The receives' preparation: {@code ibv_recv_wr}, a memory region held. */
+	static final Preparation<ReceiveWorkRequest> RECEIVE = new Preparation<>() {
+
+		@Override
+		public long nextOffset() {
+			return RECV_NEXT;
+		}
+
+		@Override
+		public void prepare(ReceiveWorkRequest wr, String verb, int index) {
+			prepareRecv(wr, verb, index);
+		}
+
+		@Override
+		public void release(ReceiveWorkRequest wr) {
+			releaseRecv(wr);
+		}
+
+	};
+
+	/**
+	 * Posts one work request through the provider's {@code fn} ({@code post_send},
+	 * {@code post_recv} or {@code post_srq_recv} of {@code ops}) on {@code target}.
+	 */
+	static <W extends WorkRequest<W>> void post(NativeObject target, MemorySegment fn, String verb, W wr,
+			Preparation<W> preparation) {
 		Objects.requireNonNull(wr, "wr");
 		wr.claim.claim(verb, wr);
 		try {
 			target.acquire();
 			try {
-				prepareRecv(wr, verb, -1);
+				preparation.prepare(wr, verb, -1);
 				try {
 					int rc = (int) Ibverbs.FP_POST.invokeExact(fn, target.handle, wr.wr, wr.badWr);
 					if (rc != 0) {
@@ -47,7 +90,7 @@ final class ChainPosting {
 					}
 				}
 				finally {
-					releaseRecv(wr);
+					preparation.release(wr);
 				}
 			}
 			finally {
@@ -62,28 +105,35 @@ final class ChainPosting {
 		}
 	}
 
-	static void postRecvChain(NativeObject target, MemorySegment fn, String verb, List<ReceiveWorkRequest> wrs) {
+	/**
+	 * Posts {@code wrs} as one chain (linked through their structs' {@code next},
+	 * unlinked afterwards); a refusal names the element {@code bad_wr} points at and that
+	 * the ones before it were posted ({@link ChainPostException}).
+	 */
+	static <W extends WorkRequest<W>> void postChain(NativeObject target, MemorySegment fn, String verb, List<W> wrs,
+			Preparation<W> preparation) {
 		int n = wrs.size();
 		if (n == 0) {
 			throw new IllegalArgumentException(verb + ": the chain of work requests is empty");
 		}
+		long next = preparation.nextOffset();
 		int claimed = 0;
 		int prepared = 0;
 		try {
 			for (; claimed < n; claimed++) {
-				ReceiveWorkRequest wr = Objects.requireNonNull(wrs.get(claimed), "wrs element");
+				W wr = Objects.requireNonNull(wrs.get(claimed), "wrs element");
 				wr.claim.claim(verb, wr);
 			}
 			target.acquire();
 			try {
 				for (; prepared < n; prepared++) {
-					ReceiveWorkRequest wr = wrs.get(prepared);
-					prepareRecv(wr, verb, prepared);
+					W wr = wrs.get(prepared);
+					preparation.prepare(wr, verb, prepared);
 					if (prepared > 0) {
-						wrs.get(prepared - 1).wr.set(ADDRESS, RECV_NEXT, wr.wr);
+						wrs.get(prepared - 1).wr.set(ADDRESS, next, wr.wr);
 					}
 				}
-				ReceiveWorkRequest first = wrs.get(0);
+				W first = wrs.get(0);
 				int rc = (int) Ibverbs.FP_POST.invokeExact(fn, target.handle, first.wr, first.badWr);
 				if (rc != 0) {
 					long bad = first.badWr.get(ADDRESS, 0).address();
@@ -99,9 +149,9 @@ final class ChainPosting {
 			}
 			finally {
 				for (int i = 0; i < prepared; i++) {
-					ReceiveWorkRequest wr = wrs.get(i);
-					wr.wr.set(ADDRESS, RECV_NEXT, MemorySegment.NULL);
-					releaseRecv(wr);
+					W wr = wrs.get(i);
+					wr.wr.set(ADDRESS, next, MemorySegment.NULL);
+					preparation.release(wr);
 				}
 				target.release();
 			}

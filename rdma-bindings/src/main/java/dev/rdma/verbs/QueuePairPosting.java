@@ -1,15 +1,12 @@
 package dev.rdma.verbs;
 
 import dev.rdma.verbs.QueuePair.SendOpcode;
-import dev.rdma.verbs.ffm.Ibverbs;
 import dev.rdma.verbs.ffm.Layouts;
-import dev.rdma.verbs.ffm.Native;
 
 import org.jspecify.annotations.Nullable;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.Objects;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
@@ -30,6 +27,26 @@ final class QueuePairPosting {
 
 	private final MemorySegment postRecvFn;
 
+	/** This QP's send preparation: checked against the QP (type, PD, max_inline_data). */
+	private final ChainPosting.Preparation<SendWorkRequest> sendPreparation = new ChainPosting.Preparation<>() {
+
+		@Override
+		public long nextOffset() {
+			return ChainPosting.SEND_NEXT;
+		}
+
+		@Override
+		public void prepare(SendWorkRequest wr, String verb, int index) {
+			prepareSend(wr, index);
+		}
+
+		@Override
+		public void release(SendWorkRequest wr) {
+			releaseSend(wr);
+		}
+
+	};
+
 	QueuePairPosting(QueuePair qp, MemorySegment context) {
 		this.qp = qp;
 		this.postSendFn = context.get(ADDRESS, Layouts.CONTEXT_POST_SEND);
@@ -37,86 +54,11 @@ final class QueuePairPosting {
 	}
 
 	void postSend(SendWorkRequest wr) {
-		Objects.requireNonNull(wr, "wr");
-		wr.claim.claim("ibv_post_send", wr);
-		try {
-			qp.acquire();
-			try {
-				prepareSend(wr, -1);
-				try {
-					int rc = (int) Ibverbs.FP_POST.invokeExact(postSendFn, qp.handle, wr.wr, wr.badWr);
-					if (rc != 0) {
-						throw new VerbsException("ibv_post_send", rc, qp.describe() + " wr_id " + wr.wrId);
-					}
-				}
-				finally {
-					releaseSend(wr);
-				}
-			}
-			finally {
-				qp.release();
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-		finally {
-			wr.claim.unclaim();
-		}
+		ChainPosting.post(qp, postSendFn, "ibv_post_send", wr, sendPreparation);
 	}
 
 	void postSend(List<SendWorkRequest> wrs) {
-		int n = wrs.size();
-		if (n == 0) {
-			throw new IllegalArgumentException("ibv_post_send: the chain of work requests is empty");
-		}
-		int claimed = 0;
-		int prepared = 0;
-		try {
-			for (; claimed < n; claimed++) {
-				SendWorkRequest wr = Objects.requireNonNull(wrs.get(claimed), "wrs element");
-				wr.claim.claim("ibv_post_send", wr);
-			}
-			qp.acquire();
-			try {
-				for (; prepared < n; prepared++) {
-					SendWorkRequest wr = wrs.get(prepared);
-					prepareSend(wr, prepared);
-					if (prepared > 0) {
-						wrs.get(prepared - 1).wr.set(ADDRESS, ChainPosting.SEND_NEXT, wr.wr);
-					}
-				}
-				SendWorkRequest first = wrs.get(0);
-				int rc = (int) Ibverbs.FP_POST.invokeExact(postSendFn, qp.handle, first.wr, first.badWr);
-				if (rc != 0) {
-					long bad = first.badWr.get(ADDRESS, 0).address();
-					int index = -1;
-					for (int i = 0; i < n && index < 0; i++) {
-						if (wrs.get(i).wr.address() == bad) {
-							index = i;
-						}
-					}
-					throw new ChainPostException("ibv_post_send", rc, index, n, index < 0 ? 0 : wrs.get(index).wrId,
-							qp.describe());
-				}
-			}
-			finally {
-				for (int i = 0; i < prepared; i++) {
-					SendWorkRequest wr = wrs.get(i);
-					wr.wr.set(ADDRESS, ChainPosting.SEND_NEXT, MemorySegment.NULL);
-					releaseSend(wr);
-				}
-				qp.release();
-			}
-		}
-		catch (Throwable t) {
-			throw Native.unchecked(t);
-		}
-		finally {
-			for (int i = 0; i < claimed; i++) {
-				wrs.get(i).claim.unclaim();
-			}
-		}
+		ChainPosting.postChain(qp, postSendFn, "ibv_post_send", wrs, sendPreparation);
 	}
 
 	/**
@@ -211,12 +153,12 @@ final class QueuePairPosting {
 
 	void postRecv(ReceiveWorkRequest wr) {
 		requireOwnReceiveQueue();
-		ChainPosting.postRecv(qp, postRecvFn, "ibv_post_recv", wr);
+		ChainPosting.post(qp, postRecvFn, "ibv_post_recv", wr, ChainPosting.RECEIVE);
 	}
 
 	void postRecv(List<ReceiveWorkRequest> wrs) {
 		requireOwnReceiveQueue();
-		ChainPosting.postRecvChain(qp, postRecvFn, "ibv_post_recv", wrs);
+		ChainPosting.postChain(qp, postRecvFn, "ibv_post_recv", wrs, ChainPosting.RECEIVE);
 	}
 
 	private void requireOwnReceiveQueue() {

@@ -139,7 +139,7 @@ public final class SharedReceiveQueue extends NativeObject {
 	 * @throws VerbsException when the provider refuses it (ENOMEM: the SRQ is full)
 	 */
 	public void postRecv(ReceiveWorkRequest wr) {
-		ChainPosting.postRecv(this, postSrqRecvFn, "ibv_post_srq_recv", wr);
+		ChainPosting.post(this, postSrqRecvFn, "ibv_post_srq_recv", wr, ChainPosting.RECEIVE);
 	}
 
 	/**
@@ -154,7 +154,7 @@ public final class SharedReceiveQueue extends NativeObject {
 	 * one work request appears twice (nothing is posted)
 	 */
 	public void postRecv(List<ReceiveWorkRequest> wrs) {
-		ChainPosting.postRecvChain(this, postSrqRecvFn, "ibv_post_srq_recv", wrs);
+		ChainPosting.postChain(this, postSrqRecvFn, "ibv_post_srq_recv", wrs, ChainPosting.RECEIVE);
 	}
 
 	/**
