@@ -95,6 +95,16 @@ public class RdmaResources {
 		}
 	}
 
+	/**
+	 * The failure of a device whose file this process may not open (the open failed with
+	 * {@code cause}, or {@link RdmaPreflight} found the file closed before the open).
+	 */
+	static RdmaConfigurationException noAccess(String path, String deviceName, @Nullable Throwable cause) {
+		return new RdmaConfigurationException(path,
+				"opening device " + deviceName + " for " + path + " failed: no access to its device file",
+				"Let the process open it: " + DeviceFiles.explainAccess(DeviceFiles.uverbs(deviceName)) + ".", cause);
+	}
+
 	public RdmaProperties properties() {
 		return properties;
 	}
@@ -136,12 +146,7 @@ public class RdmaResources {
 			catch (RdmaException ex) {
 				if (ex instanceof VerbsException v
 						&& DeviceFiles.isAccessDenied(v.errno(), DeviceFiles.uverbs(device.name()))) {
-					throw new RdmaConfigurationException(path,
-							"opening device " + device.name() + " for " + path
-									+ " failed: no access to its device file",
-							"Let the process open it: " + DeviceFiles.explainAccess(DeviceFiles.uverbs(device.name()))
-									+ ".",
-							ex);
+					throw noAccess(path, device.name(), ex);
 				}
 				throw new RdmaConfigurationException(path,
 						"opening device " + device.name() + " for " + path + " failed",

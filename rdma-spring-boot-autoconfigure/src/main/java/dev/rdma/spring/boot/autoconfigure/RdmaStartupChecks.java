@@ -1,6 +1,7 @@
 package dev.rdma.spring.boot.autoconfigure;
 
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -12,6 +13,7 @@ import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.util.ClassUtils;
 
 import dev.rdma.verbs.Context;
+import dev.rdma.verbs.LockedMemory;
 
 /**
  * Checks made before any bean exists (registered in {@code META-INF/spring.factories}, so
@@ -23,7 +25,10 @@ import dev.rdma.verbs.Context;
  * startup fails with a message naming the required version instead;</li>
  * <li>native access: when the JVM does not enable native access for the module of the
  * bindings, one WARN line says exactly what to add (the JDK's own warning follows at the
- * first restricted call, and a later JDK will refuse the call).</li>
+ * first restricted call, and a later JDK will refuse the call);</li>
+ * <li>on Spring Boot 4, the deployment checks of {@code RdmaPreflight} (locked memory,
+ * device files), so that a service that cannot run fails before the context
+ * refreshes.</li>
  * </ul>
  * Uses only types that Spring Boot 3.x has too, so that it can fail there with its
  * message.
@@ -38,6 +43,17 @@ public class RdmaStartupChecks implements ApplicationContextInitializer<Configur
 	/** One native-access warning per JVM, whatever the number of application contexts. */
 	private static final AtomicBoolean nativeAccessWarned = new AtomicBoolean();
 
+	private final Supplier<LockedMemory.Limit> lockedMemoryLimit;
+
+	/** The checks against this process's locked-memory limit. */
+	public RdmaStartupChecks() {
+		this(LockedMemory::current);
+	}
+
+	RdmaStartupChecks(Supplier<LockedMemory.Limit> lockedMemoryLimit) {
+		this.lockedMemoryLimit = lockedMemoryLimit;
+	}
+
 	@Override
 	public void initialize(ConfigurableApplicationContext applicationContext) {
 		checkBootVersion(bootVersion());
@@ -45,6 +61,7 @@ public class RdmaStartupChecks implements ApplicationContextInitializer<Configur
 		if (advice != null && nativeAccessWarned.compareAndSet(false, true)) {
 			logger.warn(advice);
 		}
+		RdmaPreflight.check(applicationContext.getEnvironment(), this.lockedMemoryLimit);
 	}
 
 	/**
