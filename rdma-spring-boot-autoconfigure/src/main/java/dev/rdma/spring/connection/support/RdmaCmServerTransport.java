@@ -3,6 +3,8 @@ package dev.rdma.spring.connection.support;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
@@ -16,7 +18,6 @@ import dev.rdma.verbs.cm.CmEventType;
 import dev.rdma.verbs.cm.ConnectionId;
 import dev.rdma.verbs.cm.EventChannel;
 
-import static dev.rdma.spring.connection.support.ConfiguredConnection.expect;
 import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
 
 /**
@@ -29,8 +30,16 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
  * <p>
  * One accept: a new {@link PeerConnection} for the request's id (QP on the application's
  * queues) moved to INIT with every receive buffer posted, then RTR and RTS with the CM's
- * attributes, {@code rdma_accept} with the configured parameters, ESTABLISHED within
- * {@code connect-timeout}. One more than {@code max-peers} is rejected.
+ * attributes, {@code rdma_accept} with the configured parameters. It does not wait for
+ * ESTABLISHED: the peer is then pending, and the thread goes on reading requests. Each
+ * wait of {@link #awaitRequests} looks at every pending peer's id: ESTABLISHED hands the
+ * peer to {@link ServerConnection#established}; an error event (REJECTED,
+ * DISCONNECTED...), or no ESTABLISHED within {@code connect-timeout} (a half-open peer:
+ * connect request, never RTU), drops it with everything made for it (QP, buffers,
+ * regions, the id, whose destruction rejects the peer) through
+ * {@link ServerConnection#acceptFailed}. Pending peers count against {@code max-peers}
+ * ({@link #pendingPeers}): a flood of half-open peers holds at most that many accepts,
+ * each for at most {@code connect-timeout}, and delays no other peer's accept.
  */
 final class RdmaCmServerTransport implements ServerTransport {
 
@@ -40,8 +49,17 @@ final class RdmaCmServerTransport implements ServerTransport {
 
 	private volatile @Nullable ConnectionId listener;
 
-	/** The request id of the accept in progress (woken by {@link #wakeUp}). */
-	private volatile @Nullable ConnectionId accepting;
+	/** How long a wait for requests lasts while peers are pending (their ESTABLISHED). */
+	private static final Duration PENDING_POLL = Duration.ofMillis(20);
+
+	/**
+	 * Accepted peers waiting for ESTABLISHED, in accept order (the accepting thread adds
+	 * and takes them; {@link #close} takes those left). Guarded by itself.
+	 */
+	private final List<CmRequest> pending = new ArrayList<>();
+
+	/** Set by {@link #close}: no peer is made pending any more. Guarded by pending. */
+	private boolean closed;
 
 	@Override
 	public void listen(ServerConnection server) {
@@ -103,7 +121,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 		}
 		CmEvent e;
 		try {
-			e = id.getEvent(Duration.ofMillis(100));
+			e = id.getEvent(pendingPeers() > 0 ? PENDING_POLL : Duration.ofMillis(100));
 		}
 		catch (IllegalStateException closed) {
 			return false;
@@ -123,18 +141,60 @@ final class RdmaCmServerTransport implements ServerTransport {
 						+ " was removed; no more peers are accepted");
 			}
 		}
+		checkPending(server);
 		return true;
 	}
 
 	@Override
-	public void wakeUp() {
-		peerEnded(); // ends the listener's wait
-		// an accept waits on its request id (rdma_accept, then ESTABLISHED): its wake-up
-		// is sticky, so an accept that has not begun to wait yet ends at its first wait
-		ConnectionId request = accepting;
-		if (request != null) {
-			request.wakeUp();
+	public int pendingPeers() {
+		synchronized (pending) {
+			return pending.size();
 		}
+	}
+
+	/**
+	 * Hands each pending peer whose ESTABLISHED arrived to the server, and drops each one
+	 * whose id had an error event or whose {@code connect-timeout} passed.
+	 */
+	private void checkPending(ServerConnection server) {
+		List<CmRequest> now;
+		synchronized (pending) {
+			if (pending.isEmpty()) {
+				return;
+			}
+			now = new ArrayList<>(pending);
+		}
+		for (CmRequest r : now) {
+			RuntimeException failure = null;
+			boolean established = false;
+			try {
+				established = r.established();
+			}
+			catch (RuntimeException ex) {
+				failure = ex;
+			}
+			if (!established && failure == null) {
+				continue;
+			}
+			synchronized (pending) {
+				if (!pending.remove(r)) {
+					continue; // taken by close (stopping)
+				}
+			}
+			PeerConnection peer = r.peer();
+			if (failure == null && peer != null) {
+				server.established(r, peer);
+			}
+			else {
+				server.acceptFailed(r, (failure != null) ? failure
+						: new AttemptFailedException("ERROR", "rdma_accept from " + r.from() + ": no peer made"));
+			}
+		}
+	}
+
+	@Override
+	public void wakeUp() {
+		peerEnded(); // ends the listener's wait (an accept never waits for its peer)
 	}
 
 	@Override
@@ -172,6 +232,16 @@ final class RdmaCmServerTransport implements ServerTransport {
 
 	@Override
 	public void close() {
+		// the peers still pending: dropped with everything made for them
+		List<CmRequest> left;
+		synchronized (pending) {
+			closed = true;
+			left = new ArrayList<>(pending);
+			pending.clear();
+		}
+		for (CmRequest r : left) {
+			r.close();
+		}
 		ConnectionId id = listener;
 		if (id != null) {
 			id.close();
@@ -189,6 +259,9 @@ final class RdmaCmServerTransport implements ServerTransport {
 	private final class CmRequest extends PendingPeer implements Request {
 
 		private final ConnectionId request;
+
+		/** When a pending accept gives up waiting for ESTABLISHED. */
+		private long deadline;
 
 		CmRequest(ServerConnection server, ConnectionId request) {
 			super(server);
@@ -226,29 +299,66 @@ final class RdmaCmServerTransport implements ServerTransport {
 			reject(rejectData);
 		}
 
+		/**
+		 * Everything up to {@code rdma_accept}, without waiting for ESTABLISHED: the peer
+		 * is pending from then on ({@link #checkPending}), and null is returned.
+		 */
 		@Override
-		public PeerConnection accept(long deadline) {
-			accepting = request;
-			try {
-				// after publishing the id: a stop that did not see it has cleared running
-				if (!connection.running()) {
+		public @Nullable PeerConnection accept(long deadline) {
+			if (!connection.running()) {
+				throw new AttemptFailedException("STOPPED", "rdma_accept from " + request.peerAddress() + ": stopping");
+			}
+			this.deadline = deadline;
+			PeerConnection peer = newPeer(request);
+			QueuePair qp = peer.queuePair();
+			request.moveQueuePair(qp, QueuePair.State.INIT);
+			peer.postReceives();
+			request.moveQueuePair(qp, QueuePair.State.RTR);
+			request.moveQueuePair(qp, QueuePair.State.RTS);
+			CmEvent connectRequest = request.request();
+			peer.remoteRegion((connectRequest != null) ? RemoteRegion.parse(connectRequest.privateData()) : null);
+			synchronized (pending) {
+				// under the lock: a close (stopping) that took the pending peers has
+				// set closed, and this one is dropped by the caller
+				if (closed) {
 					throw new AttemptFailedException("STOPPED",
 							"rdma_accept from " + request.peerAddress() + ": stopping");
 				}
-				PeerConnection peer = newPeer(request);
-				QueuePair qp = peer.queuePair();
-				request.moveQueuePair(qp, QueuePair.State.INIT);
-				peer.postReceives();
-				request.moveQueuePair(qp, QueuePair.State.RTR);
-				request.moveQueuePair(qp, QueuePair.State.RTS);
-				CmEvent connectRequest = request.request();
-				peer.remoteRegion((connectRequest != null) ? RemoteRegion.parse(connectRequest.privateData()) : null);
 				request.accept(qp, settings.cm(), peer.privateData());
-				expect(request, "rdma_accept from " + request.peerAddress(), deadline, CmEventType.ESTABLISHED);
-				return peer;
+				pending.add(this);
 			}
-			finally {
-				accepting = null;
+			return null;
+		}
+
+		/**
+		 * Whether ESTABLISHED arrived on the id (events that do not matter are skipped).
+		 * @throws AttemptFailedException on an error event, a closed id, or when
+		 * {@code connect-timeout} passed without it
+		 */
+		boolean established() {
+			while (true) {
+				CmEvent e;
+				try {
+					e = request.getEvent(Duration.ZERO);
+				}
+				catch (IllegalStateException ex) {
+					throw new AttemptFailedException("CLOSED",
+							"rdma_accept from " + request.peerAddress() + ": " + ex.getMessage(), ex);
+				}
+				if (e == null) {
+					if (System.nanoTime() - deadline >= 0) {
+						throw new AttemptFailedException("TIMEOUT", "rdma_accept from " + request.peerAddress()
+								+ ": no " + List.of(CmEventType.ESTABLISHED) + " in time");
+					}
+					return false;
+				}
+				if (e.type() == CmEventType.ESTABLISHED) {
+					return true;
+				}
+				if (e.type() != CmEventType.ADDR_CHANGE && e.type() != CmEventType.TIMEWAIT_EXIT) {
+					throw new AttemptFailedException(e.type().name(),
+							"rdma_accept from " + request.peerAddress() + ": " + e.text() + ", " + e.statusText());
+				}
 			}
 		}
 

@@ -24,7 +24,9 @@ import dev.rdma.verbs.CompletionQueue;
  * ms, notices each peer's end, for as long as the application runs. How it listens,
  * accepts one peer and notices its end is its {@link ServerTransport}'s: rdma_cm
  * ({@link RdmaCmServerTransport}) or the TCP exchange of {@code exchange: out-of-band}
- * ({@link OutOfBandServerTransport}).
+ * ({@link OutOfBandServerTransport}). Peers being accepted (rdma_cm: accepted, waiting
+ * for ESTABLISHED, {@link ServerTransport#pendingPeers}) count against {@code max-peers};
+ * the thread does not wait for them, so a half-open peer holds up no other peer's accept.
  *
  * <p>
  * <b>A peer's end</b> (an rdma_cm event, the out-of-band link's end, or a failed
@@ -109,18 +111,38 @@ public final class ServerConnection extends ConfiguredConnection {
 		if (!request.admitted() && refused(request)) {
 			return;
 		}
-		if (peers.size() >= settings.maxPeers()) {
+		int pending = transport.pendingPeers();
+		if (peers.size() + pending >= settings.maxPeers()) {
 			counters.connectionError("MAX_PEERS");
 			counters.reject(RdmaPeerRefusedEvent.Reason.MAX_PEERS);
-			String detail = settings.maxPeers() + " peer(s) connected (rdma.connections." + name() + ".max-peers)";
+			String detail = settings.maxPeers() + " peer(s) connected" + ((pending > 0) ? " or being accepted" : "")
+					+ " (rdma.connections." + name() + ".max-peers)";
 			logRefusal("RDMA connection '" + name() + "' " + request.refusal() + ": " + detail);
+			String from = request.from(); // before the turn-away closes the request's id
 			request.turnAway();
-			publish(new RdmaPeerRefusedEvent(this, request.from(), RdmaPeerRefusedEvent.Reason.MAX_PEERS, detail));
+			publish(new RdmaPeerRefusedEvent(this, from, RdmaPeerRefusedEvent.Reason.MAX_PEERS, detail));
 			return;
 		}
 		PeerConnection peer;
 		try {
 			peer = request.accept(Deadlines.after(settings.connectTimeout()));
+		}
+		catch (RuntimeException ex) {
+			acceptFailed(request, ex);
+			return;
+		}
+		if (peer != null) {
+			established(request, peer);
+		}
+		// else pending: the transport hands it to established or acceptFailed
+	}
+
+	/**
+	 * The accept of {@code request} made {@code peer}, connected: listed (unless stopping
+	 * began), logged and published.
+	 */
+	void established(ServerTransport.Request request, PeerConnection peer) {
+		try {
 			peer.onFailure(transport::peerEnded);
 			peer.established();
 			if (!addPeer(peer)) {
@@ -135,18 +157,27 @@ public final class ServerConnection extends ConfiguredConnection {
 					+ " on " + peer.deviceName());
 		}
 		catch (RuntimeException ex) {
-			counters.connectionError(kindOf(ex));
-			String from = request.from();
-			request.close();
-			if (running()) {
-				logger.warn("RDMA connection '" + name() + "': accepting a peer from " + from + " failed: "
-						+ ex.getMessage());
-				publish(new RdmaPeerRefusedEvent(this, from, RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED,
-						String.valueOf(ex.getMessage())));
-			}
+			acceptFailed(request, ex);
 			return;
 		}
 		publish(new RdmaConnectionEstablishedEvent(this, peer, peer.peerAddress(), peer.deviceName()));
+	}
+
+	/**
+	 * The accept of {@code request} failed (or its peer never completed the handshake in
+	 * {@code connect-timeout}): what it made is released, the failure counted, logged at
+	 * a bounded rate and published as refused ({@code ACCEPT_FAILED}).
+	 */
+	void acceptFailed(ServerTransport.Request request, RuntimeException ex) {
+		counters.connectionError(kindOf(ex));
+		String from = request.from();
+		request.close();
+		if (running()) {
+			logRefusal(
+					"RDMA connection '" + name() + "': accepting a peer from " + from + " failed: " + ex.getMessage());
+			publish(new RdmaPeerRefusedEvent(this, from, RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED,
+					String.valueOf(ex.getMessage())));
+		}
 	}
 
 	/**

@@ -59,7 +59,15 @@ sealed interface ServerTransport permits RdmaCmServerTransport, OutOfBandServerT
 	/** A peer as the log names it. */
 	String describe(PeerConnection peer);
 
-	/** Closes the listener (stopping, after the peers). */
+	/**
+	 * Peers accepted and not yet connected, which count against {@code max-peers} (an
+	 * rdma_cm accept waiting for ESTABLISHED); none by default.
+	 */
+	default int pendingPeers() {
+		return 0;
+	}
+
+	/** Closes the listener (stopping, after the peers), and drops every pending peer. */
 	void close();
 
 	/** The RDMA device of the listener, or null when not listening. */
@@ -107,11 +115,15 @@ sealed interface ServerTransport permits RdmaCmServerTransport, OutOfBandServerT
 
 		/**
 		 * A new {@link PeerConnection} connected to the peer by {@code deadline}
-		 * ({@link System#nanoTime()}).
+		 * ({@link System#nanoTime()}), or null when the accept goes on without blocking
+		 * (rdma_cm: until ESTABLISHED): the transport then hands the peer to
+		 * {@link ServerConnection#established} or the failure to
+		 * {@link ServerConnection#acceptFailed} by {@code deadline}, counting it in
+		 * {@link ServerTransport#pendingPeers} meanwhile.
 		 * @throws RuntimeException when accepting failed ({@link #close} releases what it
 		 * made)
 		 */
-		PeerConnection accept(long deadline);
+		@Nullable PeerConnection accept(long deadline);
 
 		/** Releases what a failed accept made: its peer connection, or the request. */
 		void close();
