@@ -145,6 +145,10 @@ public class ConnectionProperties {
 	@NestedConfigurationProperty
 	private final OutOfBandProperties outOfBand = new OutOfBandProperties();
 
+	/** Server: one shared receive queue for all peers (shared-receive-queue.enabled). */
+	@NestedConfigurationProperty
+	private final SharedReceiveQueueProperties sharedReceiveQueue = new SharedReceiveQueueProperties();
+
 	public @Nullable String getListen() {
 		return listen;
 	}
@@ -307,6 +311,10 @@ public class ConnectionProperties {
 
 	public OutOfBandProperties getOutOfBand() {
 		return outOfBand;
+	}
+
+	public SharedReceiveQueueProperties getSharedReceiveQueue() {
+		return sharedReceiveQueue;
 	}
 
 }

@@ -25,9 +25,10 @@ import dev.rdma.verbs.LockedMemory;
  * power of two, times 64-byte CQEs).</li>
  * </ul>
  * The rings are an upper estimate of what hardware providers (mlx5) pin in user memory;
- * Soft-RoCE (rxe) keeps them in kernel memory and pins only the memory regions. A shared
- * receive queue adds a part of its own (kind {@code shared-receive-queue}, counted once
- * per owner rather than per peer): {@link #add(Part)}.
+ * Soft-RoCE (rxe) keeps them in kernel memory and pins only the memory regions. A server
+ * with {@code shared-receive-queue.enabled} has no receive buffers per peer: its shared
+ * receive queue is a part of its own (kind {@code shared-receive-queue}, counted once,
+ * not per peer: {@code depth × message-size} and its ring, {@code depth} receive WQEs).
  * <p>
  * {@link #check} compares the total with a {@link LockedMemory.Limit}: it fails startup
  * ({@link RdmaConfigurationException}, both numbers, the property that drives the total
@@ -52,8 +53,8 @@ public final class PinnedMemory {
 	/**
 	 * One part of the total.
 	 *
-	 * @param kind {@code connection}, {@code completion-queue} (later
-	 * {@code shared-receive-queue})
+	 * @param kind {@code connection}, {@code completion queue} or
+	 * {@code shared-receive-queue}
 	 * @param name the key under {@code rdma.*}
 	 * @param property the property whose value drives the part most (what to lower)
 	 * @param each bytes of one instance (one peer of a connection), whole pages
@@ -81,7 +82,12 @@ public final class PinnedMemory {
 	/** The parts of {@code properties}: its connections, then its completion queues. */
 	public static PinnedMemory of(RdmaProperties properties) {
 		PinnedMemory memory = new PinnedMemory();
-		properties.getConnections().forEach((key, c) -> memory.add(connection(key, c)));
+		properties.getConnections().forEach((key, c) -> {
+			memory.add(connection(key, c));
+			if (sharedReceiveQueue(c)) {
+				memory.add(sharedReceiveQueue(key, c));
+			}
+		});
 		properties.getCompletionQueues().forEach((key, q) -> memory.add(queue(key, q)));
 		return memory;
 	}
@@ -97,16 +103,18 @@ public final class PinnedMemory {
 	static Part connection(String key, ConnectionProperties c) {
 		String path = RdmaConnectionProperties.CONNECTIONS + key;
 		long message = Math.max(0, c.getMessageSize());
-		int receiveBuffers = c.getReceiveBuffers() != null ? c.getReceiveBuffers() : c.getReceiveDepth();
+		boolean shared = sharedReceiveQueue(c);
+		// on a shared receive queue a peer has no receive buffers (nor receive ring)
+		int receiveBuffers = shared ? 0 : (c.getReceiveBuffers() != null ? c.getReceiveBuffers() : c.getReceiveDepth());
 		long send = LockedMemory.pages(message * Math.max(0, c.getSendDepth()));
 		long receive = LockedMemory.pages(message * Math.max(0, receiveBuffers));
 		long access = LockedMemory.pages(Math.max(0, c.getRemoteAccessSize().toBytes()));
 		long rings = LockedMemory.pages((long) powerOfTwo(c.getSendDepth()) * SEND_WQE_BYTES
-				+ (long) powerOfTwo(c.getReceiveDepth()) * RECEIVE_WQE_BYTES);
+				+ (shared ? 0 : (long) powerOfTwo(c.getReceiveDepth()) * RECEIVE_WQE_BYTES));
 		StringBuilder detail = new StringBuilder().append(c.getSendDepth())
 			.append(" send and ")
 			.append(receiveBuffers)
-			.append(" receive buffers of ")
+			.append(shared ? " receive buffers (shared receive queue) of " : " receive buffers of ")
 			.append(LockedMemory.bytes(message))
 			.append(" (")
 			.append(LockedMemory.bytes(send))
@@ -121,6 +129,27 @@ public final class PinnedMemory {
 		boolean server = c.getListen() != null;
 		return new Part("connection", key, property, send + receive + access + rings,
 				server ? Math.max(1, c.getMaxPeers()) : 1, detail.toString());
+	}
+
+	/** Whether {@code c} is a server whose peers share one receive queue. */
+	private static boolean sharedReceiveQueue(ConnectionProperties c) {
+		return c.getListen() != null && c.getSharedReceiveQueue().isEnabled();
+	}
+
+	/**
+	 * The shared receive queue of server {@code key}: its buffers and its ring, once for
+	 * all its peers.
+	 */
+	static Part sharedReceiveQueue(String key, ConnectionProperties c) {
+		String path = RdmaConnectionProperties.CONNECTIONS + key + ".shared-receive-queue.depth";
+		int depth = Math.max(0, c.getSharedReceiveQueue().getDepth());
+		long message = Math.max(0, c.getMessageSize());
+		long buffers = LockedMemory.pages(message * depth);
+		long ring = LockedMemory.pages((long) powerOfTwo(depth) * RECEIVE_WQE_BYTES);
+		return new Part("shared-receive-queue", key, path, buffers + ring, 1,
+				depth + " receive buffers of " + LockedMemory.bytes(message) + " (" + LockedMemory.bytes(buffers)
+						+ ") for all " + Math.max(1, c.getMaxPeers()) + " peers, ring " + LockedMemory.bytes(ring)
+						+ " (estimate)");
 	}
 
 	static Part queue(String key, CompletionQueueProperties q) {

@@ -15,6 +15,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.InitializingBean;
 
+import dev.rdma.spring.connection.support.SharedReceives;
 import dev.rdma.verbs.AsyncEvent;
 import dev.rdma.verbs.AsyncEventType;
 import dev.rdma.verbs.Context;
@@ -23,9 +24,10 @@ import dev.rdma.verbs.Context;
  * One platform thread per device ({@code rdma-async-<device>}) reading its asynchronous
  * events ({@code ibv_get_async_event}, acknowledged by the binding), logging them and
  * recording CQ errors and port changes in a {@link DeviceEvents} per device for the
- * health indicator and the metrics. The threads stop (woken with
- * {@link Context#wakeAsyncWaiter()}) before the contexts are closed: this bean depends on
- * every device bean.
+ * health indicator and the metrics, and handing the events of a server's shared receive
+ * queue to it ({@link SharedReceives#onAsyncEvent}: SRQ_LIMIT_REACHED refills it). The
+ * threads stop (woken with {@link Context#wakeAsyncWaiter()}) before the contexts are
+ * closed: this bean depends on every device bean.
  */
 public class RdmaAsyncEventMonitor implements InitializingBean, DisposableBean {
 
@@ -110,6 +112,14 @@ public class RdmaAsyncEventMonitor implements InitializingBean, DisposableBean {
 				state.lastPortEvent = event.type();
 				logger.info("Port " + event.portNumber() + " of device " + context.deviceName() + " (" + key
 						+ ") is active: " + event.description());
+			}
+			case SRQ_LIMIT_REACHED, SRQ_ERR -> {
+				// a server's shared receive queue: refilled (limit armed again), or
+				// logged
+				if (!SharedReceives.onAsyncEvent(event)) {
+					logger.info("Async event on device " + context.deviceName() + ": " + event.type() + " ("
+							+ event.description() + ")");
+				}
 			}
 			default -> logger.info("Async event on device " + context.deviceName() + ": " + event.type() + " ("
 					+ event.description() + ")");

@@ -70,6 +70,13 @@ final class RdmaConnectionLimits {
 		DeviceAttributes attributes = device.attributes();
 		depth(path + ".send-depth", c.getSendDepth(), attributes, device.name());
 		depth(path + ".receive-depth", c.getReceiveDepth(), attributes, device.name());
+		if (c.getSharedReceiveQueue().isEnabled() && attributes.maxSrq() == 0) {
+			String srqPath = path + ".shared-receive-queue.enabled";
+			throw new RdmaConfigurationException(srqPath,
+					srqPath + "=true, but device " + device.name()
+							+ " offers no shared receive queue (max_srq 0, ibv_query_device)",
+					"Remove " + srqPath + " (each peer then has receive-depth buffers of its own).");
+		}
 		readAtomic(path + ".cm.responder-resources", c.getCm().getResponderResources(), attributes.maxQpRdAtom(),
 				"max_qp_rd_atom", device.name());
 		readAtomic(path + ".cm.initiator-depth", c.getCm().getInitiatorDepth(), attributes.maxQpInitRdAtom(),

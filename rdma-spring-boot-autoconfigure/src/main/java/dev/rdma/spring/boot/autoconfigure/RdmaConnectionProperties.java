@@ -168,9 +168,12 @@ final class RdmaConnectionProperties {
 		range(path + ".cm.initiator-depth", cm.getInitiatorDepth(), 0, 255, "255 (the device's maximum)");
 		range(path + ".cm.retry-count", cm.getRetryCount(), 0, 7, "7");
 		range(path + ".cm.rnr-retry-count", cm.getRnrRetryCount(), 0, 7, "7");
+		sharedReceiveQueue(path, server, c);
 		long peers = server ? c.getMaxPeers() : 1;
 		queueLoad.merge(sendQueue, peers * c.getSendDepth(), Long::sum);
-		queueLoad.merge(receiveQueue, peers * c.getReceiveDepth(), Long::sum);
+		// on a shared receive queue the receives in flight are its depth, for all peers
+		queueLoad.merge(receiveQueue, c.getSharedReceiveQueue().isEnabled() ? c.getSharedReceiveQueue().getDepth()
+				: peers * c.getReceiveDepth(), Long::sum);
 	}
 
 	/**
@@ -331,9 +334,14 @@ final class RdmaConnectionProperties {
 					new CmParameters(cm.getResponderResources(), cm.getInitiatorDepth(), cm.getRetryCount(),
 							cm.getRnrRetryCount()),
 					properties.getShutdownTimeout(), c.getRemoteAccessSize().toBytes(), outOfBand(path, c),
-					new ConnectionSettings.DataPath(c.getMaxInlineData(), c.getSignalInterval())));
+					new ConnectionSettings.DataPath(c.getMaxInlineData(), c.getSignalInterval()), sharedReceive(c)));
 		});
 		return all;
+	}
+
+	private static ConnectionSettings.@Nullable SharedReceive sharedReceive(ConnectionProperties c) {
+		SharedReceiveQueueProperties srq = c.getSharedReceiveQueue();
+		return srq.isEnabled() ? new ConnectionSettings.SharedReceive(srq.getDepth(), srq.effectiveLimit()) : null;
 	}
 
 	private static ConnectionSettings.@Nullable OutOfBandOptions outOfBand(String path, ConnectionProperties c) {
@@ -420,6 +428,29 @@ final class RdmaConnectionProperties {
 							+ " a connection can have of each kind",
 					"Lower " + path + ".message-size or " + path + "." + count + " so that their product is at most "
 							+ MAX_BUFFER_BYTES + ".");
+		}
+	}
+
+	/**
+	 * {@code shared-receive-queue}: a server's only; depth 1..{@link #MAX_DEPTH}, its
+	 * buffers within {@link #MAX_BUFFER_BYTES}, limit 0..depth-1.
+	 */
+	private static void sharedReceiveQueue(String path, boolean server, ConnectionProperties c) {
+		SharedReceiveQueueProperties srq = c.getSharedReceiveQueue();
+		String srqPath = path + ".shared-receive-queue";
+		if (!srq.isEnabled()) {
+			return;
+		}
+		if (!server) {
+			throw new RdmaConfigurationException(srqPath + ".enabled",
+					srqPath + ".enabled=true is for a server; a client has one peer and receives on its own queue",
+					"Remove " + srqPath + ".enabled (or set it on the server's connection, the one with listen).");
+		}
+		range(srqPath + ".depth", srq.getDepth(), 1, MAX_DEPTH, "512");
+		bufferBytes(path, "shared-receive-queue.depth", srq.getDepth(), c.getMessageSize());
+		if (srq.getLimit() != null) {
+			range(srqPath + ".limit", srq.getLimit(), 0, srq.getDepth() - 1,
+					"below depth (" + srq.getDepth() + "), or 0 for no limit");
 		}
 	}
 

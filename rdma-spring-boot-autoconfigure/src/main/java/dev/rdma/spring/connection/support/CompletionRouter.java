@@ -18,7 +18,9 @@ import dev.rdma.verbs.WorkCompletion;
  * <p>
  * The connections are a copy-on-write array, scanned linearly: no allocation and no lock
  * per completion; a queue serves a handful of connections (a server's peers at most).
- * Completions of a QP that already left (its close timed out) are counted and dropped.
+ * Completions of a QP that already left (its close timed out) are counted and dropped;
+ * when one is a receive of a server's shared receive queue, its buffer is posted again
+ * ({@link SharedReceives#orphan}): the SRQ outlives its peers.
  */
 public final class CompletionRouter implements ListenerInvoker {
 
@@ -27,6 +29,9 @@ public final class CompletionRouter implements ListenerInvoker {
 	private volatile PeerConnection[] connections = new PeerConnection[0];
 
 	private final LongAdder unrouted = new LongAdder();
+
+	/** The shared receive queues whose completions this queue delivers. */
+	private volatile SharedReceives[] shared = new SharedReceives[0];
 
 	/**
 	 * The connections whose receives of the current batch wait to be posted as one chain
@@ -57,6 +62,17 @@ public final class CompletionRouter implements ListenerInvoker {
 
 	synchronized void remove(PeerConnection connection) {
 		connections = Arrays.stream(connections).filter(c -> c != connection).toArray(PeerConnection[]::new);
+	}
+
+	synchronized void add(SharedReceives receives) {
+		SharedReceives[] now = shared;
+		SharedReceives[] next = Arrays.copyOf(now, now.length + 1);
+		next[now.length] = receives;
+		shared = next;
+	}
+
+	synchronized void remove(SharedReceives receives) {
+		shared = Arrays.stream(shared).filter(s -> s != receives).toArray(SharedReceives[]::new);
 	}
 
 	/**
@@ -97,6 +113,15 @@ public final class CompletionRouter implements ListenerInvoker {
 			}
 		}
 		unrouted.increment();
+		long wrId = completion.wrId();
+		if ((wrId & SharedReceives.SHARED) != 0 && PeerConnection.isReceive(wrId)) {
+			for (SharedReceives s : shared) {
+				if (s.owns(wrId)) {
+					s.orphan((int) wrId);
+					return;
+				}
+			}
+		}
 	}
 
 	/** Posts, one chain per connection, the receive buffers the batch gave back. */

@@ -326,12 +326,25 @@ public abstract sealed class ConfiguredConnection extends SettingsConnection
 			throw new IllegalStateException("connection '" + name() + "' is not started");
 		}
 		PeerConnection peer = new PeerConnection(settings, counters, link, p, sendCq, receiveCq, listener.get(),
-				routers, this::handOver);
+				routers, this::handOver, sharedReceives());
 		peer.onDisconnect(() -> peerDisconnectRequested(peer));
 		return peer;
 	}
 
 	abstract String describeAddress();
+
+	/**
+	 * The shared receive queue the peers' QPs are created on, or null (a client, or a
+	 * server without {@code shared-receive-queue}).
+	 */
+	@Nullable SharedReceives sharedReceives() {
+		return null;
+	}
+
+	/** The routers of the connection's queues. */
+	final List<CompletionRouter> routers() {
+		return routers;
+	}
 
 	/**
 	 * The next event of {@code id} that is one of {@code wanted}, by {@code deadline}; an

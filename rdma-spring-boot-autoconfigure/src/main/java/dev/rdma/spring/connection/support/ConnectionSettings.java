@@ -38,12 +38,14 @@ import dev.rdma.verbs.cm.CmParameters;
  * @param outOfBand the out-of-band exchange that connects the queue pairs instead of
  * rdma_cm ({@code exchange: out-of-band}), or null for rdma_cm
  * @param dataPath how sends are posted: inline data and selective signaling
+ * @param sharedReceive a server's shared receive queue, or null: each peer has its own
+ * receive buffers
  */
 public record ConnectionSettings(String name, boolean server, InetSocketAddress address,
 		@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
 		String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize, Duration sendTimeout,
 		boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize,
-		@Nullable OutOfBandOptions outOfBand, DataPath dataPath) {
+		@Nullable OutOfBandOptions outOfBand, DataPath dataPath, @Nullable SharedReceive sharedReceive) {
 
 	public ConnectionSettings {
 		Objects.requireNonNull(name, "name");
@@ -53,6 +55,42 @@ public record ConnectionSettings(String name, boolean server, InetSocketAddress 
 		if (remoteAccessSize < 0) {
 			throw new IllegalArgumentException("remoteAccessSize must not be negative, got " + remoteAccessSize);
 		}
+		if (sharedReceive != null && !server) {
+			throw new IllegalArgumentException("a shared receive queue is for a server, '" + name + "' is a client");
+		}
+	}
+
+	/** Settings without a shared receive queue. */
+	public ConnectionSettings(String name, boolean server, InetSocketAddress address,
+			@Nullable InetSocketAddress source, int maxPeers, Duration connectTimeout, Retry retry, String sendQueue,
+			String receiveQueue, int sendDepth, int receiveDepth, int receiveBuffers, int messageSize,
+			Duration sendTimeout, boolean required, CmParameters cm, Duration closeTimeout, long remoteAccessSize,
+			@Nullable OutOfBandOptions outOfBand, DataPath dataPath) {
+		this(name, server, address, source, maxPeers, connectTimeout, retry, sendQueue, receiveQueue, sendDepth,
+				receiveDepth, receiveBuffers, messageSize, sendTimeout, required, cm, closeTimeout, remoteAccessSize,
+				outOfBand, dataPath, null);
+	}
+
+	/**
+	 * A server's shared receive queue
+	 * ({@code rdma.connections.<name>.shared-receive-queue}): every peer's QP receives
+	 * from one SRQ of {@code depth} buffers of {@code message-size} bytes.
+	 *
+	 * @param depth the SRQ's max_wr, and the number of its registered receive buffers
+	 * @param limit the low-water mark: fewer posted receives than this raise
+	 * SRQ_LIMIT_REACHED (a refill, and the limit armed again); 0 = no limit
+	 */
+	public record SharedReceive(int depth, int limit) {
+
+		public SharedReceive {
+			if (depth < 1) {
+				throw new IllegalArgumentException("depth must be at least 1, got " + depth);
+			}
+			if (limit < 0 || limit >= depth) {
+				throw new IllegalArgumentException("limit must be in [0, depth), got " + limit);
+			}
+		}
+
 	}
 
 	/** Settings with the default {@link DataPath}. */

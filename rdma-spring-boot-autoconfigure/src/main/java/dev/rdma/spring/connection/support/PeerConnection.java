@@ -145,6 +145,17 @@ public final class PeerConnection extends SettingsConnection {
 	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
 			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
 			List<CompletionRouter> routers, Predicate<PeerConnection> handOver) {
+		this(settings, counters, link, pd, sendCq, receiveCq, listener, routers, handOver, null);
+	}
+
+	/**
+	 * A peer connection as above whose QP receives from {@code shared} (a server's shared
+	 * receive queue: no receive buffers of its own), or from its own receive queue when
+	 * null.
+	 */
+	PeerConnection(ConnectionSettings settings, ConnectionCounters counters, PeerLink link, ProtectionDomain pd,
+			CompletionQueue sendCq, CompletionQueue receiveCq, @Nullable MessageListenerBinding listener,
+			List<CompletionRouter> routers, Predicate<PeerConnection> handOver, @Nullable SharedReceives shared) {
 		super(settings, counters);
 		this.link = link;
 		this.routers = routers;
@@ -160,11 +171,14 @@ public final class PeerConnection extends SettingsConnection {
 			// (PeerSends.postMarker)
 			createdQp = pd.createQueuePair(new QueuePair.Attributes(sendCq, receiveCq, settings.sendDepth() + 1,
 					settings.receiveDepth(), false)
-				.withMaxInlineData(settings.dataPath().maxInlineData()));
+				.withMaxInlineData(settings.dataPath().maxInlineData())
+				.withSharedReceiveQueue((shared != null) ? shared.queue() : null));
 			createdSend = pd.registerMemory((long) size * settings.sendDepth(),
 					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
-			createdReceive = pd.registerMemory((long) size * settings.receiveBuffers(),
-					EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
+			if (shared == null) {
+				createdReceive = pd.registerMemory((long) size * settings.receiveBuffers(),
+						EnumSet.of(MemoryRegion.Access.LOCAL_WRITE));
+			}
 			if (settings.remoteAccessSize() != 0) {
 				createdAccess = pd.registerMemory(settings.remoteAccessSize(),
 						EnumSet.of(MemoryRegion.Access.LOCAL_WRITE, MemoryRegion.Access.REMOTE_WRITE,
@@ -172,7 +186,7 @@ public final class PeerConnection extends SettingsConnection {
 			}
 			this.qpNum = createdQp.qpNum();
 			this.sends = new PeerSends(this, settings, counters, createdQp, createdSend);
-			this.receives = new PeerReceives(this, settings, counters, createdQp, createdReceive, listener);
+			this.receives = new PeerReceives(this, settings, counters, createdQp, createdReceive, shared, listener);
 			this.oneSided = new PeerOneSided(this, settings, counters, sends, routers, createdAccess);
 		}
 		catch (RuntimeException | Error ex) {
@@ -481,7 +495,10 @@ public final class PeerConnection extends SettingsConnection {
 		link.close();
 		closeQuietly(qp);
 		closeQuietly(sends.region());
-		closeQuietly(receives.region());
+		MemoryRegion receiveRegion = receives.region();
+		if (receiveRegion != null) {
+			closeQuietly(receiveRegion);
+		}
 		MemoryRegion accessRegion = oneSided.accessRegion();
 		if (accessRegion != null) {
 			closeQuietly(accessRegion);

@@ -1,6 +1,5 @@
 package dev.rdma.spring.connection.support;
 
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -26,12 +25,23 @@ import dev.rdma.verbs.WorkCompletion;
  * posted at the end of the poll batch, with the others of the batch, as one chain
  * ({@code ibv_post_recv} of a list, one doorbell); one released later by the application
  * is posted at once.
+ *
+ * <p>
+ * <b>On a shared receive queue</b> (a server's {@code shared-receive-queue}) the peer has
+ * no buffers of its own: the {@link SharedReceives} of its server lend the message of
+ * each completion, which is delivered as this peer's (its listener, counters and
+ * connection) and given back to the SRQ, even when this peer is closing: a peer leaving
+ * takes no buffer with it. The count of buffers not given back then holds the messages of
+ * this peer in a listener call or retained, which a close waits for.
  */
 final class PeerReceives extends PeerPart {
 
 	private final QueuePair qp;
 
-	private final MemoryRegion region;
+	private final @Nullable MemoryRegion region;
+
+	/** The server's shared receive queue, or null: this peer's own buffers. */
+	private final @Nullable SharedReceives shared;
 
 	private final ReceivedMessage[] messages;
 
@@ -59,23 +69,25 @@ final class PeerReceives extends PeerPart {
 	private boolean listenerFailureLogged;
 
 	PeerReceives(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, QueuePair qp,
-			MemoryRegion region, @Nullable MessageListenerBinding listener) {
+			@Nullable MemoryRegion region, @Nullable SharedReceives shared, @Nullable MessageListenerBinding listener) {
 		super(peer, settings, counters);
 		this.qp = qp;
 		this.region = region;
+		this.shared = shared;
 		this.listener = listener;
 		int size = settings.messageSize();
-		this.messages = new ReceivedMessage[settings.receiveBuffers()];
-		this.requests = new ReceiveWorkRequest[settings.receiveBuffers()];
-		this.reposts = new ArrayList<>(settings.receiveBuffers());
-		MemorySegment buffers = region.buffer();
-		for (int i = 0; i < messages.length; i++) {
-			messages[i] = new ReceivedMessage(peer, i, buffers.asSlice((long) i * size, size));
+		int buffers = (region != null) ? settings.receiveBuffers() : 0;
+		this.messages = new ReceivedMessage[buffers];
+		this.requests = new ReceiveWorkRequest[buffers];
+		this.reposts = new ArrayList<>(buffers);
+		for (int i = 0; i < buffers; i++) {
+			messages[i] = new ReceivedMessage(peer, i, region.buffer().asSlice((long) i * size, size));
 			requests[i] = new ReceiveWorkRequest().wrId(i).buffer(region, (long) i * size, size);
 		}
 	}
 
-	MemoryRegion region() {
+	/** This peer's receive buffers, null on a shared receive queue. */
+	@Nullable MemoryRegion region() {
 		return region;
 	}
 
@@ -86,6 +98,7 @@ final class PeerReceives extends PeerPart {
 
 	/** Posts every receive buffer (the QP is in INIT or later). */
 	void postAll() {
+		// on a shared receive queue: posted by the server when it started
 		for (int i = 0; i < messages.length; i++) {
 			repost(i);
 		}
@@ -114,7 +127,10 @@ final class PeerReceives extends PeerPart {
 	/** The completion of receive buffer {@code index}, on the receive queue's poller. */
 	void completed(int index, int status, WorkCompletion completion) {
 		// the buffer stays outstanding (close waits for it) until its listener call
-		// returned, or, retained, until its release()
+		// returned, or, retained, until its release(); a shared one is from now on
+		if (shared != null) {
+			outstanding.incrementAndGet();
+		}
 		boolean retained = false;
 		try {
 			retained = received(index, status, completion);
@@ -137,6 +153,9 @@ final class PeerReceives extends PeerPart {
 						+ WcStatus.of(status));
 			}
 			peer.completionFailed(status);
+			if (shared != null) {
+				shared.repost(index); // flushed or failed: the SRQ's buffer all the same
+			}
 			return false;
 		}
 		if (peer.state() == ConnectionState.CONNECTING) {
@@ -151,7 +170,14 @@ final class PeerReceives extends PeerPart {
 		int length = completion.byteLen();
 		counters.messagesReceived.increment();
 		counters.bytesReceived.add(length);
-		ReceivedMessage message = messages[index];
+		ReceivedMessage message;
+		if (shared != null) {
+			message = shared.message(index);
+			message.from(peer);
+		}
+		else {
+			message = messages[index];
+		}
 		message.prepare(length);
 		MessageListenerBinding l = listener;
 		if (l != null) {
@@ -163,7 +189,10 @@ final class PeerReceives extends PeerPart {
 			}
 		}
 		if (message.returnAfterCall()) {
-			if (!peer.isClosing()) {
+			if (shared != null) {
+				shared.giveBack(index);
+			}
+			else if (!peer.isClosing()) {
 				// posted with the batch's others at its end: still outstanding till then
 				outstanding.incrementAndGet();
 				reposts.add(requests[index]);
@@ -175,6 +204,9 @@ final class PeerReceives extends PeerPart {
 
 	/** True once per batch when buffers wait in {@link #reposts}. Poller. */
 	boolean scheduleReposts() {
+		if (shared != null) {
+			return shared.scheduleReposts();
+		}
 		if (repostsScheduled || reposts.isEmpty()) {
 			return false;
 		}
@@ -187,6 +219,10 @@ final class PeerReceives extends PeerPart {
 	 * not posted no longer count as outstanding. Poller.
 	 */
 	void postReposts() {
+		if (shared != null) {
+			shared.postReposts();
+			return;
+		}
 		repostsScheduled = false;
 		int n = reposts.size();
 		if (n == 0) {
@@ -222,7 +258,12 @@ final class PeerReceives extends PeerPart {
 	 */
 	void released(int index) {
 		try {
-			repost(index);
+			if (shared != null) {
+				shared.repost(index);
+			}
+			else {
+				repost(index);
+			}
 		}
 		finally {
 			outstanding.decrementAndGet();

@@ -10,11 +10,18 @@ import dev.rdma.spring.connection.RdmaMessage;
 
 /**
  * The {@link RdmaMessage} of one receive buffer of a {@link PeerConnection}: made once
- * per buffer and reused for each message that lands in it (no allocation per message).
+ * per buffer and reused for each message that lands in it (no allocation per message). A
+ * buffer of a server's {@link SharedReceives} receives from any peer: its connection is
+ * set before each listener call ({@link #from}).
  */
 final class ReceivedMessage implements RdmaMessage {
 
-	private final PeerConnection connection;
+	/**
+	 * The peer the message came from; written by the receive poller before the listener
+	 * call ({@link #from}), read after it or after {@link #retain()} (whose state change
+	 * publishes it).
+	 */
+	private PeerConnection connection;
 
 	private final int index;
 
@@ -37,11 +44,24 @@ final class ReceivedMessage implements RdmaMessage {
 	 */
 	private final AtomicInteger state = new AtomicInteger(POSTED);
 
+	/**
+	 * The message of buffer {@code index} of a shared receive queue: no peer until its
+	 * first {@link #from} (the poller sets it before the message is handed to anyone).
+	 */
+	ReceivedMessage(int index, MemorySegment buffer) {
+		this(null, index, buffer);
+	}
+
 	ReceivedMessage(PeerConnection connection, int index, MemorySegment buffer) {
 		this.connection = connection;
 		this.index = index;
 		this.buffer = buffer.asReadOnly();
 		this.byteBuffer = buffer.asByteBuffer().asReadOnlyBuffer();
+	}
+
+	/** Before the listener call of a shared buffer: the peer it came from. */
+	void from(PeerConnection peer) {
+		this.connection = peer;
 	}
 
 	/** Before the listener call: the message's length, the views reset. */

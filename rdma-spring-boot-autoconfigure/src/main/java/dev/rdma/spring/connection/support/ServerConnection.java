@@ -3,6 +3,7 @@ package dev.rdma.spring.connection.support;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Supplier;
 
@@ -10,12 +11,14 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
+import dev.rdma.spring.RdmaConfigurationException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.event.RdmaConnectionEstablishedEvent;
 import dev.rdma.spring.connection.event.RdmaPeerRefusedEvent;
 import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.verbs.CompletionQueue;
+import dev.rdma.verbs.SharedReceiveQueue;
 
 /**
  * A {@code listen} connection: binds and listens when the application starts (a bad
@@ -53,6 +56,11 @@ import dev.rdma.verbs.CompletionQueue;
  * end.
  *
  * <p>
+ * <b>Shared receive queue</b> ({@code shared-receive-queue.enabled}): made when it
+ * starts, after the protection domain, every peer's QP is created on it and it outlives
+ * them all ({@link SharedReceives}); closed after the last peer.
+ *
+ * <p>
  * As an {@link RdmaConnection}, the server sends to its one peer; with none, or several,
  * reply through {@code message.connection()} or pick one of {@link #peers()}.
  */
@@ -67,6 +75,9 @@ public final class ServerConnection extends ConfiguredConnection {
 	private final RefusalLog refusals = new RefusalLog(RefusalLog.INTERVAL);
 
 	private volatile PeerAdmission admission;
+
+	/** The shared receive queue while started, or null (none configured). */
+	private volatile @Nullable SharedReceives shared;
 
 	public ServerConnection(ConnectionSettings settings, CompletionQueue sendCq, CompletionQueue receiveCq,
 			List<CompletionRouter> routers, Supplier<@Nullable MessageListenerBinding> listener) {
@@ -90,9 +101,51 @@ public final class ServerConnection extends ConfiguredConnection {
 		}
 		admission.resolve();
 		transport.listen(this);
+		if (settings.sharedReceive() != null) {
+			openSharedReceives();
+		}
 		state = ConnectionState.LISTENING;
 		logger.info("RDMA connection '" + name() + "' listening " + transport.describeListening(this));
 		startThread("rdma-accept-", this::run);
+	}
+
+	/**
+	 * Creates the shared receive queue in the protection domain {@link #transport} made;
+	 * on failure closes the listener and the PD and fails startup naming the property.
+	 */
+	private void openSharedReceives() {
+		String property = "rdma.connections." + name() + ".shared-receive-queue.depth";
+		ConnectionSettings.SharedReceive config = Objects.requireNonNull(settings.sharedReceive());
+		try {
+			shared = SharedReceives.open(settings, Objects.requireNonNull(pd), routers());
+		}
+		catch (RuntimeException ex) {
+			transport.close();
+			closeShared();
+			throw new RdmaConfigurationException(property,
+					property + "=" + config.depth() + ": creating the shared receive queue of " + config.depth()
+							+ " buffers of " + settings.messageSize() + " bytes on device " + queueDevice()
+							+ " failed: " + ex.getMessage(),
+					"Lower " + property + " to at most the device's max_srq_wr (ibv_devinfo -v), or disable "
+							+ "rdma.connections." + name() + ".shared-receive-queue.",
+					ex);
+		}
+	}
+
+	@Override
+	@Nullable SharedReceives sharedReceives() {
+		return shared;
+	}
+
+	/**
+	 * The shared receive queue every peer's QP receives from while the server runs, or
+	 * null when {@code shared-receive-queue} is not enabled (or the server is stopped).
+	 * For inspection ({@link SharedReceiveQueue#queuePairs()},
+	 * {@link SharedReceiveQueue#limitEvents()}); posting to it is the server's.
+	 */
+	public @Nullable SharedReceiveQueue sharedReceiveQueue() {
+		SharedReceives s = shared;
+		return (s != null) ? s.queueIfOpen() : null;
 	}
 
 	private void run() {
@@ -299,6 +352,11 @@ public final class ServerConnection extends ConfiguredConnection {
 		}
 		transport.close();
 		state = ConnectionState.CLOSED;
+		SharedReceives s = shared;
+		shared = null;
+		if (s != null) {
+			s.close(); // after every peer's QP
+		}
 		closeShared();
 	}
 
