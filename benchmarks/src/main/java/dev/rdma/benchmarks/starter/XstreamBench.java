@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 import dev.rdma.benchmarks.Jit;
+import dev.rdma.benchmarks.Progress;
 import dev.rdma.benchmarks.ThreadCpu;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
@@ -118,13 +119,13 @@ public final class XstreamBench {
 		String ipA = env("RDMA_IP_A");
 		String ipB = env("RDMA_IP_B");
 		long boot = System.nanoTime();
-		Watchdog.start(Long.getLong("xstream.stall-seconds", 300));
-		progress("starting the server application on " + devB);
+		Progress.startWatchdog("xstream", Long.getLong("xstream.stall-seconds", 1200));
+		Progress.line("starting the server application on " + devB);
 		try (ConfigurableApplicationContext server = start(SinkApp.class,
 				properties(devB, SERVER_QUEUE, mode, "listen=" + ipB + ":" + port));
 				ConfigurableApplicationContext client = start(SourceApp.class,
 						properties(devA, CLIENT_QUEUE, mode, "connect=" + ipB + ":" + port, "source=" + ipA))) {
-			progress("both applications started");
+			Progress.line("both applications started");
 			RdmaConnection connection = client.getBean(CONNECTION, RdmaConnection.class);
 			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
 			while (connection.state() != ConnectionState.ESTABLISHED && System.nanoTime() < deadline) {
@@ -134,7 +135,7 @@ public final class XstreamBench {
 				throw new IllegalStateException("connection " + CONNECTION + " is " + connection.state()
 						+ " after 120 s (" + ipA + " -> " + ipB + ":" + port + ")");
 			}
-			progress("connected");
+			Progress.line("connected");
 			System.err.printf(Locale.ROOT,
 					"XstreamBench: both applications up and connected in %.1f s: "
 							+ "%s (%s) -> %s (%s) port %d, %s polling%n",
@@ -174,53 +175,6 @@ public final class XstreamBench {
 				throw new IllegalStateException(st.sendErrors() + " send errors");
 			}
 		}
-	}
-
-	/**
-	 * A progress line (stdout, with the time since the start) that also feeds the
-	 * watchdog.
-	 */
-	static void progress(String what) {
-		Watchdog.last = System.nanoTime();
-		System.out.printf(Locale.ROOT, "# xstream progress %.1fs: %s%n",
-				ManagementFactory.getRuntimeMXBean().getUptime() / 1e3, what);
-	}
-
-	/**
-	 * Ends the JVM with every thread's stack when no progress was made for a while: a
-	 * stalled stream then says where it stalled instead of running into the step's budget
-	 * silently.
-	 */
-	static final class Watchdog {
-
-		static volatile long last = System.nanoTime();
-
-		static void start(long stallSeconds) {
-			Thread.ofPlatform().name("xstream-watchdog").daemon().start(() -> {
-				while (true) {
-					try {
-						Thread.sleep(1000);
-					}
-					catch (InterruptedException ex) {
-						return;
-					}
-					if (System.nanoTime() - last > TimeUnit.SECONDS.toNanos(stallSeconds)) {
-						StringBuilder sb = new StringBuilder(
-								"# xstream Java benchmark failed: no progress for " + stallSeconds + " s; threads:\n");
-						Thread.getAllStackTraces().forEach((t, st) -> {
-							sb.append("#   ").append(t.getName()).append(' ').append(t.getState()).append('\n');
-							for (StackTraceElement e : st) {
-								sb.append("#     at ").append(e).append('\n');
-							}
-						});
-						System.out.print(sb);
-						System.out.flush();
-						Runtime.getRuntime().halt(3);
-					}
-				}
-			});
-		}
-
 	}
 
 	private static String env(String key) {
@@ -358,12 +312,12 @@ public final class XstreamBench {
 		long measure(String op, int size, double warmup, double window, int reps) throws InterruptedException {
 			long before = count(op);
 			MemorySegment data = source.asSlice(0, size);
-			progress(op + " " + size + " B: warm-up");
+			Progress.line(op + " " + size + " B: warm-up");
 			run(op, data, size, (long) (warmup * 1e9));
-			progress(op + " " + size + " B: warm-up done (" + (count(op) - before) + " messages), JIT wait");
+			Progress.line(op + " " + size + " B: warm-up done (" + (count(op) - before) + " messages), JIT wait");
 			Jit.awaitQuiet();
 			run(op, data, size, TimeUnit.SECONDS.toNanos(1));
-			progress(op + " " + size + " B: measuring");
+			Progress.line(op + " " + size + " B: measuring");
 			double[] rate = new double[reps];
 			double[] mbps = new double[reps];
 			double[] cpu = new double[reps];
@@ -407,7 +361,7 @@ public final class XstreamBench {
 			if ("read".equals(op)) {
 				readState = 0;
 			}
-			progress(op + " " + size + " B: measured; settling");
+			Progress.line(op + " " + size + " B: measured; settling");
 			long total = settle(op) - before;
 			String extra = " op=" + op + " size=" + size;
 			report("xstream_mbps", extra, "MB/s", mbps);
