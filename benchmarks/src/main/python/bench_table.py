@@ -139,12 +139,16 @@ def main():
     misses += gmisses
     xstarter, xmisses = xstarter_table(res)
     misses += xmisses
+    xstream, smisses = xstream_table(res)
+    misses += smisses
     print("\n".join(out))
     print(f"\n{misses} target(s) missed")
     if groups:
         print("\n".join(groups))
     if xstarter:
         print("\n".join(xstarter))
+    if xstream:
+        print("\n".join(xstream))
     sources = [("device run", res)]
     if len(sys.argv) > 2:
         try:
@@ -272,6 +276,56 @@ def xstarter_table(res):
                 target, result = ">= 0.90x of C msgs/s", "pass" if ok else "MISS"
             rows.append(f"| {case} | {extra} | {fmt(c['median'])} | {fmt(j['median'])} | "
                         f"{spread(c):.0f}% / {spread(j):.0f}% | {ratio:.2f}x | {target} | {result} |")
+    return (rows if len(rows) > 5 else []), misses
+
+
+def xstream_table(res):
+    """Streaming through one connection (issue 33): per operation and size, perftest (impl=c: ib_send_bw, ib_write_bw,
+    ib_read_bw on the same two devices) beside the starter (XstreamBench): MB/s (2^20 bytes, as perftest), msgs/s,
+    Java/perftest, CPU per message of each (all their processes' threads), bytes allocated per message by all the JVM's
+    threads; target: MB/s >= 0.90x of perftest's (the allocation rows, 0 B, are in the main table too). Then
+    ib_send_lat."""
+    rows = ["", "Streaming through one connection (issue 33): rxeA -> rxeB, perftest vs the starter "
+            "(MB/s = 2^20 bytes/s as perftest's; CPU: both sides' processes per message):", "",
+            "| op | size | perftest MB/s | Java MB/s | perftest msgs/s | Java msgs/s | Java/perftest | "
+            "CPU/msg perftest | CPU/msg Java | alloc B/msg (max) | target | result |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    misses = 0
+
+    def size_of(extra):
+        m = re.search(r"size=(\d+)", extra)
+        return int(m.group(1)) if m else 0
+
+    for op in ("send", "write", "read"):
+        keys = sorted({extra for (case, extra, impl) in res if case == "xstream_mbps" and f"op={op} " in extra + " "},
+                      key=size_of)
+        for extra in keys:
+            size = size_of(extra)
+            c = res.get(("xstream_mbps", extra, "c"))
+            j = res.get(("xstream_mbps", extra, "java"))
+            cr = res.get(("xstream_rate", extra, "c"))
+            jr = res.get(("xstream_rate", extra, "java"))
+            cc = res.get(("xstream_cpu", extra, "c"))
+            jc = res.get(("xstream_cpu", extra, "java"))
+            a = res.get(("alloc", f"of=xstream_{op}_{size}", "java"))
+            f = lambda r, fmt: "-" if r is None else fmt.format(r["median"])
+            ratio, target, result = "-", ">= 0.90x", "no pair"
+            if c and j and c["median"]:
+                # from the rates when both have them (same size: the same ratio, with more digits than MB/s)
+                q = jr["median"] / cr["median"] if jr and cr and cr["median"] else j["median"] / c["median"]
+                ok = q >= 0.90
+                misses += 0 if ok else 1
+                ratio, result = f"{q:.2f}x", "pass" if ok else "MISS"
+            alloc = "-" if a is None else f"{a['median']:.2f} ({a['max']:.2f})"
+            rows.append(f"| {op} | {size} | {f(c, '{:,.2f}')} | {f(j, '{:,.2f}')} | {f(cr, '{:,.0f}')} | "
+                        f"{f(jr, '{:,.0f}')} | {ratio} | {f(cc, '{:,.1f} us')} | {f(jc, '{:,.1f} us')} | {alloc} | "
+                        f"{target} | {result} |")
+    lat = sorted(((extra, r) for (case, extra, impl), r in res.items() if case == "xstream_lat"),
+                 key=lambda kv: size_of(kv[0]))
+    if lat:
+        rows += ["", "| ib_send_lat | size | t_typical | t_min | t_max |", "| --- | ---: | ---: | ---: | ---: |"]
+        rows += [f"| send | {size_of(e)} | {r['median']:.2f} us | {r['min']:.2f} us | {r['max']:.2f} us |"
+                 for e, r in lat]
     return (rows if len(rows) > 5 else []), misses
 
 

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The perftest side of scripts/bench's cases xstream, xstream_write, xstream_read (issue 33): ib_send_bw, ib_write_bw,
+# ib_read_bw (duration mode, busy polling, perftest's defaults: tx depth 128, rx depth 512) and ib_send_lat, server on
+# RDMA_DEVICE_B (RDMA_IP_B), client on RDMA_DEVICE_A, GID indexes RDMA_GID_INDEX_A/_B (scripts/softroce-vm
+# --two-devices), one run per size. Prints the lines of bench_table.py (impl=c):
+#   case=xstream_mbps|xstream_rate|xstream_cpu op=send|write|read size=N   MB/s and messages/s (perftest's MsgRate or
+#                                                                       BW average, whichever has more digits) and the CPU time of
+#                                                                       both perftest processes per message
+#   case=xstream_lat op=send size=N                                      ib_send_lat's t_typical (min and max beside it)
+# CPU per message: user+system time of the server and the client process over their whole run (bash's time; set-up
+# included), divided by the messages of DURATION seconds at the measured rate (perftest measures from its 2 s margin
+# to DURATION-2 s; both sides busy-poll throughout). Each run prints the hw_counters of both devices that grew
+# (retransmissions: duplicate_request, rcvd_seq_err, completer_retry_err, ...).
+#
+#   xstream-perftest.sh OUTDIR DURATION OUTSTANDING_READS OPS(send,write,read,lat) SIZE...
+# XSTREAM_PERFTEST_EVENTS=1: the tools sleep on completion events (-e) instead of busy-polling (ib_write_bw has no -e).
+#   xstream-perftest.sh --around NAME COMMAND...          COMMAND, then the hw_counters that grew meanwhile
+set -u
+port=${XSTREAM_PERFTEST_PORT:-18900}
+lat_iters=${XSTREAM_LAT_ITERS:-500}
+for v in RDMA_DEVICE_A RDMA_DEVICE_B RDMA_GID_INDEX_A RDMA_GID_INDEX_B RDMA_IP_B; do
+    [[ -n ${!v:-} ]] || { echo "# xstream perftest failed: $v is not set (scripts/softroce-vm --two-devices)"; exit 1; }
+done
+command -v ib_send_bw > /dev/null || { echo "# xstream perftest failed: no ib_send_bw (Debian package perftest)"; exit 1; }
+iterations() { # iterations of an events run (about 4-8 s at the busy-polling rates of run 1 on machine M)
+    case $1 in 64|1024) echo "${XSTREAM_ITERS_SMALL:-6000}" ;; 4096) echo "${XSTREAM_ITERS_4K:-2500}" ;; *) echo "${XSTREAM_ITERS_LARGE:-150}" ;; esac
+}
+wait_listen() { # $1: TCP port, $2: the server's pid (gives up when it ended)
+    for _ in $(seq 1 600); do
+        [[ -n ${2:-} ]] && ! kill -0 "$2" 2>/dev/null && return 1
+        grep -qE ":$(printf '%04X' "$1") [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+line() { # case op size unit value [min max]
+    echo "case=$1 op=$2 size=$3 impl=c unit=$4 median=$5 min=${6:-$5} max=${7:-$5} reps=1"
+}
+hw() { # every hw_counter of both devices, one process: "dev/counter value" lines
+    grep -H . /sys/class/infiniband/{$RDMA_DEVICE_A,$RDMA_DEVICE_B}/ports/1/hw_counters/* 2>/dev/null \
+        | sed -E 's#^/sys/class/infiniband/([^/]+)/ports/1/hw_counters/([^:]+):#\1/\2 #'
+}
+hw_delta() { # $1, $2: two hw outputs; the counters that grew, "dev/counter +N" (one pipe: the VM's /dev has no
+              # /dev/fd for <(...))
+    { echo "$1"; echo --; echo "$2"; } \
+        | awk '$0 == "--" { second = 1; next } !second { a[$1] = $2; next } $2 - a[$1] > 0 { printf " %s +%d", $1, $2 - a[$1] }'
+}
+if [[ $1 == --around ]]; then
+    # --around NAME COMMAND...: runs COMMAND, then prints the hw_counters of both devices that grew meanwhile
+    name=$2
+    shift 2
+    h0=$(hw)
+    "$@"
+    rc=$?
+    echo "# $name hw_counters:$(hw_delta "$h0" "$(hw)")"
+    exit $rc
+fi
+bw() {
+    local op=$1 size=$2 tool=ib_${1}_bw
+    port=$((port + 1))
+    local args=(-s "$size" -D "$dur" -F -p "$port") iters_mode=
+    [[ $op == read ]] && args+=(-o "$outstanding")
+    # completion events (-e) where the tool has them (ib_write_bw has none); perftest refuses duration mode with events
+    # ("Duration mode doesn't work with events"): then a count of iterations, all of them measured
+    if [[ -n ${XSTREAM_PERFTEST_EVENTS:-} && $op != write ]]; then
+        iters_mode=$(iterations "$size")
+        args=(-s "$size" -n "$iters_mode" -F -p "$port" -e)
+        [[ $op == read ]] && args+=(-o "$outstanding")
+    fi
+    local f=$out/perftest_${op}_${size} h0 h1
+    h0=$(hw)
+    # each side under bash's time: user and system seconds of the whole process
+    ( TIMEFORMAT='%U %S'; time "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$f.server" 2>&1 ) 2> "$f.server.time" &
+    local spid=$!
+    if ! wait_listen "$port" "$spid"; then
+        echo "# xstream perftest failed: $tool server not listening on $port"; kill "$spid"; return
+    fi
+    ( TIMEFORMAT='%U %S'; time "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$f.client" 2>&1 ) 2> "$f.client.time" &
+    local cpid=$!
+    wait "$cpid" || echo "# xstream perftest failed: $tool client ($op $size B) exited $?"
+    wait "$spid" || echo "# xstream perftest failed: $tool server ($op $size B) exited $?"
+    h1=$(hw)
+    # the result line: #bytes #iterations BW-peak BW-average MsgRate; for send, the receiver's (server's) when it has one
+    local r
+    r=$(awk -v s="$size" '$1 == s && NF >= 5 && $2 ~ /^[0-9]+$/ { print $2, $4, $5; exit }' "$f.server")
+    [[ $op != send || -z $r ]] && r=$(awk -v s="$size" '$1 == s && NF >= 5 && $2 ~ /^[0-9]+$/ { print $2, $4, $5; exit }' "$f.client")
+    if [[ -z $r ]]; then
+        echo "# xstream perftest failed: no result line from $tool ($op $size B); see $f.client / $f.server"
+        return
+    fi
+    local iters mbps mpps rate cpu secs
+    read -r iters mbps mpps <<< "$r"
+    # both figures are printed with few digits (MB/s with 2 decimals, Mpps with 6): the rate from the one with more
+    # significant digits (small messages: Mpps), and MB/s from that rate
+    rate=$(awk -v b="$mbps" -v m="$mpps" -v s="$size" 'BEGIN { r = (m >= 0.001 ? m * 1e6 : b * 1048576 / s); printf "%.2f", r }')
+    mbps=$(awk -v r="$rate" -v s="$size" 'BEGIN { printf "%.4f", r * s / 1048576 }')
+    # CPU of both processes over their whole run (set-up included) per message of the run's DURATION at the rate
+    secs=$(cat "$f.server.time" "$f.client.time" | awk '{ t += $1 + $2 } END { printf "%.2f", t }')
+    if [[ -n $iters_mode ]]; then # every iteration measured: CPU / iterations
+        cpu=$(awk -v c="$secs" -v n="$iters_mode" 'BEGIN { printf "%.2f", c / n * 1e6 }')
+    else
+        cpu=$(awk -v c="$secs" -v d="$dur" -v r="$rate" 'BEGIN { if (r > 0) printf "%.2f", c / (d * r) * 1e6; else print "0" }')
+    fi
+    echo "# xstream perftest $tool $size B: $iters iterations in the measured part, BW average $mbps MB/s; cpu of both processes ${secs} s; hw_counters:$(hw_delta "$h0" "$h1")"
+    line xstream_mbps "$op" "$size" MB/s "$mbps"
+    line xstream_rate "$op" "$size" msgs/s "$rate"
+    line xstream_cpu "$op" "$size" us_per_message "$cpu"
+}
+lat() {
+    local size=$1 f=$out/perftest_lat_$1
+    port=$((port + 1))
+    local args=(-s "$size" -n "$lat_iters" -F -p "$port")
+    [[ -n ${XSTREAM_PERFTEST_EVENTS:-} ]] && args+=(-e)
+    ib_send_lat -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$f.server" 2>&1 &
+    local spid=$!
+    wait_listen "$port" "$spid" || { echo "# xstream perftest failed: ib_send_lat server not listening on $port"; kill "$spid"; return; }
+    ib_send_lat -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$f.client" 2>&1 \
+        || echo "# xstream perftest failed: ib_send_lat client ($size B) exited $?"
+    wait "$spid" || echo "# xstream perftest failed: ib_send_lat server ($size B) exited $?"
+    # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+    local r
+    r=$(awk -v s="$size" '$1 == s && NF >= 7 && $2 ~ /^[0-9]+$/ { print $5, $3, $4; exit }' "$f.client")
+    [[ -n $r ]] || { echo "# xstream perftest failed: no result line from ib_send_lat ($size B); see $f.client"; return; }
+    line xstream_lat send "$size" us $r
+}
+out=$1 dur=$2 outstanding=$3 ops=$4
+shift 4
+sizes=("$@")
+mkdir -p "$out"
+echo "# xstream perftest: $RDMA_DEVICE_A -> $RDMA_DEVICE_B ($RDMA_IP_B), ops $ops, sizes ${sizes[*]}, -D $dur, read -o $outstanding, ib_send_lat -n $lat_iters, events ${XSTREAM_PERFTEST_EVENTS:-0}; $(ib_send_bw --version 2>&1 | head -1)"
+for op in ${ops//,/ }; do
+    for size in "${sizes[@]}"; do
+        if [[ $op == lat ]]; then lat "$size"; else bw "$op" "$size"; fi
+    done
+done
