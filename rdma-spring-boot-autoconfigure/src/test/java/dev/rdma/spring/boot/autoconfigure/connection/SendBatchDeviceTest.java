@@ -61,13 +61,13 @@ class SendBatchDeviceTest {
 	void start() throws InterruptedException {
 		TwoDevices two = TwoDevices.require();
 		baseline = NativeObjects.open();
-		// the server echoes from its poller, which also frees its send buffers: more of
-		// them than the client can have unanswered, so that an echo never waits for one.
-		// The client's four threads flood its 64 buffers: under emulation one can wait
-		// longer than the default second for a free one (back-pressure, not an error)
-		apps = AppPair.start(two, randomPort(),
-				List.of("message-size=" + SIZE, "send-depth=256", "receive-depth=128", "receive-buffers=128"),
-				List.of("message-size=" + SIZE, "send-depth=64", "send-timeout=30s"));
+		// the server echoes from its poller, which also polls its send completions: the
+		// senders keep at most 16 messages unanswered (the echo window), as a reply
+		// window below send-depth must be (docs/connections.md), else the poller waits
+		// for a send buffer only it can free. A sender may wait for its window longer
+		// than the default send-timeout under emulation: 30 s
+		apps = AppPair.start(two, randomPort(), List.of("message-size=" + SIZE),
+				List.of("message-size=" + SIZE, "send-timeout=30s"));
 		apps.awaitConnected();
 		link = apps.link;
 		collector = apps.collector;
@@ -120,6 +120,8 @@ class SendBatchDeviceTest {
 		collector.problems.clear();
 		collector.length = 64;
 		echo.seen.clear();
+		collector.window.drainPermits();
+		collector.window.release(16);
 		long postedBefore = link.statistics().sendsPosted();
 		long postsBefore = link.statistics().sendPosts();
 		CountDownLatch go = new CountDownLatch(1);
@@ -166,11 +168,13 @@ class SendBatchDeviceTest {
 	 * Thread {@code kind}'s messages {@code base .. base+count-1}: single sends (0),
 	 * batches of 5 (1), in-place writes (2), single and batched in turn (3).
 	 */
-	private void sendFrom(int kind, long base, int count) {
+	private void sendFrom(int kind, long base, int count) throws InterruptedException {
 		byte[] message = new byte[64];
 		SendBatch batch = link.newSendBatch();
 		for (int i = 0; i < count; i++) {
 			long seq = base + i;
+			// a place in the echo window (16; a batch holds at most 4 while it fills)
+			assertThat(collector.window.tryAcquire(60, TimeUnit.SECONDS)).as("echo window, message " + seq).isTrue();
 			ConnectionApps.fill(message, seq, 64);
 			boolean batched = kind == 1 || (kind == 3 && (i / 5) % 2 == 1);
 			if (batched) {
