@@ -25,10 +25,24 @@ import java.util.Map;
  * @param bytesRead bytes of RDMA READs from the peer's region whose completion arrived
  * with success ({@link RdmaConnection#read}); failed writes and reads count as
  * {@code sendErrors}
+ * @param sendsPosted work requests posted on the send queue (sends, RDMA WRITEs and
+ * READs, the close's marker), whatever their outcome
+ * @param sendPosts calls of {@code ibv_post_send} (doorbells) that posted them: fewer
+ * than {@code sendsPosted} when batches or sends of several threads shared a post
+ * @param sendsRefused messages and RDMA operations the provider refused to post (a chain
+ * refused at one element: it and the ones after it); also counted in {@code sendErrors}
  */
 public record ConnectionStatistics(long messagesSent, long bytesSent, long messagesReceived, long bytesReceived,
 		long sendQueueFull, long sendErrors, long reconnects, Map<String, Long> connectionErrors, long bytesWritten,
-		long bytesRead) {
+		long bytesRead, long sendsPosted, long sendPosts, long sendsRefused) {
+
+	/** The counters without the posts (posted, posts and refused 0). */
+	public ConnectionStatistics(long messagesSent, long bytesSent, long messagesReceived, long bytesReceived,
+			long sendQueueFull, long sendErrors, long reconnects, Map<String, Long> connectionErrors, long bytesWritten,
+			long bytesRead) {
+		this(messagesSent, bytesSent, messagesReceived, bytesReceived, sendQueueFull, sendErrors, reconnects,
+				connectionErrors, bytesWritten, bytesRead, 0, 0, 0);
+	}
 
 	/** The counters without one-sided operations (bytes written and read 0). */
 	public ConnectionStatistics(long messagesSent, long bytesSent, long messagesReceived, long bytesReceived,

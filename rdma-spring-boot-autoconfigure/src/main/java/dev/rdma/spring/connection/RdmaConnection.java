@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.function.ToIntFunction;
 
 import org.jspecify.annotations.Nullable;
 
@@ -19,8 +20,9 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * <b>Sending</b> ({@code ibv_post_send}, IBV_WR_SEND, signaled) copies the message into
  * one of the connection's registered send buffers ({@code send-depth} of them, each
- * {@code message-size} bytes, registered once) and posts it; it returns once posted. A
- * buffer comes free when the send's completion is polled by the send queue's poller.
+ * {@code message-size} bytes, registered once) and posts it; it returns once posted (or
+ * ready for the thread posting at that moment, see <i>Ordering</i> below). A buffer comes
+ * free when the send's completion is polled by the send queue's poller.
  * <b>Back-pressure:</b> when every buffer is in flight, {@code send} blocks up to the
  * connection's {@code send-timeout}, then throws {@link SendQueueFullException} (with
  * {@code send-timeout: 0} it throws at once). A message counts as <i>sent</i>
@@ -46,8 +48,34 @@ import org.jspecify.annotations.Nullable;
  * arrives, leaves, or a client fails to connect.
  *
  * <p>
- * <b>Threading.</b> All methods are thread-safe; sends from several threads are posted in
- * some order each.
+ * <b>Batches, several threads, zero copy.</b> A {@link SendBatch}
+ * ({@link #newSendBatch()}) hands several messages over that go out with one doorbell
+ * (one {@code ibv_post_send} of a chain). Sends from several threads are coalesced
+ * without a lock held across the post: each send takes a buffer, copies its message in,
+ * then claims the next place in the connection's send order (an atomic increment) and
+ * marks it ready; whichever thread finds no other thread posting posts everything that is
+ * ready, in order, as one chain, and the others return at once. The {@code statistics()}
+ * count the work requests posted ({@code sendsPosted}) and the posts ({@code sendPosts}):
+ * more of the first than of the second is sends sharing a doorbell.
+ * {@link #borrowSendBuffer()} and {@link #send(ToIntFunction)} let the application write
+ * into a registered send buffer and send it without a copy.
+ *
+ * <p>
+ * <b>Ordering.</b> Messages are posted, and on the reliable connection delivered, in the
+ * order of their places: the messages of one thread in the order its calls returned, a
+ * batch's messages one after the other in the order added, and a message whose
+ * {@code send} returned before another's began ahead of it. {@code send} returns once its
+ * message is posted or ready for the thread posting at that moment, which posts it before
+ * it stops (a ready message waits only for the messages ahead of it, each between its
+ * claim and its mark, a few instructions). A post the provider refuses (in practice only
+ * while the connection closes) counts the messages it did not post in
+ * {@link ConnectionStatistics#sendsRefused()} and {@code sendErrors}, as a flushed send
+ * is counted, and their buffers go back; a batch's {@code send()} also throws
+ * {@link SendRefusedException} naming them, a single send's caller is not told.
+ *
+ * <p>
+ * <b>Threading.</b> All methods are thread-safe; a {@link SendBatch} and a
+ * {@link SendBuffer} are used by one thread at a time.
  */
 public interface RdmaConnection {
 
@@ -103,6 +131,47 @@ public interface RdmaConnection {
 
 	/** Sends the bytes of {@code data}; see {@link #send(byte[], int, int)}. */
 	void send(MemorySegment data);
+
+	/**
+	 * Lends a registered send buffer of {@link #maxMessageSize()} bytes to write a
+	 * message into and {@link SendBuffer#send(int)} without a copy; the send's completion
+	 * gives it back. Waits for a free buffer as {@code send} does. Allocates nothing. See
+	 * {@link SendBuffer} for its lifetime.
+	 * @throws SendQueueFullException when no send buffer comes free within the send
+	 * timeout
+	 * @throws ConnectionNotEstablishedException when not established
+	 */
+	SendBuffer borrowSendBuffer();
+
+	/**
+	 * Sends a message written in place: borrows a send buffer
+	 * ({@link #borrowSendBuffer()}), calls {@code writer} with its segment
+	 * ({@link #maxMessageSize()} bytes), which writes the message at its start and
+	 * returns its length, and sends that many bytes without a copy. When {@code writer}
+	 * throws, the buffer goes back unsent. Nothing is allocated (but a capturing lambda
+	 * is an object of the caller's). The segment must not be used after {@code writer}
+	 * returns.
+	 * @throws IllegalArgumentException when the length returned does not fit in the
+	 * buffer
+	 * @throws SendQueueFullException when no send buffer comes free within the send
+	 * timeout
+	 * @throws ConnectionNotEstablishedException when not established
+	 */
+	default void send(ToIntFunction<MemorySegment> writer) {
+		SendBuffer buffer = borrowSendBuffer();
+		try {
+			buffer.send(writer.applyAsInt(buffer.segment()));
+		}
+		finally {
+			buffer.close(); // gives it back when writer threw or send(int) refused it
+		}
+	}
+
+	/**
+	 * A new, empty batch of messages to send with one doorbell ({@link SendBatch}); make
+	 * one per sending thread and reuse it.
+	 */
+	SendBatch newSendBatch();
 
 	/**
 	 * This side's region that the peer may write and read (RDMA WRITE / READ with its

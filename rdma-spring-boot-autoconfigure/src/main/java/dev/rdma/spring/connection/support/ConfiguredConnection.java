@@ -16,6 +16,8 @@ import org.springframework.context.ApplicationEventPublisher;
 
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.SendBatch;
+import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.spring.connection.event.RdmaConnectionEndedEvent;
 import dev.rdma.spring.connection.event.RdmaConnectionEvent;
 import dev.rdma.spring.listener.PollerThreads;
@@ -438,6 +440,16 @@ public abstract sealed class ConfiguredConnection extends SettingsConnection
 	@Override
 	public final void send(MemorySegment data) {
 		sendTarget().send(data);
+	}
+
+	@Override
+	public final SendBuffer borrowSendBuffer() {
+		return sendTarget().borrowSendBuffer();
+	}
+
+	@Override
+	public final SendBatch newSendBatch() {
+		return new PeerSendBatch(this::sendTarget, settings.sendDepth());
 	}
 
 	@Override

@@ -37,6 +37,12 @@ public final class ConnectionCounters {
 
 	final LongAdder bytesRead = new LongAdder();
 
+	final LongAdder sendsPosted = new LongAdder();
+
+	final LongAdder sendPosts = new LongAdder();
+
+	final LongAdder sendsRefused = new LongAdder();
+
 	final AtomicLong established = new AtomicLong();
 
 	private final LongAdder[] rejected = new LongAdder[Reason.values().length];
@@ -134,6 +140,21 @@ public final class ConnectionCounters {
 		return bytesRead.sum();
 	}
 
+	/** Work requests posted on the send queue. */
+	public long sendsPosted() {
+		return sendsPosted.sum();
+	}
+
+	/** Calls of {@code ibv_post_send} (doorbells). */
+	public long sendPosts() {
+		return sendPosts.sum();
+	}
+
+	/** Messages and RDMA operations the provider refused to post. */
+	public long sendsRefused() {
+		return sendsRefused.sum();
+	}
+
 	/** Connections established after the first one. */
 	public long reconnects() {
 		return Math.max(0, established.get() - 1);
@@ -154,7 +175,8 @@ public final class ConnectionCounters {
 		Map<String, Long> errors = new TreeMap<>();
 		connectionErrors.forEach((k, v) -> errors.put(k, v.get()));
 		return new ConnectionStatistics(messagesSent(), bytesSent(), messagesReceived(), bytesReceived(),
-				sendQueueFull(), sendErrors(), reconnects(), Map.copyOf(errors), bytesWritten(), bytesRead());
+				sendQueueFull(), sendErrors(), reconnects(), Map.copyOf(errors), bytesWritten(), bytesRead(),
+				sendsPosted(), sendPosts(), sendsRefused());
 	}
 
 }

@@ -19,6 +19,8 @@ import org.jspecify.annotations.Nullable;
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.SendBatch;
+import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.spring.listener.Deadlines;
 import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.CompletionQueue;
@@ -397,6 +399,21 @@ public final class PeerConnection extends SettingsConnection {
 		sends.send(data);
 	}
 
+	@Override
+	public SendBuffer borrowSendBuffer() {
+		return sends.borrow();
+	}
+
+	@Override
+	public SendBatch newSendBatch() {
+		return new PeerSendBatch(() -> this, settings.sendDepth());
+	}
+
+	/** The send path (of a {@link PeerSendBatch}). */
+	PeerSends sends() {
+		return sends;
+	}
+
 	/** The exception of a send, write or read on a connection that is not established. */
 	ConnectionNotEstablishedException notEstablished() {
 		return new ConnectionNotEstablishedException(
@@ -448,9 +465,9 @@ public final class PeerConnection extends SettingsConnection {
 		// polls (some of) them, and it is here. Then the connection closes at once, as
 		// after a timeout (late completions match no connection of the routers).
 		boolean onPoller = PollerThreads.isPollerThread();
-		boolean drained = !onPoller || (receives.outstanding() == 0 && sends.pool().inFlight() == 0);
+		boolean drained = !onPoller || (receives.outstanding() == 0 && sends.inFlight() == 0);
 		long nextKick = System.nanoTime() + 100_000_000L;
-		while (!onPoller && (receives.outstanding() > 0 || sends.pool().inFlight() > 0)) {
+		while (!onPoller && (receives.outstanding() > 0 || sends.inFlight() > 0)) {
 			if (handOver.test(this)) {
 				return false; // the stopper, on a poller thread, finishes the close
 			}
@@ -470,8 +487,7 @@ public final class PeerConnection extends SettingsConnection {
 			if (System.nanoTime() - deadline >= 0) {
 				drained = false;
 				logger.warn("Connection '" + settings.name() + "' closes with " + receives.outstanding()
-						+ " receives (posted, in a listener call, or retained and not released) and "
-						+ sends.pool().inFlight()
+						+ " receives (posted, in a listener call, or retained and not released) and " + sends.inFlight()
 						+ " sends not flushed back within the timeout (are the pollers of queues '"
 						+ settings.sendQueue() + "' and '" + settings.receiveQueue() + "' running?)");
 				break;

@@ -48,6 +48,7 @@ final class PeerOneSided extends PeerPart {
 		this.routers = routers;
 		this.accessRegion = accessRegion;
 		this.reads = new ReadCompletions(settings.sendDepth());
+		sends.oneSided(this);
 		this.readTimeoutNanos = settings.sendTimeout().isZero() ? Deadlines.nanos(settings.connectTimeout())
 				: sends.timeoutNanos();
 	}

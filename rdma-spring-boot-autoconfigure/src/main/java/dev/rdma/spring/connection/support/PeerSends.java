@@ -3,9 +3,11 @@ package dev.rdma.spring.connection.support;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
-import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.ArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.concurrent.locks.ReentrantLock;
+
+import org.jspecify.annotations.Nullable;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.SendQueueFullException;
@@ -22,23 +24,26 @@ import dev.rdma.verbs.WcStatus;
  * A sender takes a free buffer ({@link #take}), copies its message in and posts it; the
  * one-sided operations ({@link PeerOneSided}) take and post the same buffers. A buffer's
  * index belongs to one thread at a time (the pool's lock orders the hand-overs), so its
- * work request needs no lock of its own.
+ * work request needs no lock of its own. Posting goes through the {@link SendSequencer}:
+ * a place in the send order claimed with an atomic, one thread posting whatever is ready
+ * as one chain. {@link BorrowedSendBuffer} lends a buffer to the application (zero copy),
+ * {@link PeerSendBatch} posts several with one doorbell.
  *
  * <p>
  * <b>Inline and selective signaling</b> ({@link ConnectionSettings.DataPath}). A SEND of
  * at most the QP's granted {@code max_inline_data} is posted IBV_SEND_INLINE. One SEND in
  * {@code signal-interval} is posted signaled, and so is every SEND that takes the last
  * free buffer (a sender waiting for a buffer always has a signaled completion to wait
- * for) and every RDMA operation. Each post gets a sequence number under the post lock
- * (held only for the choice, the record and the post) and its buffer index goes into a
- * ring in post order; a completion (a signaled one, or any failed one: the provider
- * reports every failed and flushed work request, signaled or not) gives back, in order,
- * the buffers of the unsignaled SENDs posted before it, which completed without a
- * completion of their own, as sent. A close whose last post was unsignaled posts a
- * signaled marker after moving the QP to the error state: its flushed completion gives
- * back whatever is left.
+ * for) and every RDMA operation, as the thread that posts it finds the pool then. Each
+ * post has a sequence number (its place in the sequencer's ring, in post order); a
+ * completion (a signaled one, or any failed one: the provider reports every failed and
+ * flushed work request, signaled or not) gives back, in order, the buffers of the
+ * unsignaled SENDs posted before it, which completed without a completion of their own,
+ * as sent. A close with sends in flight and a signal interval above 1 posts a signaled
+ * marker after moving the QP to the error state: its flushed completion gives back
+ * whatever is left.
  */
-final class PeerSends extends PeerPart {
+final class PeerSends extends PeerPart implements SendSequencer.Sink {
 
 	private final QueuePair qp;
 
@@ -56,9 +61,6 @@ final class PeerSends extends PeerPart {
 
 	private final long timeoutNanos;
 
-	/** Ring entries of RDMA operations, which {@link PeerOneSided} completes itself. */
-	private static final int ONE_SIDED_ENTRY = 1 << 30;
-
 	private static final SendWorkRequest.Flag[] UNSIGNALED = {};
 
 	private static final SendWorkRequest.Flag[] SIGNALED = { SendWorkRequest.Flag.SIGNALED };
@@ -68,17 +70,26 @@ final class PeerSends extends PeerPart {
 	private static final SendWorkRequest.Flag[] SIGNALED_INLINE = { SendWorkRequest.Flag.SIGNALED,
 			SendWorkRequest.Flag.INLINE };
 
-	/** Orders the posts: the sequence numbers, the ring and the signaling choice. */
-	private final ReentrantLock postLock = new ReentrantLock();
+	/** The send order and its posting. */
+	private final SendSequencer sequencer;
 
-	/** The next sequence number (under postLock). */
-	private long posted;
+	/** The posts of chains on the QP. */
+	private final ChainPosts chains;
 
-	/** Unsignaled SENDs posted since the last signaled post (under postLock). */
-	private int sinceSignaled;
+	/** The wr_id of each buffer's RDMA operation (for a refused one). */
+	private final long[] oneSidedWrIds;
 
-	/** Buffer index (or ONE_SIDED_ENTRY | index) of each sequence number, mod length. */
-	private final AtomicIntegerArray ring;
+	/** Receives refused RDMA operations (set once the one-sided part exists). */
+	private @Nullable PeerOneSided oneSided;
+
+	/** One lending handle per buffer (zero copy). */
+	private final BorrowedSendBuffer[] lent;
+
+	/**
+	 * Buffers taken from the pool and held by the application (borrowed, or added to a
+	 * batch not sent yet): not in flight for a close.
+	 */
+	private final AtomicInteger held = new AtomicInteger();
 
 	/** The sequence number of the last post of each buffer index (marker included). */
 	private final AtomicLongArray sequenceOf;
@@ -114,10 +125,22 @@ final class PeerSends extends PeerPart {
 		this.marker = new SendWorkRequest().wrId(PeerConnection.SEND | markerIndex)
 			.buffer(region, 0, 0)
 			.flags(SIGNALED);
-		this.ring = new AtomicIntegerArray(settings.sendDepth() + 1);
 		this.sequenceOf = new AtomicLongArray(settings.sendDepth() + 1);
 		this.inline = Math.min(qp.maxInlineData(), settings.dataPath().maxInlineData() == 0 ? 0 : Integer.MAX_VALUE);
 		this.signalInterval = settings.dataPath().signalInterval();
+		this.chains = new ChainPosts(peer, settings, counters, qp);
+		this.sequencer = new SendSequencer(settings.sendDepth() + 1, settings.sendDepth() + 1, signalInterval, counters,
+				this);
+		this.oneSidedWrIds = new long[settings.sendDepth()];
+		this.lent = new BorrowedSendBuffer[settings.sendDepth()];
+		for (int i = 0; i < lent.length; i++) {
+			lent[i] = new BorrowedSendBuffer(this, i, buffers.asSlice((long) i * size, size));
+		}
+	}
+
+	/** The one-sided part, which completes refused RDMA operations. */
+	void oneSided(PeerOneSided part) {
+		this.oneSided = part;
 	}
 
 	/** The largest SEND posted inline (the QP's max_inline_data, or 0). */
@@ -134,12 +157,25 @@ final class PeerSends extends PeerPart {
 		return buffers;
 	}
 
+	/** A ByteBuffer view of the send buffers (absolute puts only). */
+	ByteBuffer view() {
+		return view;
+	}
+
 	SendBufferPool pool() {
 		return pool;
 	}
 
 	long timeoutNanos() {
 		return timeoutNanos;
+	}
+
+	/**
+	 * Buffers in flight for a close: taken from the pool and not held by the application
+	 * (borrowed, or in a batch not sent yet).
+	 */
+	int inFlight() {
+		return pool.inFlight() - held.get();
 	}
 
 	/** The length last posted from buffer {@code index}. */
@@ -205,96 +241,188 @@ final class PeerSends extends PeerPart {
 		return index;
 	}
 
+	/**
+	 * Posts buffer {@code index}'s SEND of {@code length} bytes (hand-off, see class).
+	 */
 	private void post(int index, int length) {
+		prepare(index, length);
+		long sequence = sequencer.claim(1);
+		publish(sequence, index);
+		sequencer.drive();
+	}
+
+	/** Sets buffer {@code index}'s SEND of {@code length} bytes (before its claim). */
+	private void prepare(int index, int length) {
 		lengths[index] = length;
-		SendWorkRequest wr = requests[index].wrId(PeerConnection.SEND | index)
+		requests[index].wrId(PeerConnection.SEND | index)
 			.buffer(region, (long) index * settings.messageSize(), length)
 			.opcode(QueuePair.SendOpcode.SEND);
-		boolean inlined = length <= inline;
-		postLock.lock();
-		try {
-			boolean signaled = sinceSignaled + 1 >= signalInterval || pool.available() == 0;
-			wr.flags(signaled ? (inlined ? SIGNALED_INLINE : SIGNALED) : (inlined ? UNSIGNALED_INLINE : UNSIGNALED));
-			postInOrder(wr, index, signaled);
+	}
+
+	/** Records place {@code sequence} of {@code entry} and publishes it. */
+	private void publish(long sequence, int entry) {
+		sequenceOf.set(entry & SendSequencer.INDEX, sequence);
+		sequencer.publish(sequence, entry);
+	}
+
+	// ------------------------------------------------------------------ lending
+
+	/** Lends a free buffer to the application (see {@link BorrowedSendBuffer}). */
+	BorrowedSendBuffer borrow() {
+		int index = takeHeld(0);
+		BorrowedSendBuffer buffer = lent[index];
+		buffer.lend();
+		return buffer;
+	}
+
+	/** A free buffer for {@code length} bytes, held by the application. */
+	int takeHeld(int length) {
+		int index = take(length);
+		held.incrementAndGet();
+		return index;
+	}
+
+	/** Gives back a held buffer that was not sent. */
+	void giveBack(int index) {
+		held.decrementAndGet();
+		pool.release(index);
+	}
+
+	/** Sends {@code length} bytes of held buffer {@code index} (a borrowed one). */
+	void sendHeld(int index, int length) {
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			giveBack(index);
+			throw peer.notEstablished();
 		}
-		catch (RuntimeException ex) {
-			pool.release(index);
-			if (peer.state() != ConnectionState.ESTABLISHED) {
-				throw peer.notEstablished();
-			}
-			throw ex;
-		}
-		finally {
-			postLock.unlock();
-		}
+		held.decrementAndGet();
+		post(index, length);
 	}
 
 	/**
-	 * Records the post of buffer {@code entry} in the ring and posts {@code wr}; with
-	 * postLock held. A refused post is taken back out of the ring (nothing later was
-	 * numbered: the lock is held).
+	 * Posts held buffers {@code indexes[0..count)} of {@code sizes} as consecutive
+	 * {@link SendSequencer#OWNED} places (a batch); the first one's sequence number. The
+	 * caller awaits each one's outcome ({@link #refused(int, long)}).
 	 */
-	private void postInOrder(SendWorkRequest wr, int entry, boolean signaled) {
-		long sequence = posted++;
-		ring.set((int) (sequence % ring.length()), entry);
-		sequenceOf.set(entry & ~ONE_SIDED_ENTRY, sequence);
-		try {
-			qp.postSend(wr);
+	long postHeld(int[] indexes, int[] sizes, int count) {
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			for (int i = 0; i < count; i++) {
+				giveBack(indexes[i]);
+			}
+			throw peer.notEstablished();
 		}
-		catch (RuntimeException ex) {
-			posted--;
-			throw ex;
+		for (int i = 0; i < count; i++) {
+			prepare(indexes[i], sizes[i]);
 		}
-		sinceSignaled = signaled ? 0 : sinceSignaled + 1;
+		long first = sequencer.claim(count);
+		held.addAndGet(-count);
+		for (int i = 0; i < count; i++) {
+			publish(first + i, indexes[i] | SendSequencer.OWNED);
+		}
+		sequencer.drive();
+		return first;
 	}
+
+	/**
+	 * Waits for the outcome of the batch's place {@code sequence} of buffer
+	 * {@code index}; a refused one is counted and given back (true).
+	 */
+	boolean refused(int index, long sequence) {
+		if (!sequencer.awaitOutcome(index, sequence)) {
+			return false;
+		}
+		counters.sendErrors.increment();
+		counters.sendsRefused.increment();
+		pool.release(index);
+		return true;
+	}
+
+	/** The provider's last refusal, or null. */
+	@Nullable RuntimeException lastRefusal() {
+		return chains.lastRefusal();
+	}
+
+	/** The lending handle of buffer {@code index}. */
+	BorrowedSendBuffer lent(int index) {
+		return lent[index];
+	}
+
+	// ------------------------------------------------------------------
+	// SendSequencer.Sink
+
+	@Override
+	public SendWorkRequest prepare(int entry, boolean signalDue) {
+		int index = entry & SendSequencer.INDEX;
+		if (index == markerIndex) {
+			return marker;
+		}
+		SendWorkRequest wr = requests[index];
+		if ((entry & SendSequencer.ONE_SIDED) != 0) {
+			return wr; // signaled, set by postOneSided
+		}
+		boolean signaled = signalDue || pool.available() == 0;
+		boolean inlined = lengths[index] <= inline;
+		return wr.flags(signaled ? (inlined ? SIGNALED_INLINE : SIGNALED) : (inlined ? UNSIGNALED_INLINE : UNSIGNALED));
+	}
+
+	@Override
+	public int post(ArrayList<SendWorkRequest> chain) {
+		return chains.post(chain);
+	}
+
+	@Override
+	public void refused(int entry) {
+		int index = entry & SendSequencer.INDEX;
+		if (index == markerIndex) {
+			return;
+		}
+		counters.sendsRefused.increment();
+		PeerOneSided part = oneSided;
+		if ((entry & SendSequencer.ONE_SIDED) != 0 && part != null) {
+			// ends as a flushed RDMA operation would: counted, its reader told
+			part.completed(oneSidedWrIds[index], WcStatus.WR_FLUSH_ERR.code());
+			return;
+		}
+		counters.sendErrors.increment();
+		pool.release(index);
+	}
+
+	// ------------------------------------------------------------------ marker,
+	// one-sided
 
 	/**
 	 * Posts the close's marker, a signaled empty SEND, after the QP was moved to the
-	 * error state, when the last post was unsignaled: it is flushed, never sent, and its
-	 * completion gives back the buffers of the unsignaled SENDs still in the ring (those
-	 * that completed have no completion of their own). A signaled last post needs none:
-	 * its own completion (or flush) gives everything back. The marker always finds a free
-	 * slot: an unsignaled post left a send buffer free, and no more posts come, so fewer
-	 * than {@code send-depth} work requests hold the send queue. False when no marker was
-	 * needed or the post was refused.
+	 * error state, when sends may have completed unsignaled: it is flushed, never sent,
+	 * and its completion gives back the buffers of the unsignaled SENDs still in the ring
+	 * (those that completed have no completion of their own). The marker always finds a
+	 * free slot in the send queue: it has one more than there are send buffers. False
+	 * when no marker was needed.
 	 */
 	boolean postMarker() {
-		postLock.lock();
-		try {
-			if (sinceSignaled == 0 || pool.inFlight() == 0) {
-				return false;
-			}
-			postInOrder(marker, markerIndex, true);
-			return true;
-		}
-		catch (RuntimeException ex) {
-			logger.debug("The close marker of connection '" + settings.name() + "' was refused: " + ex.getMessage());
+		if (signalInterval == 1 || inFlight() == 0) {
 			return false;
 		}
-		finally {
-			postLock.unlock();
-		}
+		long sequence = sequencer.claim(1);
+		publish(sequence, markerIndex);
+		sequencer.drive();
+		return true;
 	}
 
 	/**
 	 * Posts an RDMA WRITE or READ of {@code length} bytes of buffer {@code index} to
-	 * {@code remoteAddress} with {@code wrId}; the buffer is not released on failure (the
-	 * caller does, after its own clean-up).
+	 * {@code remoteAddress} with {@code wrId}. A refused one completes as flushed
+	 * ({@link PeerOneSided#completed}).
 	 */
 	void postOneSided(int index, long wrId, int length, QueuePair.SendOpcode opcode, long remoteAddress, int rkey) {
 		lengths[index] = length;
-		SendWorkRequest wr = requests[index].wrId(wrId)
+		oneSidedWrIds[index] = wrId;
+		requests[index].wrId(wrId)
 			.buffer(region, (long) index * settings.messageSize(), length)
 			.opcode(opcode)
 			.remote(remoteAddress, rkey)
 			.flags(SIGNALED);
-		postLock.lock();
-		try {
-			postInOrder(wr, ONE_SIDED_ENTRY | index, true);
-		}
-		finally {
-			postLock.unlock();
-		}
+		long sequence = sequencer.claim(1);
+		publish(sequence, SendSequencer.ONE_SIDED | index);
+		sequencer.drive();
 	}
 
 	/**
@@ -305,10 +433,11 @@ final class PeerSends extends PeerPart {
 	void completedBefore(int index) {
 		long sequence = sequenceOf.get(index);
 		while (reclaimed < sequence) {
-			int entry = ring.get((int) (reclaimed % ring.length()));
+			int entry = sequencer.entry(reclaimed);
 			reclaimed++;
-			if ((entry & ONE_SIDED_ENTRY) == 0 && entry != markerIndex) {
-				finished(entry, 0);
+			int unsignaledSend = entry & SendSequencer.INDEX;
+			if ((entry & (SendSequencer.ONE_SIDED | SendSequencer.REFUSED)) == 0 && unsignaledSend != markerIndex) {
+				finished(unsignaledSend, 0);
 			}
 		}
 		if (reclaimed == sequence) {

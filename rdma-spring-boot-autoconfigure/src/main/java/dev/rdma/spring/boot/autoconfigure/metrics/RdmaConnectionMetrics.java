@@ -81,6 +81,12 @@ public class RdmaConnectionMetrics implements SmartInitializingSingleton {
 					"Sends that found every send buffer in flight");
 			counter(meters, "rdma.connection.send.errors", name, n, ConnectionCounters::sendErrors,
 					"Sends, RDMA WRITEs and READs whose completion failed");
+			counter(meters, "rdma.connection.sends.posted", name, n, ConnectionCounters::sendsPosted,
+					"Work requests posted on the send queue");
+			counter(meters, "rdma.connection.send.posts", name, n, ConnectionCounters::sendPosts,
+					"Calls of ibv_post_send (doorbells); fewer than sends.posted when sends shared a post");
+			counter(meters, "rdma.connection.sends.refused", name, n, ConnectionCounters::sendsRefused,
+					"Sends and RDMA operations the provider refused to post");
 			counter(meters, "rdma.connection.listener.errors", name, n, ConnectionCounters::listenerErrors,
 					"Message listener calls that threw");
 			counter(meters, "rdma.connection.reconnects", name, n, ConnectionCounters::reconnects,
