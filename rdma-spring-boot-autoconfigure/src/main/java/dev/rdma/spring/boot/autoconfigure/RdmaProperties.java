@@ -81,7 +81,8 @@ public class RdmaProperties {
 	 * max-inline-data, signal-interval, send-timeout, required, remote-access-size,
 	 * cm.responder-resources, cm.initiator-depth, cm.retry-count, cm.rnr-retry-count,
 	 * out-of-band.port, out-of-band.gid-index, out-of-band.path-mtu,
-	 * out-of-band.liveness.
+	 * out-of-band.liveness, shared-receive-queue.enabled, shared-receive-queue.depth,
+	 * shared-receive-queue.limit.
 	 */
 	private Map<String, ConnectionProperties> connections = new LinkedHashMap<>();
 
