@@ -528,6 +528,14 @@ public final class PeerConnection extends SettingsConnection {
 	 * on the queue's lock), and what follows the QP must follow it.
 	 */
 	private void closeQuietly(AutoCloseable closeable) {
+		closeQuietly(closeable, settings.name());
+	}
+
+	/**
+	 * {@link #closeQuietly(AutoCloseable)} for anything of connection {@code name}
+	 * ({@link SharedReceives} too).
+	 */
+	static void closeQuietly(AutoCloseable closeable, String name) {
 		if (PollerThreads.closeWhenPollEnds(closeable)) {
 			return;
 		}
@@ -535,7 +543,7 @@ public final class PeerConnection extends SettingsConnection {
 			closeable.close();
 		}
 		catch (Exception ex) {
-			logger.warn("Closing " + closeable + " of connection '" + settings.name() + "' failed", ex);
+			logger.warn("Closing " + closeable + " of connection '" + name + "' failed", ex);
 		}
 	}
 

@@ -14,7 +14,6 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
-import dev.rdma.spring.listener.PollerThreads;
 import dev.rdma.verbs.AsyncEvent;
 import dev.rdma.verbs.AsyncEventType;
 import dev.rdma.verbs.ChainPostException;
@@ -359,22 +358,10 @@ public final class SharedReceives {
 		closed = true;
 		OPEN.remove(srq);
 		routers.forEach(r -> r.remove(this));
-		closeQuietly(srq);
-		closeQuietly(region);
-	}
-
-	private void closeQuietly(AutoCloseable closeable) {
-		if (PollerThreads.closeWhenPollEnds(closeable)) {
-			return;
-		}
-		try {
-			closeable.close();
-		}
-		catch (Exception ex) {
-			// a peer whose close timed out still holds a QP on it: its protection domain
-			// closes the SRQ after that QP
-			logger.warn("Closing " + closeable + " of connection '" + settings.name() + "' failed: " + ex.getMessage());
-		}
+		// a failure is logged: a peer whose close timed out still holds a QP on the SRQ,
+		// and its protection domain closes the SRQ after that QP
+		PeerConnection.closeQuietly(srq, settings.name());
+		PeerConnection.closeQuietly(region, settings.name());
 	}
 
 	@Override
