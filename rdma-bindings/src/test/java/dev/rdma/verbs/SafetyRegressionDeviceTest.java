@@ -202,7 +202,8 @@ class SafetyRegressionDeviceTest {
 
 	@Test
 	void twoThreadsPollingOneExtendedCqWithGcPressureDeliverEveryCompletionOnce() throws Exception {
-		int messages = 640; // 20 rounds of 32
+		int messages = 640; // 20 rounds of 32 at least
+		int minCollections = 20; // and more rounds until 20 full collections ran
 		try (ExtendedCompletionQueue cx = ctx().createExtendedCompletionQueue(CqInitAttributes.of(1024));
 				CompletionQueue recv = ctx().createCompletionQueue(1024, null, 0);
 				Loopback lb = new Loopback(ctx(), cx, recv, 64, 64)) {
@@ -231,11 +232,20 @@ class SafetyRegressionDeviceTest {
 					}
 				}));
 			}
+			// Full collections back to back, each followed by a pause as long as it took
+			// (at least 2 ms): the pollers are stopped half of the time at most, and the
+			// rounds go on until 20 collections ran during them. With a fixed 2 ms pause
+			// the collections stopped the pollers nearly all the time: the test's length
+			// was that of the collections, 46 s in the lane and over its 120 s timeout
+			// with the host at twice the load.
+			AtomicInteger collections = new AtomicInteger();
 			threads.add(Thread.ofPlatform().name("gc").start(() -> {
 				while (!stop.get()) {
+					long t0 = System.nanoTime();
 					System.gc();
+					collections.incrementAndGet();
 					try {
-						Thread.sleep(2);
+						Thread.sleep(Math.max(2, (System.nanoTime() - t0) / 1_000_000));
 					}
 					catch (InterruptedException e) {
 						return;
@@ -245,7 +255,7 @@ class SafetyRegressionDeviceTest {
 			long next = 0;
 			try (WorkCompletionBuffer rb = new WorkCompletionBuffer(64)) {
 				int received = 0;
-				while (next < messages) {
+				while (next < messages || collections.get() < minCollections) {
 					for (int i = 0; i < 32; i++, next++) {
 						lb.postRecv(next, i);
 						lb.postSend(next, i, 8, null);
@@ -267,7 +277,10 @@ class SafetyRegressionDeviceTest {
 			}
 			assertThat(errors).isEmpty();
 			assertThat(duplicates).hasValue(0);
-			assertThat(seen).hasSize(messages);
+			assertThat(next).isGreaterThanOrEqualTo(messages);
+			assertThat(seen).as("every completion once").hasSize((int) next);
+			assertThat(collections.get()).as("full collections while the pollers ran")
+				.isGreaterThanOrEqualTo(minCollections);
 		}
 	}
 

@@ -5,7 +5,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
@@ -102,6 +104,90 @@ final class HostilePeer implements AutoCloseable {
 		CmEvent e = id.getEvent(STEP);
 		assertThat(e).as("the server's answer to a half-open connect").isNotNull();
 		return e;
+	}
+
+	/**
+	 * {@code n} ids resolved to {@code server} (address and route, all at once), ready
+	 * for a {@link Flood}, each with a QP of its own moved to INIT (the CM rejects a
+	 * request that names the QP of another as a stale connection, before the server sees
+	 * it).
+	 */
+	Flood prepareFlood(InetSocketAddress server, int n) {
+		Flood flood = new Flood();
+		try {
+			for (int i = 0; i < n; i++) {
+				ConnectionId request = channel.createId();
+				flood.ids.add(request);
+				flood.qps.add(pd.createQueuePair(new QueuePair.Attributes(cq, cq, 1, 1, true)));
+				request.resolveAddress(source, server, ConnectionId.RESOLVE_ATTEMPT);
+			}
+			for (ConnectionId request : flood.ids) {
+				ConnectionTestSupport.expect(request, CmEventType.ADDR_RESOLVED, STEP);
+				request.resolveRoute(STEP);
+			}
+			for (ConnectionId request : flood.ids) {
+				ConnectionTestSupport.expect(request, CmEventType.ROUTE_RESOLVED, STEP);
+			}
+			for (int i = 0; i < n; i++) {
+				flood.ids.get(i).moveQueuePair(flood.qps.get(i), QueuePair.State.INIT);
+			}
+			return flood;
+		}
+		catch (RuntimeException | AssertionError ex) {
+			flood.close();
+			throw ex;
+		}
+	}
+
+	/**
+	 * Connect requests from ids resolved in advance, sent back to back ({@link #fire});
+	 * none is ever established (RTU): each the server accepts stays half-open until the
+	 * server drops it.
+	 */
+	static final class Flood implements AutoCloseable {
+
+		final List<ConnectionId> ids = new ArrayList<>();
+
+		private final List<QueuePair> qps = new ArrayList<>();
+
+		/**
+		 * Sends the connect requests of ids {@code from} (inclusive) to {@code to}
+		 * (exclusive) with {@code privateData}, back to back; returns the nanoseconds it
+		 * took.
+		 */
+		long fire(int from, int to, byte[] privateData) {
+			long start = System.nanoTime();
+			for (int i = from; i < to; i++) {
+				ids.get(i).connect(qps.get(i), CmParameters.DEFAULTS, privateData);
+			}
+			return System.nanoTime() - start;
+		}
+
+		/**
+		 * The server's answer to the request of id {@code i}: CONNECT_RESPONSE or
+		 * REJECTED.
+		 */
+		CmEvent answer(int i) {
+			CmEvent e = ids.get(i).getEvent(STEP);
+			assertThat(e).as("the server's answer to connect request %d of the flood", i).isNotNull();
+			return e;
+		}
+
+		/** The next event of id {@code i} within {@code timeout}, or null. */
+		CmEvent next(int i, Duration timeout) {
+			return ids.get(i).getEvent(timeout);
+		}
+
+		@Override
+		public void close() {
+			for (ConnectionId request : ids) {
+				request.close();
+			}
+			for (QueuePair qp : qps) {
+				qp.close();
+			}
+		}
+
 	}
 
 	/** The id of the current attempt (its events: DISCONNECTED, REJECTED, ...). */

@@ -9,7 +9,10 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -45,10 +48,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * on the bindings) across the two devices, while a well-behaved client of the starter
  * keeps exchanging messages with it: rdma_cm requests from an address outside
  * {@code allowed-peers}, refused by a filter bean, with malformed private data, a
- * half-open connect, a message larger than {@code message-size}, and an RDMA WRITE with
- * the rkey of the peer's previous connection. Each refusal is read back from the reject's
- * private data, counted, published; the resources of the server are the same after as
- * before.
+ * half-open connect, a message larger than {@code message-size}, an RDMA WRITE with the
+ * rkey of the peer's previous connection, and floods of connect requests (half-open and
+ * malformed ones, back to back). Each refusal is read back from the reject's private
+ * data, counted, published; the resources of the process (native objects,
+ * {@code /proc/self/fd}, {@code rdma resource show}) are the same after as before.
  */
 @Tag(DeviceTestSupport.TAG)
 @Timeout(value = 400, unit = TimeUnit.SECONDS)
@@ -56,7 +60,30 @@ class HostilePeerDeviceTest {
 
 	private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(2);
 
+	/**
+	 * The rdma_cm server's connect-timeout: how long a half-open peer holds its place.
+	 * Each flood's requests must all be read before the first accepted one is dropped, or
+	 * a place freed by a drop is taken again and the counts below differ. Under emulation
+	 * the server read 2.5 valid requests a second on a host at load 10 (an accept makes a
+	 * QP and registers a region), so 8 requests took about 3 s.
+	 */
+	private static final Duration CM_CONNECT_TIMEOUT = Duration.ofSeconds(8);
+
 	private static final String EVIL = "EVIL";
+
+	/** The server's max-peers in the rdma_cm test. */
+	private static final int MAX_PEERS = 4;
+
+	/** The well-behaved client's connect-timeout in the rdma_cm test. */
+	private static final Duration CLIENT_CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
+	/**
+	 * The malformed connect requests of each rdma_cm flood: with the valid ones (5),
+	 * fewer than the listener's backlog (8), so that each is read by the server. Requests
+	 * beyond the backlog are rejected by the kernel without private data (seen with 30),
+	 * which the answers to malformed requests allow for.
+	 */
+	private static final int MALFORMED = 2;
 
 	/** The echo server, and a filter that refuses private data starting with EVIL. */
 	@Configuration(proxyBeanMethods = false)
@@ -77,11 +104,12 @@ class HostilePeerDeviceTest {
 		long baseline = NativeObjects.open();
 		List<String> p = ConnectionApps.properties(two.b(), "listen=" + two.b().ipv4() + ":" + port);
 		String c = "rdma.connections." + ConnectionApps.NAME + ".";
-		p.addAll(List.of(c + "allowed-peers=" + two.a().ipv4() + "/32,fd00::/8", c + "max-peers=2",
-				c + "connect-timeout=" + CONNECT_TIMEOUT.toMillis() + "ms", c + "remote-access-size=64KB"));
+		p.addAll(List.of(c + "allowed-peers=" + two.a().ipv4() + "/32,fd00::/8", c + "max-peers=" + MAX_PEERS,
+				c + "connect-timeout=" + CM_CONNECT_TIMEOUT.toMillis() + "ms", c + "remote-access-size=64KB"));
 		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port);
 		try (ConfigurableApplicationContext serverApp = ConnectionApps.start(GuardedServer.class, p);
-				ConfigurableApplicationContext clientApp = ConnectionApps.client(two.a(), two.b(), port)) {
+				ConfigurableApplicationContext clientApp = ConnectionApps.client(two.a(), two.b(), port,
+						"connect-timeout=" + CLIENT_CONNECT_TIMEOUT.toMillis() + "ms")) {
 			RdmaConnection serverLink = serverApp.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			RdmaConnection link = clientApp.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			ConnectionApps.Collector collector = clientApp.getBean(ConnectionApps.Collector.class);
@@ -95,6 +123,9 @@ class HostilePeerDeviceTest {
 			exchange(link, collector, 0, 20, 64);
 			long serverObjects = NativeObjects.open();
 			long fds = openFds();
+			Map<String, Long> resources = rdmaResources();
+			step("resources before the attacks: " + NativeObjects.openByType() + ", " + fds
+					+ " fds, rdma resource show " + resources);
 			long seq = 20;
 
 			// 1. an address outside allowed-peers (rxeB's own, a loopback connect)
@@ -134,7 +165,7 @@ class HostilePeerDeviceTest {
 				Duration held = Duration.ofNanos(System.nanoTime() - start);
 				assertThat(failed.getReason()).isEqualTo(RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED);
 				assertThat(held).as("a half-open peer dropped within connect-timeout")
-					.isLessThan(CONNECT_TIMEOUT.plusSeconds(2));
+					.isLessThan(CM_CONNECT_TIMEOUT.plusSeconds(2));
 				assertThat(serverLink.peers()).hasSize(1);
 				exchange(link, collector, seq, 20, 64);
 				seq += 20;
@@ -159,9 +190,9 @@ class HostilePeerDeviceTest {
 				assertThat(old).as("the server's region record").isNotNull();
 				assertThat(hostile.post(64, old.address(), old.rkey())).as("a write while connected")
 					.isEqualTo(WcStatus.SUCCESS);
-				// the first connection ends before the second asks (max-peers 2: the
-				// client and one hostile peer; asked at once, the server may still list
-				// the first and refuse the second with MAX_PEERS, as in run 18)
+				// the first connection ends before the second asks (with max-peers 2, the
+				// client and one hostile peer, asked at once the server still listed the
+				// first and refused the second with MAX_PEERS in run 18)
 				hostile.closeAttempt();
 				await("the hostile peer's first connection gone", () -> serverLink.peers().size() == 1);
 				Object second = hostile.attempt(server, new byte[0]);
@@ -175,18 +206,204 @@ class HostilePeerDeviceTest {
 			}
 			await("the hostile peer's connection closed", () -> serverLink.peers().size() == 1);
 			exchange(link, collector, seq, 50, 64);
+			seq += 50;
 			assertThat(link.statistics().reconnects()).as("the well-behaved client never reconnected").isZero();
+
+			// 7. rdma_cm floods: connect requests back to back, the valid ones never
+			// established (half-open), among malformed ones
+			step("7. rdma_cm floods");
+			AtomicInteger refusedMalformed = new AtomicInteger();
+			try (HostilePeer flooder = new HostilePeer(two.a().device(), two.a().ipv4())) {
+				floodBeyondMaxPeers(flooder, server, events, refusedMalformed);
+				seq = clientConnectsDuringFlood(flooder, server, clientApp, serverLink, events, seq, refusedMalformed);
+			}
+			exchange(link, collector, seq, 50, 64);
 
 			step("attacks done");
 			assertThat(rejected(meters, "NOT_ALLOWED")).isEqualTo(1);
 			assertThat(rejected(meters, "FILTERED")).isEqualTo(1);
-			assertThat(rejected(meters, "MALFORMED")).isEqualTo(3);
-			assertThat(rejected(meters, "MAX_PEERS")).isZero();
+			assertThat(rejected(meters, "MALFORMED")).isEqualTo(3 + refusedMalformed.get());
+			assertThat(rejected(meters, "MAX_PEERS")).isEqualTo(2);
 			await("the server's objects back to their count before the attacks",
 					() -> NativeObjects.open() == serverObjects);
 			await("the process's file descriptors back to their count", () -> openFds() <= fds);
+			await("rdma resource show: qp, cm_id, mr, pd and cq back to their counts before the attacks",
+					() -> rdmaResources().equals(resources));
+			step("resources after the attacks: " + NativeObjects.openByType() + ", " + openFds()
+					+ " fds, rdma resource show " + rdmaResources());
 		}
 		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "the server and the client closed");
+	}
+
+	/**
+	 * MAX_PEERS + 1 valid connect requests (never established) and {@link #MALFORMED}
+	 * malformed ones, back to back, while the client is connected: the server accepts
+	 * MAX_PEERS - 1 (the client and the pending peers make max-peers, never more), turns
+	 * 2 away as busy and refuses the malformed ones; each accepted one is dropped within
+	 * connect-timeout.
+	 */
+	private static void floodBeyondMaxPeers(HostilePeer flooder, InetSocketAddress server, ConnectionApps.Events events,
+			AtomicInteger refusedMalformed) throws InterruptedException {
+		int valid = MAX_PEERS + 1;
+		try (HostilePeer.Flood flood = flooder.prepareFlood(server, valid + MALFORMED)) {
+			events.all.clear();
+			long start = System.nanoTime();
+			long fired = flood.fire(0, valid, new byte[0]) + flood.fire(valid, valid + MALFORMED, malformed());
+			step(String.format("7a. %d connect requests sent in %.1f ms (%.0f/s)", valid + MALFORMED, fired / 1e6,
+					(valid + MALFORMED) / (fired / 1e9)));
+			int accepted = 0;
+			int busy = 0;
+			for (int i = 0; i < valid; i++) {
+				CmEvent e = flood.answer(i);
+				if (e.type() == CmEventType.CONNECT_RESPONSE) {
+					accepted++;
+				}
+				else {
+					assertThat(e.type()).as(e.toString()).isEqualTo(CmEventType.REJECTED);
+					assertThat(new String(e.privateData(), StandardCharsets.US_ASCII))
+						.startsWith("rdma-spring-boot: max-peers reached");
+					busy++;
+				}
+			}
+			int refused = 0;
+			for (int i = valid; i < valid + MALFORMED; i++) {
+				refused += assertMalformed(flood.answer(i));
+			}
+			refusedMalformed.addAndGet(refused);
+			long answered = (System.nanoTime() - start) / 1_000_000;
+			step("7a. answered: " + accepted + " accepted, " + busy + " busy, " + refused + " refused as malformed, "
+					+ (MALFORMED - refused) + " rejected by the kernel (listen backlog full), after " + answered
+					+ " ms");
+			assertThat(accepted)
+				.as("accepted while the client is connected (max-peers " + MAX_PEERS + "; every request answered after "
+						+ answered + " ms, connect-timeout " + CM_CONNECT_TIMEOUT.toMillis() + " ms)")
+				.isEqualTo(MAX_PEERS - 1);
+			assertThat(busy).isEqualTo(2);
+			Duration dropped = awaitDropped(events, accepted, start);
+			step("7a. every half-open peer dropped " + dropped.toMillis() + " ms after the flood began; the peer saw "
+					+ flood.next(0, Duration.ofSeconds(1)));
+			assertThat(dropped).as("half-open peers dropped within connect-timeout (and the margin)")
+				.isLessThan(CM_CONNECT_TIMEOUT.plusSeconds(5));
+		}
+	}
+
+	/**
+	 * The client goes away and connects again while a flood of MAX_PEERS - 2 half-open
+	 * and {@link #MALFORMED} malformed connect requests is pending: within its
+	 * connect-timeout (accepted one after the other, the half-open peers alone held the
+	 * accept for 2 x connect-timeout, 16 s), and its messages go through.
+	 * @return the next sequence number of the client's messages
+	 */
+	private static long clientConnectsDuringFlood(HostilePeer flooder, InetSocketAddress server,
+			ConfigurableApplicationContext clientApp, RdmaConnection serverLink, ConnectionApps.Events events, long seq,
+			AtomicInteger refusedMalformed) throws InterruptedException {
+		int halfOpen = MAX_PEERS - 2;
+		RdmaConnection link = clientApp.getBean(ConnectionApps.NAME, RdmaConnection.class);
+		ConnectionApps.Collector collector = clientApp.getBean(ConnectionApps.Collector.class);
+		try (HostilePeer.Flood flood = flooder.prepareFlood(server, halfOpen + MALFORMED)) {
+			RdmaConnectionRegistry clientConnections = clientApp.getBean(RdmaConnectionRegistry.class);
+			clientConnections.stop();
+			await("the client gone", () -> serverLink.peers().isEmpty());
+			events.all.clear();
+			long start = System.nanoTime();
+			// the half-open requests first, then the client (on its own thread) amid the
+			// malformed ones
+			flood.fire(0, halfOpen, new byte[0]);
+			clientConnections.start();
+			flood.fire(halfOpen, halfOpen + MALFORMED, malformed());
+			await("the client connected again during the flood", () -> serverLink.peers().size() == 1
+					&& link.state() == dev.rdma.spring.connection.ConnectionState.ESTABLISHED);
+			Duration again = Duration.ofNanos(System.nanoTime() - start);
+			long droppedBefore = events.all.stream()
+				.filter((e) -> e instanceof RdmaPeerRefusedEvent r
+						&& r.getReason() == RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED)
+				.count();
+			step("7b. the client connected again " + again.toMillis() + " ms after the flood began, "
+					+ (halfOpen - droppedBefore) + " of the " + halfOpen + " half-open peers still pending");
+			for (int i = 0; i < halfOpen; i++) {
+				assertThat(flood.answer(i).type()).as("a half-open request accepted")
+					.isEqualTo(CmEventType.CONNECT_RESPONSE);
+			}
+			int refused = 0;
+			for (int i = halfOpen; i < halfOpen + MALFORMED; i++) {
+				refused += assertMalformed(flood.answer(i));
+			}
+			refusedMalformed.addAndGet(refused);
+			step("7b. " + refused + " refused as malformed, " + (MALFORMED - refused)
+					+ " rejected by the kernel (listen backlog full)");
+			assertThat(again).as("the well-behaved client connects during the flood within its connect-timeout")
+				.isLessThan(CLIENT_CONNECT_TIMEOUT);
+			exchange(link, collector, seq, 50, 64);
+			Duration dropped = awaitDropped(events, halfOpen, start);
+			step("7b. every half-open peer dropped " + dropped.toMillis() + " ms after the flood began");
+			assertThat(serverLink.peers()).hasSize(1);
+			return seq + 50;
+		}
+	}
+
+	/** A region record of an unsupported version: refused as MALFORMED. */
+	private static byte[] malformed() {
+		byte[] version = new RemoteRegion(0x1000, 1, 4096).encode();
+		version[7] = '9';
+		return version;
+	}
+
+	/**
+	 * A malformed request's answer: REJECTED, by the server with its reason (1), or by
+	 * the kernel without private data when the listener's backlog of requests not yet
+	 * read was full (0).
+	 */
+	private static int assertMalformed(CmEvent answer) {
+		assertThat(answer.type()).as(answer.toString()).isEqualTo(CmEventType.REJECTED);
+		String text = new String(answer.privateData(), StandardCharsets.US_ASCII);
+		if (text.isBlank() || text.charAt(0) == 0) {
+			return 0;
+		}
+		assertThat(text).as("the reject's private data")
+			.startsWith("rdma-spring-boot: refused: ")
+			.contains("malformed private data");
+		return 1;
+	}
+
+	/**
+	 * Waits for {@code n} ACCEPT_FAILED refusals (the half-open peers dropped), passing
+	 * over the others: the time since {@code start} ({@link System#nanoTime()}).
+	 */
+	private static Duration awaitDropped(ConnectionApps.Events events, int n, long start) throws InterruptedException {
+		int seen = 0;
+		while (seen < n) {
+			RdmaPeerRefusedEvent e = events.next(RdmaPeerRefusedEvent.class);
+			if (e.getReason() == RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED) {
+				assertThat(e.getDetail()).contains("no [ESTABLISHED] in time");
+				seen++;
+			}
+		}
+		return Duration.ofNanos(System.nanoTime() - start);
+	}
+
+	/**
+	 * The counts of qp, cm_id, mr, pd and cq of {@code rdma resource show}, summed over
+	 * the devices.
+	 */
+	static Map<String, Long> rdmaResources() {
+		String out;
+		try {
+			out = DeviceTestSupport.run(20, "rdma", "resource", "show");
+		}
+		catch (java.io.IOException | InterruptedException ex) {
+			throw new AssertionError("rdma resource show: " + ex, ex);
+		}
+		Map<String, Long> counts = new TreeMap<>();
+		for (String line : out.split("\n")) {
+			String[] t = line.trim().split("\\s+");
+			for (int i = 0; i + 1 < t.length; i++) {
+				if (List.of("qp", "cm_id", "mr", "pd", "cq").contains(t[i]) && t[i + 1].matches("\\d+")) {
+					counts.merge(t[i], Long.parseLong(t[i + 1]), Long::sum);
+				}
+			}
+		}
+		assertThat(counts).as("rdma resource show: " + out).containsOnlyKeys("qp", "cm_id", "mr", "pd", "cq");
+		return counts;
 	}
 
 	@Test
