@@ -85,6 +85,13 @@ class HostilePeerDeviceTest {
 	 */
 	private static final int MALFORMED = 2;
 
+	/**
+	 * The malformed connect requests of the burst beyond the listener's backlog (8): 30
+	 * took the server 13 s to answer in the VM (each refusal is an rdma_reject and an
+	 * rdma_destroy_id, counted and published), none rejected by the kernel.
+	 */
+	private static final int BURST = 16;
+
 	/** The echo server, and a filter that refuses private data starting with EVIL. */
 	@Configuration(proxyBeanMethods = false)
 	static class GuardedServer extends ConnectionApps.EchoServer {
@@ -210,12 +217,14 @@ class HostilePeerDeviceTest {
 			assertThat(link.statistics().reconnects()).as("the well-behaved client never reconnected").isZero();
 
 			// 7. rdma_cm floods: connect requests back to back, the valid ones never
-			// established (half-open), among malformed ones
+			// established (half-open), among malformed ones; then a burst of malformed
+			// ones beyond the listener's backlog
 			step("7. rdma_cm floods");
 			AtomicInteger refusedMalformed = new AtomicInteger();
 			try (HostilePeer flooder = new HostilePeer(two.a().device(), two.a().ipv4())) {
 				floodBeyondMaxPeers(flooder, server, events, refusedMalformed);
 				seq = clientConnectsDuringFlood(flooder, server, clientApp, serverLink, events, seq, refusedMalformed);
+				burstBeyondTheBacklog(flooder, server, serverLink, refusedMalformed);
 			}
 			exchange(link, collector, seq, 50, 64);
 
@@ -284,6 +293,32 @@ class HostilePeerDeviceTest {
 					+ flood.next(0, Duration.ofSeconds(1)));
 			assertThat(dropped).as("half-open peers dropped within connect-timeout (and the margin)")
 				.isLessThan(CM_CONNECT_TIMEOUT.plusSeconds(5));
+		}
+	}
+
+	/**
+	 * {@link #BURST} malformed connect requests back to back, twice the listener's
+	 * backlog: each is answered REJECTED, by the server with its reason or by the kernel
+	 * without private data if its backlog overflows, and the server still lists its
+	 * client only.
+	 */
+	private static void burstBeyondTheBacklog(HostilePeer flooder, InetSocketAddress server, RdmaConnection serverLink,
+			AtomicInteger refusedMalformed) {
+		try (HostilePeer.Flood flood = flooder.prepareFlood(server, BURST)) {
+			long start = System.nanoTime();
+			long fired = flood.fire(0, BURST, malformed());
+			int refused = 0;
+			for (int i = 0; i < BURST; i++) {
+				refused += assertMalformed(flood.answer(i));
+			}
+			refusedMalformed.addAndGet(refused);
+			step(String.format(
+					"7c. %d malformed requests sent in %.1f ms (%.0f/s), all answered after %d ms: %d refused "
+							+ "by the server, %d rejected by the kernel (listen backlog full)",
+					BURST, fired / 1e6, BURST / (fired / 1e9), (System.nanoTime() - start) / 1_000_000, refused,
+					BURST - refused));
+			assertThat(refused).as("requests the server read and refused").isPositive();
+			assertThat(serverLink.peers()).hasSize(1);
 		}
 	}
 
