@@ -37,14 +37,11 @@ class RdmacmToolsInteropDeviceTest {
 	@Test
 	void theStarterAsServerOfRdmaClient() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
-		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
-			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+		try (EchoServerApp server = EchoServerApp.start(two)) {
 			TwoDevices.Marks m0 = two.mark();
 			long retries = TwoDevices.hwCounter(two.b().device(), "completer_retry_err");
-			try (NativePeer c = NativePeer.start("rdma_client", "-s", two.b().ipv4(), "-p", Integer.toString(port))) {
+			try (NativePeer c = NativePeer.start("rdma_client", "-s", two.b().ipv4(), "-p",
+					Integer.toString(server.port))) {
 				c.assertExitsZero(STEP, "rdma_client");
 				assertThat(c.output()).contains("rdma_client: end 0");
 			}
@@ -53,11 +50,11 @@ class RdmacmToolsInteropDeviceTest {
 			// message and the echo crossed the veth pair (not rxeB to itself)
 			m0.assertCrossed(1);
 			// the listener counts its echo after the send returned
-			await("the server's count of its echo", () -> echo.echoed.get() == 1);
-			assertThat(echo.echoed.get()).isEqualTo(1);
-			assertThat(link.statistics().messagesReceived()).isEqualTo(1);
-			assertThat(link.statistics().bytesReceived()).isEqualTo(16);
-			await("the server saw rdma_client's disconnect", () -> link.peers().isEmpty());
+			await("the server's count of its echo", () -> server.echo.echoed.get() == 1);
+			assertThat(server.echo.echoed.get()).isEqualTo(1);
+			assertThat(server.link.statistics().messagesReceived()).isEqualTo(1);
+			assertThat(server.link.statistics().bytesReceived()).isEqualTo(16);
+			await("the server saw rdma_client's disconnect", () -> server.link.peers().isEmpty());
 			// rdma_client disconnects (its QP to the error state) as soon as it has
 			// polled
 			// the echo; rxe posts that receive's completion before it sends the ACK, and
@@ -69,14 +66,13 @@ class RdmacmToolsInteropDeviceTest {
 			// the error state only after that receive). docs/softroce-vm.md, "Why the
 			// tier flaked".
 			await("the echo's completion, acknowledged or flushed",
-					() -> link.statistics().messagesSent() + link.statistics().sendErrors() == 1);
-			ConnectionStatistics stats = link.statistics();
+					() -> server.link.statistics().messagesSent() + server.link.statistics().sendErrors() == 1);
+			ConnectionStatistics stats = server.link.statistics();
 			long retransmitted = TwoDevices.hwCounter(two.b().device(), "completer_retry_err") - retries;
 			System.out.printf("RDMA_CLIENT-ACK echo sent %d, send errors %d, retransmissions %d%n",
 					stats.messagesSent(), stats.sendErrors(), retransmitted);
 			assertThat(stats.messagesSent() + stats.sendErrors()).isEqualTo(1);
 		}
-		assertNativeObjectsClosed(baseline, "rdma_client and the server closed");
 	}
 
 	@Test
