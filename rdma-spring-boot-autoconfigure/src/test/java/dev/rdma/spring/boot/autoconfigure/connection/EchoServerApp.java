@@ -43,14 +43,8 @@ final class EchoServerApp implements AutoCloseable {
 	static EchoServerApp start(TwoDevices two) {
 		long baseline = NativeObjects.open();
 		int port = DeviceTestSupport.randomPort();
-		ConfigurableApplicationContext app = ConnectionApps.server(two.b(), port);
-		try {
-			return new EchoServerApp(baseline, port, app);
-		}
-		catch (RuntimeException | Error ex) {
-			app.close();
-			throw ex;
-		}
+		return ConnectionTestSupport.wrapOrClose(ConnectionApps.server(two.b(), port),
+				app -> new EchoServerApp(baseline, port, app));
 	}
 
 	/**

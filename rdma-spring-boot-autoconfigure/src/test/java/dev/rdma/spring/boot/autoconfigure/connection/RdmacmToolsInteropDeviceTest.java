@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import org.springframework.context.ConfigurableApplicationContext;
@@ -16,10 +17,10 @@ import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NativePeer;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -32,11 +33,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class RdmacmToolsInteropDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	private static final Duration STEP = Duration.ofSeconds(60);
 
 	@Test
 	void theStarterAsServerOfRdmaClient() throws Exception {
-		TwoDevices two = TwoDevices.require();
+		TwoDevices two = tier.two();
 		try (EchoServerApp server = EchoServerApp.start(two)) {
 			TwoDevices.Marks m0 = two.mark();
 			long retries = TwoDevices.hwCounter(two.b().device(), "completer_retry_err");
@@ -77,9 +81,8 @@ class RdmacmToolsInteropDeviceTest {
 
 	@Test
 	void theStarterAsClientOfRdmaServer() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (NativePeer c = NativePeer.start("rdma_server", "-p", Integer.toString(port))) {
 			// rdma_server listens a moment after it starts: the client retries meanwhile
 			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
@@ -102,7 +105,6 @@ class RdmacmToolsInteropDeviceTest {
 				assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
 			}
 		}
-		assertNativeObjectsClosed(baseline, "rdma_server and the client closed");
 	}
 
 }
