@@ -10,7 +10,6 @@ import dev.rdma.verbs.SendWorkRequest.Flag;
 import dev.rdma.verbs.testing.DeviceContext;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -39,33 +38,19 @@ class DataPathDeviceTest {
 	@RegisterExtension
 	static final DeviceContext device = new DeviceContext();
 
-	static Context ctx;
-
-	static int gidIndex;
-
-	static Gid gid;
-
-	@BeforeAll
-	static void open() {
-		ctx = device.context();
-		gidIndex = ctx.findIpv4GidIndex(PORT);
-		assertThat(gidIndex).as("an IPv4-mapped GID on %s port %d", ctx.deviceName(), PORT).isNotNegative();
-		gid = ctx.queryGid(PORT, gidIndex);
+	private static Context ctx() {
+		return device.context();
 	}
 
 	private static void connect(QueuePair a, QueuePair b) {
-		a.connect(PORT, gidIndex, gid, b.qpNum());
-		b.connect(PORT, gidIndex, gid, a.qpNum());
+		a.connect(PORT, device.gidIndex(), device.gid(), b.qpNum());
+		b.connect(PORT, device.gidIndex(), device.gid(), a.qpNum());
 	}
 
+	/** Polls {@code cq} until {@code n} completions arrived; fails after 10 s. */
 	private static List<WorkCompletionSnapshot> completions(CompletionQueue cq, WorkCompletionBuffer buffer, int n,
 			String what) {
-		List<WorkCompletionSnapshot> out = new ArrayList<>();
-		DeviceTestSupport.await(Duration.ofSeconds(10), () -> {
-			cq.poll(buffer, wc -> out.add(wc.copy()));
-			return out.size() >= n;
-		}, what);
-		return out;
+		return DeviceTestSupport.completions(cq, buffer, n, Duration.ofSeconds(10), what);
 	}
 
 	/** Whatever else arrives within {@code millis} ms. */
@@ -107,8 +92,8 @@ class DataPathDeviceTest {
 	 */
 	@Test
 	void anInlineSendWhoseBufferIsOverwrittenRightAfterThePostArrivesIntact() {
-		try (CompletionQueue cq = ctx.createCompletionQueue(32, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(32, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			MemoryRegion mr = pd.registerMemory(4L * SLOT, LOCAL);
 			QueuePair sender = pd
@@ -144,11 +129,11 @@ class DataPathDeviceTest {
 			QueuePair sender, QueuePair receiver, SendWorkRequest send, int length) {
 		int seed = (int) send.wrId();
 		fill(mr, 0, length, seed);
-		long naks = TwoDevices.hwCounter(ctx.deviceName(), "send_rnr_err");
+		long naks = TwoDevices.hwCounter(ctx().deviceName(), "send_rnr_err");
 		sender.postSend(send);
 		fill(mr, 0, length, seed + 100);
 		DeviceTestSupport.await(Duration.ofSeconds(5),
-				() -> TwoDevices.hwCounter(ctx.deviceName(), "send_rnr_err") > naks,
+				() -> TwoDevices.hwCounter(ctx().deviceName(), "send_rnr_err") > naks,
 				"an RNR NAK for the send without a receive");
 		receiver.postRecv(new ReceiveWorkRequest().wrId(100 + seed).buffer(mr, 2L * SLOT, SLOT));
 		List<WorkCompletionSnapshot> wcs = completions(cq, buffer, 2, "the send and its receive");
@@ -166,9 +151,9 @@ class DataPathDeviceTest {
 	void withSignalingEveryKTheCqHoldsOneSendCompletionPerKSends() {
 		int n = 32;
 		int k = 4;
-		try (CompletionQueue sendCq = ctx.createCompletionQueue(64, null, 0);
-				CompletionQueue recvCq = ctx.createCompletionQueue(64, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue sendCq = ctx().createCompletionQueue(64, null, 0);
+				CompletionQueue recvCq = ctx().createCompletionQueue(64, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			MemoryRegion mr = pd.registerMemory(2L * n * 64, LOCAL);
 			QueuePair sender = pd.createQueuePair(new QueuePair.Attributes(sendCq, sendCq, n, 1, false));
@@ -207,9 +192,9 @@ class DataPathDeviceTest {
 	 */
 	@Test
 	void aChainWithARefusedElementInTheMiddleReportsItAndPostsNothingAfterIt() {
-		try (CompletionQueue sendCq = ctx.createCompletionQueue(128, null, 0);
-				CompletionQueue recvCq = ctx.createCompletionQueue(128, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue sendCq = ctx().createCompletionQueue(128, null, 0);
+				CompletionQueue recvCq = ctx().createCompletionQueue(128, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			QueuePair sender = pd.createQueuePair(new QueuePair.Attributes(sendCq, sendCq, 8, 1, true));
 			int depth = sender.capabilities().maxSendWr();
@@ -269,9 +254,9 @@ class DataPathDeviceTest {
 	 */
 	@Test
 	void qpsOnOneSharedReceiveQueueReceiveItsBuffersAndItsLimitEventTriggersTheRefill() {
-		try (CompletionQueue sendCq = ctx.createCompletionQueue(64, null, 0);
-				CompletionQueue recvCq = ctx.createCompletionQueue(64, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue sendCq = ctx().createCompletionQueue(64, null, 0);
+				CompletionQueue recvCq = ctx().createCompletionQueue(64, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			MemoryRegion mr = pd.registerMemory(32L * SLOT, LOCAL);
 			SharedReceiveQueue srq = pd.createSharedReceiveQueue(16);
@@ -293,7 +278,7 @@ class DataPathDeviceTest {
 			srq.postRecv(receives(mr, 0, 8));
 			srq.armLimit(4);
 			assertThat(srq.query().limit()).isEqualTo(4);
-			while (ctx.getAsyncEvent(Duration.ZERO) != null) {
+			while (ctx().getAsyncEvent(Duration.ZERO) != null) {
 				// events of earlier tests
 			}
 			List<WorkCompletionSnapshot> wcs = new ArrayList<>();
@@ -303,7 +288,7 @@ class DataPathDeviceTest {
 			AsyncEvent event = null;
 			long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
 			while (event == null && System.nanoTime() - deadline < 0) {
-				AsyncEvent e = ctx.getAsyncEvent(Duration.ofMillis(200));
+				AsyncEvent e = ctx().getAsyncEvent(Duration.ofMillis(200));
 				if (e != null && e.type() == AsyncEventType.SRQ_LIMIT_REACHED) {
 					event = e;
 				}
@@ -342,8 +327,8 @@ class DataPathDeviceTest {
 	/** The PD closes its QPs first, then the SRQ they use, then itself. */
 	@Test
 	void closingTheProtectionDomainClosesTheQpsBeforeTheirSharedReceiveQueue() {
-		try (CompletionQueue cq = ctx.createCompletionQueue(8, null, 0)) {
-			ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(8, null, 0)) {
+			ProtectionDomain pd = ctx().allocateProtectionDomain();
 			SharedReceiveQueue srq = pd.createSharedReceiveQueue(4);
 			QueuePair qp = pd
 				.createQueuePair(new QueuePair.Attributes(cq, cq, 2, 0, false).withSharedReceiveQueue(srq));

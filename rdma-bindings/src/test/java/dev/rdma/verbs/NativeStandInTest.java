@@ -1,21 +1,19 @@
 package dev.rdma.verbs;
 
 import dev.rdma.verbs.ffm.Layouts;
+import dev.rdma.verbs.testing.StandInCq;
 import dev.rdma.verbs.testing.StandInLibrary;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -34,16 +32,8 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
  */
 class NativeStandInTest {
 
-	/**
-	 * The stand-in's destroy function (ibv_destroy_cq's signature; records "destroy_cq").
-	 */
-	private static final MemorySegment DESTROY = StandInLibrary.fn("si_destroy_cq");
-
-	private Arena arena;
-
-	private MemorySegment cq;
-
-	private MemorySegment efadv;
+	@RegisterExtension
+	final StandInCq standIn = new StandInCq();
 
 	/**
 	 * A handler that signals {@code inHandler} and stays in the callback until
@@ -62,28 +52,13 @@ class NativeStandInTest {
 		};
 	}
 
-	@BeforeEach
-	void standIn() {
-		StandInLibrary.clear();
-		arena = Arena.ofShared(); // the stand-in is polled from other threads too
-		cq = arena.allocate(Layouts.IBV_CQ_EX);
-		efadv = arena.allocate(24, 8);
-		StandInLibrary.install(cq, efadv);
-	}
-
-	@AfterEach
-	void free() {
-		assertThat(StandInLibrary.badCalls()).as("calls with a wrong CQ/efadv_cq pointer or poll attribute").isZero();
-		arena.close();
-	}
-
 	private static CqInitAttributes all() {
 		return CqInitAttributes.of(16).withWcFlags(EnumSet.allOf(WcExFlag.class));
 	}
 
 	@Test
 	void everyExtendedReaderCallsItsSlotAndConvertsTheResult() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(1);
 		List<Object> seen = new ArrayList<>();
 		int n = q.poll(new WorkCompletionBuffer(4), wc -> {
@@ -119,7 +94,7 @@ class NativeStandInTest {
 
 	@Test
 	void batchCopyReadsEveryRequestedFieldIntoTheBuffer() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(2);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
 			assertThat(q.poll(buffer)).isEqualTo(2);
@@ -141,14 +116,14 @@ class NativeStandInTest {
 
 	@Test
 	void batchCopyOfAFailedCompletionCallsOnlyTheReadersValidOnErrorAndLeavesNoStaleField() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
 			StandInLibrary.remaining(1); // a successful completion first fills slot 0 of
 											// the buffer
 			assertThat(q.poll(buffer)).isEqualTo(1);
 			assertThat(buffer.get(0).opcode()).isEqualTo(WcOpcode.RECV_RDMA_WITH_IMM);
-			cq.set(JAVA_INT, Layouts.CQ_EX_STATUS, WcStatus.WR_FLUSH_ERR.code());
-			cq.set(JAVA_LONG, Layouts.CQ_EX_WR_ID, 7L);
+			standIn.cq().set(JAVA_INT, Layouts.CQ_EX_STATUS, WcStatus.WR_FLUSH_ERR.code());
+			standIn.cq().set(JAVA_LONG, Layouts.CQ_EX_WR_ID, 7L);
 			StandInLibrary.clear();
 			StandInLibrary.remaining(1);
 			assertThat(q.poll(buffer)).isEqualTo(1);
@@ -187,7 +162,7 @@ class NativeStandInTest {
 
 	@Test
 	void aBatchCopyThatFailsAfterSomeCompletionsKeepsThemInTheBuffer() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
 			StandInLibrary.remaining(5);
 			StandInLibrary.failAfter(3, -2); // start_poll and two next_poll succeed, then
@@ -217,7 +192,7 @@ class NativeStandInTest {
 
 	@Test
 	void aBatchCopyOfOneCompletionPerBatchThatFailsLaterKeepsTheTakenOnesInTheBuffer() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), false, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), false, StandInCq.DESTROY);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(8)) {
 			StandInLibrary.remaining(5);
 			StandInLibrary.failAfter(2, Errno.EIO); // two batches of one, then the third
@@ -236,7 +211,7 @@ class NativeStandInTest {
 
 	@Test
 	void aHandlerPollThatFailsSaysHowManyCompletionsWereHandedOut() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(5);
 		StandInLibrary.failAfter(2, Errno.EIO);
 		List<Long> handled = new ArrayList<>();
@@ -253,7 +228,7 @@ class NativeStandInTest {
 	void aSnapshotKeepsTheInvalidatedRkeyAsTheViewReadsIt() {
 		// read_imm_data's slot holds a WITH_INV completion's rkey in host order: the
 		// stand-in returns 0x0D0C0B0A
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(1);
 		List<Integer> rkeys = new ArrayList<>();
 		q.poll(new WorkCompletionBuffer(1), wc -> {
@@ -267,7 +242,7 @@ class NativeStandInTest {
 			rkeys.add(buffer.get(0).copy().invalidatedRkey());
 		}
 		q.close();
-		CompletionQueue legacy = StandIns.legacy(cq, StandInLibrary.fn("si_poll_cq"), DESTROY);
+		CompletionQueue legacy = StandIns.legacy(standIn.cq(), StandInLibrary.fn("si_poll_cq"), StandInCq.DESTROY);
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(1)) {
 			StandInLibrary.remaining(1);
 			assertThat(legacy.poll(buffer)).isEqualTo(1);
@@ -282,7 +257,7 @@ class NativeStandInTest {
 
 	@Test
 	void aCqCarriesTheCallersAttachmentWithoutANativeCall() {
-		CompletionQueue legacy = StandIns.legacy(cq, StandInLibrary.fn("si_poll_cq"), DESTROY);
+		CompletionQueue legacy = StandIns.legacy(standIn.cq(), StandInLibrary.fn("si_poll_cq"), StandInCq.DESTROY);
 		assertThat(legacy.attachment()).isNull();
 		Object mine = new Object();
 		assertThat(legacy.attach(mine)).isNull();
@@ -295,8 +270,8 @@ class NativeStandInTest {
 
 	@Test
 	void aFieldThatWasNotRequestedThrowsWithoutCallingTheProvider() {
-		ExtendedCompletionQueue q = StandIns.extended(cq,
-				CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(),
+				CqInitAttributes.of(16).withWcFlags(EnumSet.of(WcExFlag.BYTE_LEN)), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(1);
 		List<Throwable> errors = new ArrayList<>();
 		q.poll(new WorkCompletionBuffer(1), wc -> {
@@ -318,7 +293,7 @@ class NativeStandInTest {
 
 	@Test
 	void theIteratorProtocolIsEnforced() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(0);
 		assertThat(q.startPoll()).isFalse(); // ENOENT: no end_poll may follow
 		assertThatThrownBy(q::endPoll).isInstanceOf(IllegalStateException.class);
@@ -337,7 +312,7 @@ class NativeStandInTest {
 	@Test
 	void onceNextPollEndedOrFailedNoFieldIsReadFromTheProviderAndNoStaleOneShown() {
 		// batch mode, next_poll into ENOENT
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(1);
 		assertThat(q.startPoll()).isTrue();
 		WorkCompletion wc = q.current();
@@ -356,7 +331,7 @@ class NativeStandInTest {
 		assertThat(StandInLibrary.calls()).containsExactly("end_poll");
 		q.close();
 		// one completion per batch: nextPoll() is false without a native call
-		ExtendedCompletionQueue one = StandIns.extended(cq, all(), false, DESTROY);
+		ExtendedCompletionQueue one = StandIns.extended(standIn.cq(), all(), false, StandInCq.DESTROY);
 		StandInLibrary.clear();
 		StandInLibrary.remaining(2);
 		assertThat(one.startPoll()).isTrue();
@@ -387,7 +362,7 @@ class NativeStandInTest {
 
 	@Test
 	void aThrowingHandlerStillEndsTheBatch() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(3);
 		assertThatThrownBy(() -> q.poll(new WorkCompletionBuffer(8), wc -> {
 			throw new IllegalArgumentException("listener failed");
@@ -398,7 +373,7 @@ class NativeStandInTest {
 
 	@Test
 	void aClosedCqThrowsInsteadOfTouchingFreedMemory() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		q.close();
 		q.close(); // idempotent
 		assertThat(q.isClosed()).isTrue();
@@ -411,7 +386,7 @@ class NativeStandInTest {
 
 	@Test
 	void closeWaitsForTheOwnersPollInFlightAndLaterPollsThrow() throws Exception {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
 		java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
 		java.util.concurrent.atomic.AtomicReference<Throwable> pollerEnd = new java.util.concurrent.atomic.AtomicReference<>();
@@ -445,7 +420,7 @@ class NativeStandInTest {
 
 	@Test
 	void aSecondPollingThreadWaitsInJavaForTheFirstsBatchAndThenPolls() throws Exception {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		java.util.concurrent.CountDownLatch inHandler = new java.util.concurrent.CountDownLatch(1);
 		java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
 		StandInLibrary.remaining(1);
@@ -478,7 +453,7 @@ class NativeStandInTest {
 
 	@Test
 	void reEnteringTheCqFromItsOwnHandlerIsRefusedBeforeAnyNativeCall() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		List<Throwable> errors = refusalsOfOneCompletion(q, wc -> {
 			StandInLibrary.clear();
 			try (WorkCompletionBuffer other = new WorkCompletionBuffer(1)) {
@@ -499,7 +474,7 @@ class NativeStandInTest {
 
 	@Test
 	void theRawIteratorOwnsTheCqUntilEndPoll() throws Exception {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		StandInLibrary.remaining(1);
 		assertThat(q.startPoll()).isTrue();
 		assertThatThrownBy(q::startPoll).isInstanceOf(IllegalStateException.class)
@@ -522,7 +497,7 @@ class NativeStandInTest {
 
 	@Test
 	void closingFromInsideItsOwnCallbackIsRefused() {
-		ExtendedCompletionQueue q = StandIns.extended(cq, all(), true, DESTROY);
+		ExtendedCompletionQueue q = StandIns.extended(standIn.cq(), all(), true, StandInCq.DESTROY);
 		List<Throwable> errors = refusalsOfOneCompletion(q, wc -> q.close());
 		assertThat(errors).singleElement().satisfies(e -> assertThat(e).hasMessageContaining("own poll callback"));
 		assertThat(q.isClosed()).isFalse();

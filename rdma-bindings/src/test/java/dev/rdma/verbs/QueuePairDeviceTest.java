@@ -1,7 +1,6 @@
 package dev.rdma.verbs;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -14,7 +13,6 @@ import dev.rdma.verbs.QueuePair.SendOpcode;
 import dev.rdma.verbs.testing.DeviceContext;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.Loopback;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -42,16 +40,8 @@ class QueuePairDeviceTest {
 	@RegisterExtension
 	static final DeviceContext device = new DeviceContext();
 
-	static Context ctx;
-	static int gidIndex;
-	static Gid gid;
-
-	@BeforeAll
-	static void open() {
-		ctx = device.context();
-		gidIndex = ctx.findIpv4GidIndex(PORT);
-		assertThat(gidIndex).as("an IPv4-mapped GID on %s port %d", ctx.deviceName(), PORT).isNotNegative();
-		gid = ctx.queryGid(PORT, gidIndex);
+	private static Context ctx() {
+		return device.context();
 	}
 
 	private static QueuePair udQp(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
@@ -65,18 +55,13 @@ class QueuePairDeviceTest {
 	}
 
 	private static AddressHandle selfAddress(ProtectionDomain pd) {
-		return pd.createAddressHandle(AddressHandle.Attributes.global(PORT, gid, gidIndex));
+		return pd.createAddressHandle(AddressHandle.Attributes.global(PORT, device.gid(), device.gidIndex()));
 	}
 
 	/** Polls {@code cq} until {@code n} completions arrived; fails after 20 s. */
 	private static List<WorkCompletionSnapshot> completions(CompletionQueue cq, WorkCompletionBuffer buffer, int n,
 			String what) {
-		List<WorkCompletionSnapshot> out = new ArrayList<>();
-		DeviceTestSupport.await(Duration.ofSeconds(20), () -> {
-			cq.poll(buffer, wc -> out.add(wc.copy()));
-			return out.size() >= n;
-		}, what);
-		return out;
+		return DeviceTestSupport.completions(cq, buffer, n, Duration.ofSeconds(20), what);
 	}
 
 	private static Map<Long, WorkCompletionSnapshot> byWrId(List<WorkCompletionSnapshot> wcs) {
@@ -95,19 +80,19 @@ class QueuePairDeviceTest {
 
 	@Test
 	void udSendAndSendWithImmThroughAnAddressHandleOnALegacyCq() {
-		udTraffic(ctx.createCompletionQueue(64, null, 0));
+		udTraffic(ctx().createCompletionQueue(64, null, 0));
 	}
 
 	@Test
 	void udSendAndSendWithImmThroughAnAddressHandleOnAnExtendedCq() {
-		udTraffic(ctx.createExtendedCompletionQueue(CqInitAttributes.of(64)
+		udTraffic(ctx().createExtendedCompletionQueue(CqInitAttributes.of(64)
 			.withWcFlags(EnumSet.of(WcExFlag.SRC_QP, WcExFlag.BYTE_LEN, WcExFlag.IMM, WcExFlag.QP_NUM))));
 	}
 
 	private void udTraffic(CompletionQueue recvCq) {
 		try (recvCq;
-				CompletionQueue sendCq = ctx.createCompletionQueue(64, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+				CompletionQueue sendCq = ctx().createCompletionQueue(64, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			MemoryRegion mr = pd.registerMemory(4L * SLOT, LOCAL);
 			QueuePair sender = udQp(pd, sendCq, sendCq);
@@ -166,9 +151,9 @@ class QueuePairDeviceTest {
 
 	@Test
 	void oneCqSharedByAnRcAndAUdQpGetsTheCompletionsOfBoth() {
-		try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
-				Loopback rc = new Loopback(ctx, cq, cq, 8, 128);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(64, null, 0);
+				Loopback rc = new Loopback(ctx(), cq, cq, 8, 128);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			assertThat(rc.qp().type()).as("the five-argument Attributes make an RC QP").isEqualTo(QueuePair.Type.RC);
 			MemoryRegion mr = pd.registerMemory(2L * SLOT, LOCAL);
@@ -203,12 +188,12 @@ class QueuePairDeviceTest {
 
 	@Test
 	void aSendWithoutAReceiveFailsWithRnrRetryExceededWhenRnrRetryIsZero() {
-		try (CompletionQueue cq = ctx.createCompletionQueue(16, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(16, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
 			MemoryRegion mr = pd.registerMemory(SLOT, LOCAL);
 			QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, false));
-			qp.connect(PORT, gidIndex, gid, qp.qpNum(),
+			qp.connect(PORT, device.gidIndex(), device.gid(), qp.qpNum(),
 					ConnectionParameters.DEFAULTS.withRnrRetry(0).withMinRnrTimer(1));
 			assertThat(qp.state()).isEqualTo(QueuePair.State.RTS);
 			qp.postSend(new SendWorkRequest().wrId(1).buffer(mr, 0, 16));
@@ -233,12 +218,12 @@ class QueuePairDeviceTest {
 			.withMaxRdAtomic(4)
 			.withMaxDestRdAtomic(4)
 			.withHopLimit(64);
-		try (CompletionQueue cq = ctx.createCompletionQueue(16, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(16, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
 			MemoryRegion mr = pd.registerMemory(8192, LOCAL);
 			QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, false));
-			qp.connect(PORT, gidIndex, gid, qp.qpNum(), parameters);
+			qp.connect(PORT, device.gidIndex(), device.gid(), qp.qpNum(), parameters);
 			qp.postRecv(new ReceiveWorkRequest().wrId(1).buffer(mr, 4096, 4096));
 			fill(mr, 0, 3000, 9);
 			qp.postSend(new SendWorkRequest().wrId(2).buffer(mr, 0, 3000));
@@ -253,15 +238,16 @@ class QueuePairDeviceTest {
 	@SuppressWarnings("try") // close() called inside try-with-resources on purpose: it
 								// must be idempotent
 	void aClosedMemoryRegionOrAddressHandleIsRefusedAndNothingIsPosted() throws Exception {
-		try (CompletionQueue cq = ctx.createCompletionQueue(64, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
-				ProtectionDomain otherPd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(64, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
+				ProtectionDomain otherPd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(16)) {
 			MemoryRegion mr = pd.registerMemory(4L * SLOT, LOCAL);
 			MemoryRegion closedMr = pd.registerMemory(4L * SLOT, LOCAL);
 			QueuePair ud = udQp(pd, cq, cq);
 			QueuePair rc = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 8, 8, false));
-			rc.connect(PORT, gidIndex, gid, rc.qpNum(), ConnectionParameters.DEFAULTS.withRnrRetry(0));
+			rc.connect(PORT, device.gidIndex(), device.gid(), rc.qpNum(),
+					ConnectionParameters.DEFAULTS.withRnrRetry(0));
 			AddressHandle ah = selfAddress(pd);
 			AddressHandle closedAh = selfAddress(pd);
 			AddressHandle foreignAh = selfAddress(otherPd);
@@ -306,7 +292,7 @@ class QueuePairDeviceTest {
 				.opcode(SendOpcode.RDMA_WRITE)
 				.datagram(ah, ud.qpNum(), QKEY))).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("RDMA_WRITE");
-			assertThatThrownBy(() -> ud.connect(PORT, gidIndex, gid, ud.qpNum()))
+			assertThatThrownBy(() -> ud.connect(PORT, device.gidIndex(), device.gid(), ud.qpNum()))
 				.isInstanceOf(IllegalStateException.class)
 				.hasMessageContaining("activate");
 			assertThatThrownBy(() -> rc.activate(PORT, QKEY)).isInstanceOf(IllegalStateException.class)
@@ -345,16 +331,17 @@ class QueuePairDeviceTest {
 	 */
 	@Test
 	void outOfRangeQpNumbersAndOffsetsAreRefusedBeforeAnyCall() throws Exception {
-		try (CompletionQueue cq = ctx.createCompletionQueue(16, null, 0);
-				ProtectionDomain pd = ctx.allocateProtectionDomain();
+		try (CompletionQueue cq = ctx().createCompletionQueue(16, null, 0);
+				ProtectionDomain pd = ctx().allocateProtectionDomain();
 				WorkCompletionBuffer buffer = new WorkCompletionBuffer(4)) {
 			MemoryRegion mr = pd.registerMemory(SLOT, LOCAL);
 			QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, false));
 			for (int bad : new int[] { QueuePair.MAX_QP_NUM + 1, -1 }) {
-				assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, bad))
+				assertThatThrownBy(() -> qp.connect(PORT, device.gidIndex(), device.gid(), bad))
 					.isInstanceOf(IllegalArgumentException.class)
 					.hasMessageStartingWith("destQpNum (dest_qp_num) must be 0..16777215, got " + bad);
-				assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, 0, bad, ConnectionParameters.DEFAULTS))
+				assertThatThrownBy(
+						() -> qp.connect(PORT, device.gidIndex(), device.gid(), 0, bad, ConnectionParameters.DEFAULTS))
 					.isInstanceOf(IllegalArgumentException.class)
 					.hasMessageStartingWith("destQpNum (dest_qp_num)");
 			}
@@ -363,27 +350,28 @@ class QueuePairDeviceTest {
 			// -g):
 			// refused naming the GID and the link layer, before ibv_modify_qp's EINVAL
 			for (Gid none : new Gid[] { null, new Gid(new byte[16]) }) {
-				assertThatThrownBy(() -> qp.connect(PORT, gidIndex, none, 0, qp.qpNum(), ConnectionParameters.DEFAULTS))
+				assertThatThrownBy(
+						() -> qp.connect(PORT, device.gidIndex(), none, 0, qp.qpNum(), ConnectionParameters.DEFAULTS))
 					.isInstanceOf(IllegalArgumentException.class)
 					.hasMessageStartingWith("destGid is " + (none == null ? "null" : "all zero"))
-					.hasMessageContaining(ctx.deviceName() + " port " + PORT + " is RoCE (link layer ETHERNET)");
+					.hasMessageContaining(ctx().deviceName() + " port " + PORT + " is RoCE (link layer ETHERNET)");
 			}
 			// RDMA read depths above the device's: refused naming the parameter and
 			// the limit (ibv_modify_qp's EINVAL came after RTR, leaving the QP there)
-			DeviceAttributes limits = ctx.queryDevice();
-			assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, qp.qpNum(),
+			DeviceAttributes limits = ctx().queryDevice();
+			assertThatThrownBy(() -> qp.connect(PORT, device.gidIndex(), device.gid(), qp.qpNum(),
 					ConnectionParameters.DEFAULTS.withMaxRdAtomic(limits.maxQpInitRdAtom() + 1)))
 				.isInstanceOf(IllegalArgumentException.class)
 				.hasMessage("maxRdAtomic (max_rd_atomic) " + (limits.maxQpInitRdAtom() + 1)
-						+ " exceeds max_qp_init_rd_atom " + limits.maxQpInitRdAtom() + " of " + ctx.deviceName()
+						+ " exceeds max_qp_init_rd_atom " + limits.maxQpInitRdAtom() + " of " + ctx().deviceName()
 						+ " (ibv_query_device)");
-			assertThatThrownBy(() -> qp.connect(PORT, gidIndex, gid, qp.qpNum(),
+			assertThatThrownBy(() -> qp.connect(PORT, device.gidIndex(), device.gid(), qp.qpNum(),
 					ConnectionParameters.DEFAULTS.withMaxDestRdAtomic(limits.maxQpRdAtom() + 1)))
 				.isInstanceOf(IllegalArgumentException.class)
 				.hasMessageStartingWith("maxDestRdAtomic (max_dest_rd_atomic) " + (limits.maxQpRdAtom() + 1)
 						+ " exceeds max_qp_rd_atom " + limits.maxQpRdAtom());
 			assertThat(qp.state()).as("nothing changed on the QP").isEqualTo(QueuePair.State.RESET);
-			qp.connect(PORT, gidIndex, gid, qp.qpNum());
+			qp.connect(PORT, device.gidIndex(), device.gid(), qp.qpNum());
 
 			long far = Long.MAX_VALUE - 10;
 			assertThatThrownBy(() -> qp.postSend(new SendWorkRequest().wrId(1).buffer(mr, far, 64)))
@@ -420,11 +408,12 @@ class QueuePairDeviceTest {
 
 	@Test
 	void createAhErrorsNameTheVerb() {
-		try (ProtectionDomain pd = ctx.allocateProtectionDomain()) {
-			int beyond = ctx.queryPort(PORT).gidTableLength();
+		try (ProtectionDomain pd = ctx().allocateProtectionDomain()) {
+			int beyond = ctx().queryPort(PORT).gidTableLength();
 			VerbsException e = null;
 			try {
-				pd.createAddressHandle(AddressHandle.Attributes.global(PORT, gid, Math.min(beyond, 255))).close();
+				pd.createAddressHandle(AddressHandle.Attributes.global(PORT, device.gid(), Math.min(beyond, 255)))
+					.close();
 			}
 			catch (VerbsException expected) {
 				e = expected;

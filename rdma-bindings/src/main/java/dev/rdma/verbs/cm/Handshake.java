@@ -2,6 +2,7 @@ package dev.rdma.verbs.cm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;
@@ -110,25 +111,32 @@ final class Handshake {
 	}
 
 	void connect(QueuePair qp, CmParameters parameters, byte[] privateData) {
-		Objects.requireNonNull(qp, "qp");
-		Objects.requireNonNull(parameters, "parameters");
-		checkPrivateData("rdma_connect", privateData, ConnectionId.MAX_CONNECT_PRIVATE_DATA);
-		id.resolution.requireDevice("rdma_connect", "resolveAddress and resolveRoute");
-		id.resolution.requireSameDevice(qp);
-		queuePair = qp;
-		id.call("rdma_connect", "qp_num " + qp.qpNum(), (a, capture) -> (int) Rdmacm.CONNECT.invokeExact(capture,
-				id.handle, connParam(a, qp, parameters, privateData)));
+		connectOrAccept("rdma_connect", Rdmacm.CONNECT, ConnectionId.MAX_CONNECT_PRIVATE_DATA,
+				"resolveAddress and resolveRoute", qp, parameters, privateData);
 	}
 
 	void accept(QueuePair qp, CmParameters parameters, byte[] privateData) {
+		connectOrAccept("rdma_accept", Rdmacm.ACCEPT, ConnectionId.MAX_ACCEPT_PRIVATE_DATA,
+				"a CONNECT_REQUEST (accept is for the id of a request)", qp, parameters, privateData);
+	}
+
+	/**
+	 * {@code rdma_connect} or {@code rdma_accept} ({@code verb}, called through
+	 * {@code handle}: {@code int verb(struct rdma_cm_id *, struct rdma_conn_param *)})
+	 * with {@code qp}, once the arguments are checked: the private data at most
+	 * {@code maxPrivateData} bytes, the id bound to a device ({@code needed} says by
+	 * what) and the QP on that device.
+	 */
+	private void connectOrAccept(String verb, MethodHandle handle, int maxPrivateData, String needed, QueuePair qp,
+			CmParameters parameters, byte[] privateData) {
 		Objects.requireNonNull(qp, "qp");
 		Objects.requireNonNull(parameters, "parameters");
-		checkPrivateData("rdma_accept", privateData, ConnectionId.MAX_ACCEPT_PRIVATE_DATA);
-		id.resolution.requireDevice("rdma_accept", "a CONNECT_REQUEST (accept is for the id of a request)");
+		checkPrivateData(verb, privateData, maxPrivateData);
+		id.resolution.requireDevice(verb, needed);
 		id.resolution.requireSameDevice(qp);
 		queuePair = qp;
-		id.call("rdma_accept", "qp_num " + qp.qpNum(), (a, capture) -> (int) Rdmacm.ACCEPT.invokeExact(capture,
-				id.handle, connParam(a, qp, parameters, privateData)));
+		id.call(verb, "qp_num " + qp.qpNum(), (a,
+				capture) -> (int) handle.invokeExact(capture, id.handle, connParam(a, qp, parameters, privateData)));
 	}
 
 	void reject(byte[] privateData) {
@@ -146,15 +154,8 @@ final class Handshake {
 	}
 
 	void disconnect() {
-		QueuePair qp = queuePair;
-		if (qp != null && !qp.isClosed()) {
-			try {
-				qp.moveToError();
-			}
-			catch (IllegalStateException closedMeanwhile) {
-				// the application closed its QP: nothing to flush
-			}
-		}
+		// a QP the application closed meanwhile: nothing to flush
+		queuePairToError(IllegalStateException.class);
 		id.call("rdma_disconnect", id.describe(),
 				(a, capture) -> (int) Rdmacm.DISCONNECT.invokeExact(capture, id.handle));
 	}
@@ -177,13 +178,24 @@ final class Handshake {
 	 * meanwhile is left as it is (nothing to flush).
 	 */
 	void queuePairToErrorQuietly() {
+		// closed by the application meanwhile, or already in error
+		queuePairToError(RuntimeException.class);
+	}
+
+	/**
+	 * The attached QP to the error state, if it is still open; a failure of the
+	 * {@code ignored} type is passed over, any other thrown.
+	 */
+	private void queuePairToError(Class<? extends RuntimeException> ignored) {
 		QueuePair qp = queuePair;
 		if (qp != null && !qp.isClosed()) {
 			try {
 				qp.moveToError();
 			}
-			catch (RuntimeException closedMeanwhile) {
-				// closed by the application meanwhile, or already in error
+			catch (RuntimeException ex) {
+				if (!ignored.isInstance(ex)) {
+					throw ex;
+				}
 			}
 		}
 	}

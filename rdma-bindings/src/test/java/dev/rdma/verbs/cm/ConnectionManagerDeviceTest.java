@@ -56,6 +56,16 @@ class ConnectionManagerDeviceTest extends CmEndpoints {
 		return s.getBytes(StandardCharsets.US_ASCII);
 	}
 
+	/** Writes {@code text} (ASCII) into {@code side}'s region at {@code offset}. */
+	static void put(CmSide side, long offset, String text) {
+		side.mr.buffer().asSlice(offset, text.length()).copyFrom(MemorySegment.ofArray(text(text)));
+	}
+
+	/** The {@code length} ASCII characters of {@code side}'s region at {@code offset}. */
+	static String read(CmSide side, long offset, int length) {
+		return prefix(side.mr.buffer().asSlice(offset, length).toArray(JAVA_BYTE), length);
+	}
+
 	static String prefix(byte[] data, int n) {
 		return new String(Arrays.copyOf(data, n), StandardCharsets.US_ASCII);
 	}
@@ -219,56 +229,53 @@ class ConnectionManagerDeviceTest extends CmEndpoints {
 			CmSide s = c.serverSide();
 			CmSide k = c.clientSide();
 			// SEND client -> server (the receive was posted before accept)
-			k.mr.buffer().asSlice(0, 16).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("0123456789abcdef")));
-			k.qp.postSend(new SendWorkRequest().wrId(10).buffer(k.mr, 0, 16));
-			assertSuccess(k.take("client SEND"), 10, 0);
+			put(k, 0, "0123456789abcdef");
+			sendAndComplete(k, new SendWorkRequest().wrId(10).buffer(k.mr, 0, 16), "client SEND", 0);
 			WorkCompletionSnapshot recv = s.take("server RECV");
 			assertSuccess(recv, 1, 128);
 			assertThat(recv.byteLen()).isEqualTo(16);
-			assertThat(prefix(s.mr.buffer().asSlice(0, 16).toArray(JAVA_BYTE), 16)).isEqualTo("0123456789abcdef");
+			assertThat(read(s, 0, 16)).isEqualTo("0123456789abcdef");
 			// SEND_WITH_IMM server -> client
 			// armed before the peer sends: this completion must raise an event
-			k.qp.postRecv(new ReceiveWorkRequest().wrId(2).buffer(k.mr, 1024, 64));
-			k.cq.requestNotify(false);
-			s.qp.postSend(new SendWorkRequest().wrId(20)
-				.buffer(s.mr, 0, 8)
-				.opcode(SendOpcode.SEND_WITH_IMM)
-				.immediateData(0x1234abcd));
-			assertSuccess(s.take("server SEND_WITH_IMM"), 20, 0);
-			k.expectEvent("client RECV with imm");
-			WorkCompletionSnapshot imm = k.take("client RECV with imm");
-			assertSuccess(imm, 2, 128);
+			armedReceive(k, 2, 1024);
+			sendAndComplete(s,
+					new SendWorkRequest().wrId(20)
+						.buffer(s.mr, 0, 8)
+						.opcode(SendOpcode.SEND_WITH_IMM)
+						.immediateData(0x1234abcd),
+					"server SEND_WITH_IMM", 0);
+			WorkCompletionSnapshot imm = eventAndCompletion(k, "client RECV with imm", 2, 128);
 			assertThat(imm.immData()).isEqualTo(0x1234abcd);
 			// RDMA WRITE client -> server memory
-			k.mr.buffer().asSlice(100, 5).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("write")));
-			k.qp.postSend(new SendWorkRequest().wrId(30)
-				.buffer(k.mr, 100, 5)
-				.opcode(SendOpcode.RDMA_WRITE)
-				.remote(remoteAddr + 200, rkey));
-			assertSuccess(k.take("client RDMA_WRITE"), 30, 1);
-			assertThat(prefix(s.mr.buffer().asSlice(200, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
+			put(k, 100, "write");
+			sendAndComplete(k,
+					new SendWorkRequest().wrId(30)
+						.buffer(k.mr, 100, 5)
+						.opcode(SendOpcode.RDMA_WRITE)
+						.remote(remoteAddr + 200, rkey),
+					"client RDMA_WRITE", 1);
+			assertThat(read(s, 200, 5)).isEqualTo("write");
 			// RDMA WRITE_WITH_IMM: consumes a receive on the server
-			s.qp.postRecv(new ReceiveWorkRequest().wrId(3).buffer(s.mr, 2048, 64));
-			s.cq.requestNotify(false);
-			k.qp.postSend(new SendWorkRequest().wrId(40)
-				.buffer(k.mr, 100, 5)
-				.opcode(SendOpcode.RDMA_WRITE_WITH_IMM)
-				.immediateData(77)
-				.remote(remoteAddr + 300, rkey));
-			assertSuccess(k.take("client RDMA_WRITE_WITH_IMM"), 40, 1);
-			s.expectEvent("server RECV_RDMA_WITH_IMM");
-			WorkCompletionSnapshot wimm = s.take("server RECV_RDMA_WITH_IMM");
-			assertSuccess(wimm, 3, 129);
+			armedReceive(s, 3, 2048);
+			sendAndComplete(k,
+					new SendWorkRequest().wrId(40)
+						.buffer(k.mr, 100, 5)
+						.opcode(SendOpcode.RDMA_WRITE_WITH_IMM)
+						.immediateData(77)
+						.remote(remoteAddr + 300, rkey),
+					"client RDMA_WRITE_WITH_IMM", 1);
+			WorkCompletionSnapshot wimm = eventAndCompletion(s, "server RECV_RDMA_WITH_IMM", 3, 129);
 			assertThat(wimm.immData()).isEqualTo(77);
-			assertThat(prefix(s.mr.buffer().asSlice(300, 5).toArray(JAVA_BYTE), 5)).isEqualTo("write");
+			assertThat(read(s, 300, 5)).isEqualTo("write");
 			// RDMA READ of the server's memory into the client's
-			s.mr.buffer().asSlice(400, 4).copyFrom(java.lang.foreign.MemorySegment.ofArray(text("read")));
-			k.qp.postSend(new SendWorkRequest().wrId(50)
-				.buffer(k.mr, 500, 4)
-				.opcode(SendOpcode.RDMA_READ)
-				.remote(remoteAddr + 400, rkey));
-			assertSuccess(k.take("client RDMA_READ"), 50, 2);
-			assertThat(prefix(k.mr.buffer().asSlice(500, 4).toArray(JAVA_BYTE), 4)).isEqualTo("read");
+			put(s, 400, "read");
+			sendAndComplete(k,
+					new SendWorkRequest().wrId(50)
+						.buffer(k.mr, 500, 4)
+						.opcode(SendOpcode.RDMA_READ)
+						.remote(remoteAddr + 400, rkey),
+					"client RDMA_READ", 2);
+			assertThat(read(k, 500, 4)).isEqualTo("read");
 			assertThat(k.events).as("client completions came through completion events").isPositive();
 			assertThat(s.events).as("server completions came through completion events").isPositive();
 
@@ -285,6 +292,35 @@ class ConnectionManagerDeviceTest extends CmEndpoints {
 			assertThat(c.clientId().isConnected()).isFalse();
 			assertThat(c.clientSide().qp.state()).isEqualTo(QueuePair.State.ERR);
 		}
+	}
+
+	/**
+	 * Posts a 64-byte receive at {@code offset} of {@code side}'s region and arms its CQ:
+	 * the completion must then raise an event.
+	 */
+	static void armedReceive(CmSide side, long wrId, long offset) {
+		side.qp.postRecv(new ReceiveWorkRequest().wrId(wrId).buffer(side.mr, offset, 64));
+		side.cq.requestNotify(false);
+	}
+
+	/**
+	 * Posts {@code wr} on {@code side}'s QP and takes its completion ({@code what}),
+	 * which must succeed with {@code opcode} ({@code ibv_wc_opcode}).
+	 */
+	static void sendAndComplete(CmSide side, SendWorkRequest wr, String what, int opcode) {
+		side.qp.postSend(wr);
+		assertSuccess(side.take(what), wr.wrId(), opcode);
+	}
+
+	/**
+	 * Waits for {@code side}'s completion event, then takes the completion
+	 * ({@code what}), which must succeed with {@code wrId} and {@code opcode}.
+	 */
+	static WorkCompletionSnapshot eventAndCompletion(CmSide side, String what, long wrId, int opcode) {
+		side.expectEvent(what);
+		WorkCompletionSnapshot wc = side.take(what);
+		assertSuccess(wc, wrId, opcode);
+		return wc;
 	}
 
 	static void assertSuccess(WorkCompletionSnapshot wc, long wrId, int opcode) {

@@ -6,19 +6,16 @@ import dev.rdma.verbs.Gid;
 import dev.rdma.verbs.StandIns;
 import dev.rdma.verbs.WcExFlag;
 import dev.rdma.verbs.WorkCompletionBuffer;
-import dev.rdma.verbs.ffm.Layouts;
+import dev.rdma.verbs.testing.StandInCq;
 import dev.rdma.verbs.testing.StandInLibrary;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -31,33 +28,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class EfaStandInTest {
 
-	private static final MemorySegment DESTROY = StandInLibrary.fn("si_destroy_cq");
-
-	private Arena arena;
-
-	private MemorySegment cq;
-
-	private MemorySegment efadv;
-
-	@BeforeEach
-	void standIn() {
-		StandInLibrary.clear();
-		arena = Arena.ofShared();
-		cq = arena.allocate(Layouts.IBV_CQ_EX);
-		efadv = arena.allocate(24, 8);
-		StandInLibrary.install(cq, efadv);
-	}
-
-	@AfterEach
-	void free() {
-		assertThat(StandInLibrary.badCalls()).as("calls with a wrong CQ/efadv_cq pointer or poll attribute").isZero();
-		arena.close();
-	}
+	@RegisterExtension
+	final StandInCq standIn = new StandInCq();
 
 	private EfaCompletionQueue efaCq(Set<EfaWcFlag> flags) {
 		CqInitAttributes attributes = CqInitAttributes.of(16).withWcFlags(EnumSet.allOf(WcExFlag.class));
-		return new EfaCompletionQueue(null, cq, attributes, new EfaReaders(efadv, BitFlag.mask(flags)),
-				StandIns.calls(DESTROY));
+		return new EfaCompletionQueue(null, standIn.cq(), attributes,
+				new EfaReaders(standIn.efadv(), BitFlag.mask(flags)), StandIns.calls(StandInCq.DESTROY));
 	}
 
 	private static Gid expectedGid() {

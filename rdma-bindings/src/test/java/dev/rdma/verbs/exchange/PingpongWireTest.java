@@ -147,22 +147,21 @@ class PingpongWireTest {
 		assertThat(PingpongWire.isDone("done".getBytes(StandardCharsets.US_ASCII))).isFalse();
 	}
 
+	/** A copy of {@code record} with {@code value} at {@code offset}. */
+	private static byte[] with(byte[] record, int offset, char value) {
+		byte[] copy = record.clone();
+		copy[offset] = (byte) value;
+		return copy;
+	}
+
 	@Test
 	void refusesMalformedRecordsNamingTheFault() {
 		byte[] good = PingpongWire.encode(CASES[1]);
 		assertMalformed(java.util.Arrays.copyOf(good, 51), "is 51 bytes, not 52");
-		byte[] noNul = good.clone();
-		noNul[51] = 'x';
-		assertMalformed(noNul, "does not end with a NUL");
-		byte[] noColon = good.clone();
-		noColon[4] = '-';
-		assertMalformed(noColon, "no ':' at offset 4");
-		byte[] badHex = good.clone();
-		badHex[30] = 'g';
-		assertMalformed(badHex, "non-hex character at offset 30");
-		byte[] badQpn = good.clone();
-		badQpn[6] = ' ';
-		assertMalformed(badQpn, "non-hex character at offset 6");
+		assertMalformed(with(good, 51, 'x'), "does not end with a NUL");
+		assertMalformed(with(good, 4, '-'), "no ':' at offset 4");
+		assertMalformed(with(good, 30, 'g'), "non-hex character at offset 30");
+		assertMalformed(with(good, 6, ' '), "non-hex character at offset 6");
 		byte[] binary = new byte[52];
 		binary[0] = (byte) 0xff;
 		assertMalformed(binary, "\\xff");

@@ -1,6 +1,8 @@
 package dev.rdma.verbs.testing;
 
 import dev.rdma.verbs.Context;
+import dev.rdma.verbs.Gid;
+import dev.rdma.verbs.LoopbackQueuePair;
 import dev.rdma.verbs.NativeObjects;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
@@ -21,6 +23,10 @@ public final class DeviceContext implements BeforeAllCallback, AfterAllCallback 
 
 	private Context context;
 
+	private int gidIndex = -1;
+
+	private Gid gid;
+
 	@Override
 	public void beforeAll(ExtensionContext extension) {
 		openBefore = NativeObjects.open();
@@ -38,7 +44,30 @@ public final class DeviceContext implements BeforeAllCallback, AfterAllCallback 
 	/** Closes the context and opens a new one (a test that cannot trust its state). */
 	public void reopen() {
 		context.close();
+		gidIndex = -1;
 		context = DeviceTestSupport.openContext();
+	}
+
+	/**
+	 * The index of the context's IPv4-mapped GID on {@link LoopbackQueuePair#PORT} (the
+	 * GID through which a device test's queue pairs reach the device itself); fails when
+	 * there is none.
+	 */
+	public int gidIndex() {
+		if (gidIndex < 0) {
+			int index = context.findIpv4GidIndex(LoopbackQueuePair.PORT);
+			assertThat(index).as("an IPv4-mapped GID on %s port %d", context.deviceName(), LoopbackQueuePair.PORT)
+				.isNotNegative();
+			gid = context.queryGid(LoopbackQueuePair.PORT, index);
+			gidIndex = index;
+		}
+		return gidIndex;
+	}
+
+	/** The GID of {@link #gidIndex()}. */
+	public Gid gid() {
+		gidIndex();
+		return gid;
 	}
 
 	/** The open context (between beforeAll and afterAll). */

@@ -3,15 +3,19 @@ package dev.rdma.verbs.testing;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.Device;
 import dev.rdma.verbs.DeviceList;
 import dev.rdma.verbs.Rdma;
+import dev.rdma.verbs.WorkCompletionBuffer;
+import dev.rdma.verbs.WorkCompletionSnapshot;
 
 /**
  * Helpers of the device tier (tests tagged {@code device}): they fail, never skip, when
@@ -78,6 +82,20 @@ public final class DeviceTestSupport {
 				throw new AssertionError(e);
 			}
 		}
+	}
+
+	/**
+	 * Polls {@code cq} into {@code buffer} until {@code n} completions arrived (copied,
+	 * in the order they came), failing after {@code timeout}.
+	 */
+	public static List<WorkCompletionSnapshot> completions(CompletionQueue cq, WorkCompletionBuffer buffer, int n,
+			Duration timeout, String what) {
+		List<WorkCompletionSnapshot> out = new ArrayList<>();
+		await(timeout, () -> {
+			cq.poll(buffer, wc -> out.add(wc.copy()));
+			return out.size() >= n;
+		}, what);
+		return out;
 	}
 
 	/**

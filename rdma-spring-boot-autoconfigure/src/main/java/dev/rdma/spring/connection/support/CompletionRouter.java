@@ -54,25 +54,31 @@ public final class CompletionRouter implements ListenerInvoker {
 	}
 
 	synchronized void add(PeerConnection connection) {
-		PeerConnection[] now = connections;
-		PeerConnection[] next = Arrays.copyOf(now, now.length + 1);
-		next[now.length] = connection;
-		connections = next;
+		connections = with(connections, connection);
 	}
 
 	synchronized void remove(PeerConnection connection) {
-		connections = Arrays.stream(connections).filter(c -> c != connection).toArray(PeerConnection[]::new);
+		connections = without(connections, connection);
 	}
 
 	synchronized void add(SharedReceives receives) {
-		SharedReceives[] now = shared;
-		SharedReceives[] next = Arrays.copyOf(now, now.length + 1);
-		next[now.length] = receives;
-		shared = next;
+		shared = with(shared, receives);
 	}
 
 	synchronized void remove(SharedReceives receives) {
-		shared = Arrays.stream(shared).filter(s -> s != receives).toArray(SharedReceives[]::new);
+		shared = without(shared, receives);
+	}
+
+	/** A copy of {@code array} with {@code element} appended (copy-on-write). */
+	private static <T> T[] with(T[] array, T element) {
+		T[] next = Arrays.copyOf(array, array.length + 1);
+		next[array.length] = element;
+		return next;
+	}
+
+	/** A copy of {@code array} without {@code element} (by identity; copy-on-write). */
+	private static <T> T[] without(T[] array, T element) {
+		return Arrays.stream(array).filter(e -> e != element).toArray(n -> Arrays.copyOf(array, n));
 	}
 
 	/**

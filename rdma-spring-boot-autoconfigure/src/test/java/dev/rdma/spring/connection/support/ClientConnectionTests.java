@@ -240,10 +240,8 @@ class ClientConnectionTests {
 			release.await(10, TimeUnit.SECONDS); // ignores wakeUp
 			throw new AttemptFailedException("TIMEOUT", "the stuck connect gave up");
 		}, ClientConnectionTests::refused);
-		ClientConnection client = client(
-				settings("stale", new ConnectionSettings.Retry(Duration.ofMillis(20), 1, Duration.ofMillis(20), 0)),
-				transport);
-		client.start();
+		ClientConnection client = started("stale",
+				new ConnectionSettings.Retry(Duration.ofMillis(20), 1, Duration.ofMillis(20), 0), transport);
 		assertThat(blocked.await(5, TimeUnit.SECONDS)).isTrue();
 		Thread old = transport.attemptThreads.get(0);
 		client.stop(System.nanoTime() + Duration.ofMillis(200).toNanos());
@@ -302,10 +300,8 @@ class ClientConnectionTests {
 	@Test
 	void maxAttemptsCountsTheFailedReconnectAttemptsAfterAnEndAndTheBackOffStartsAgain() throws Exception {
 		FakeTransport transport = new FakeTransport(FakeAttempt::connected, ClientConnectionTests::refused);
-		ClientConnection client = client(
-				settings("retry", new ConnectionSettings.Retry(Duration.ofMillis(20), 10, Duration.ofSeconds(5), 3)),
-				transport);
-		client.start();
+		ClientConnection client = started("retry",
+				new ConnectionSettings.Retry(Duration.ofMillis(20), 10, Duration.ofSeconds(5), 3), transport);
 		await("the client gave up", () -> threads("rdma-connect-retry").isEmpty());
 		// the connection, then max-attempts (3) failed reconnect attempts
 		assertThat(transport.attempts()).isEqualTo(4);
@@ -323,9 +319,8 @@ class ClientConnectionTests {
 	@Test
 	void aClientWaitingForItsNextAttemptIsConnectingAndOneThatGaveUpIsDisconnected() throws Exception {
 		FakeTransport transport = new FakeTransport(ClientConnectionTests::refused);
-		ClientConnection client = client(settings("gives-up",
-				new ConnectionSettings.Retry(Duration.ofMillis(500), 1, Duration.ofMillis(500), 2)), transport);
-		client.start();
+		ClientConnection client = started("gives-up",
+				new ConnectionSettings.Retry(Duration.ofMillis(500), 1, Duration.ofMillis(500), 2), transport);
 		await("the first failed attempt", () -> client.statistics().connectionErrors().containsKey("UNREACHABLE"));
 		Thread.sleep(100); // within the back-off of 500 ms
 		assertThat(transport.attempts()).isEqualTo(1);
@@ -340,16 +335,21 @@ class ClientConnectionTests {
 	@Test
 	void aClientWhoseConnectionEndedIsConnectingDuringItsBackOff() throws Exception {
 		FakeTransport transport = new FakeTransport(FakeAttempt::connected, ClientConnectionTests::refused);
-		ClientConnection client = client(
-				settings("ended", new ConnectionSettings.Retry(Duration.ofMillis(500), 1, Duration.ofMillis(500), 0)),
-				transport);
-		client.start();
+		ClientConnection client = started("ended",
+				new ConnectionSettings.Retry(Duration.ofMillis(500), 1, Duration.ofMillis(500), 0), transport);
 		await("the end of the connection", () -> client.statistics().connectionErrors().containsKey("DISCONNECTED")
 				&& client.state() != ConnectionState.ESTABLISHED);
 		Thread.sleep(100); // within the back-off of 500 ms
 		assertThat(transport.attempts()).isEqualTo(1);
 		assertThat(client.state()).as("waiting (back-off) to reconnect").isEqualTo(ConnectionState.CONNECTING);
 		assertThat(client.isUp()).isFalse();
+	}
+
+	/** A started client of {@code transport} named {@code name}, with {@code retry}. */
+	private ClientConnection started(String name, ConnectionSettings.Retry retry, FakeTransport transport) {
+		ClientConnection client = client(settings(name, retry), transport);
+		client.start();
+		return client;
 	}
 
 	private static ConnectionSettings.Retry quickly(int maxAttempts) {

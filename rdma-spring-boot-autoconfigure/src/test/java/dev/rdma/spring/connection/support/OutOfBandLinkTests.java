@@ -91,6 +91,33 @@ class OutOfBandLinkTests {
 		assertThat(tcp.parameters().retryCount()).isEqualTo(7);
 	}
 
+	/** What a test does with a client link and the raw socket of its peer. */
+	private interface WithRawPeer {
+
+		void run(OutOfBandLink client, SocketChannel raw) throws Exception;
+
+	}
+
+	/**
+	 * Connects a client link to the test's server socket (then {@code live()} when
+	 * {@code live}), runs {@code test} with it and the accepted raw socket, and closes
+	 * both.
+	 */
+	private void withRawPeer(boolean live, WithRawPeer test) throws Exception {
+		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
+		if (live) {
+			client.live();
+		}
+		SocketChannel raw = server.accept();
+		try {
+			test.run(client, raw);
+		}
+		finally {
+			client.close();
+			raw.close();
+		}
+	}
+
 	/**
 	 * Liveness {@code none}: after the exchange the socket is closed (the peer reads its
 	 * end, as {@code ibv_rc_pingpong} expects), the link stays alive with its addresses,
@@ -98,9 +125,7 @@ class OutOfBandLinkTests {
 	 */
 	@Test
 	void aDetachedLinkClosesItsSocketAndLivesOnWithItsAddresses() throws Exception {
-		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
-		SocketChannel raw = server.accept();
-		try {
+		withRawPeer(false, (client, raw) -> {
 			InetSocketAddress peer = client.peerAddress();
 			client.detach();
 			raw.configureBlocking(true);
@@ -119,11 +144,7 @@ class OutOfBandLinkTests {
 			assertThat(client.alive()).isFalse();
 			assertThat(client.peerAddress()).as("closed").isNull();
 			assertThat(client.describePeer()).as("still named once closed").contains(":" + peer.getPort());
-		}
-		finally {
-			client.close();
-			raw.close();
-		}
+		});
 	}
 
 	@Test
@@ -174,9 +195,7 @@ class OutOfBandLinkTests {
 
 	@Test
 	void exchangeReadsAreBoundedByTheAttemptsDeadline() throws Exception {
-		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
-		SocketChannel raw = server.accept();
-		try {
+		withRawPeer(false, (client, raw) -> {
 			long t0 = System.nanoTime();
 			assertThatThrownBy(() -> client.read(52, "endpoint record", t0 + 300_000_000L))
 				.isInstanceOfSatisfying(AttemptFailedException.class, ex -> assertThat(ex.kind()).isEqualTo("TIMEOUT"))
@@ -187,19 +206,12 @@ class OutOfBandLinkTests {
 			assertThatThrownBy(() -> client.read(52, "endpoint record", System.nanoTime() + 5_000_000_000L))
 				.isInstanceOfSatisfying(AttemptFailedException.class, ex -> assertThat(ex.kind()).isEqualTo("EXCHANGE"))
 				.hasMessageContaining("after 10 of the 52 bytes");
-		}
-		finally {
-			client.close();
-			raw.close();
-		}
+		});
 	}
 
 	@Test
 	void resetEndsTheLink() throws Exception {
-		OutOfBandLink client = OutOfBandLink.connect(address(), Duration.ofSeconds(5));
-		client.live();
-		SocketChannel raw = server.accept();
-		try {
+		withRawPeer(true, (client, raw) -> {
 			assertThat(client.alive()).isTrue();
 			raw.setOption(StandardSocketOptions.SO_LINGER, 0);
 			raw.close(); // RST: as a process that ended
@@ -208,11 +220,7 @@ class OutOfBandLinkTests {
 				assertThat(System.nanoTime()).as("the client sees the reset").isLessThan(deadline);
 				Thread.sleep(5);
 			}
-		}
-		finally {
-			client.close();
-			raw.close();
-		}
+		});
 	}
 
 	@Test

@@ -214,18 +214,28 @@ class PeerConnectionTests {
 		return poller;
 	}
 
+	/**
+	 * Closes {@code peer} on another thread and returns that close once it is waiting
+	 * (its QP moved to the error state, still not done 300 ms later, the receive buffers
+	 * not destroyed).
+	 */
+	private CompletableFuture<Boolean> closeWaiting(PeerConnection peer, Duration timeout) throws Exception {
+		CompletableFuture<Boolean> close = CompletableFuture
+			.supplyAsync(() -> peer.close(timeout, ConnectionState.CLOSED), threads);
+		verify(qp, timeout(5000).atLeastOnce()).moveToError();
+		Thread.sleep(300);
+		assertThat(close).isNotDone();
+		verify(receiveRegion, never()).close();
+		return close;
+	}
+
 	@Test
 	void closeWaitsForTheListenerCallBeforeItDestroysTheReceiveBuffers() throws Exception {
 		HeldListener held = new HeldListener();
 		PeerConnection peer = peer(held.binding());
 		// the poller: the listener reads the message in the receive buffer
 		CompletableFuture<Void> poller = deliverOnPoller(peer, held);
-		CompletableFuture<Boolean> close = CompletableFuture
-			.supplyAsync(() -> peer.close(Duration.ofSeconds(2), ConnectionState.CLOSED), threads);
-		verify(qp, timeout(5000).atLeastOnce()).moveToError(); // close is waiting
-		Thread.sleep(300);
-		assertThat(close).isNotDone();
-		verify(receiveRegion, never()).close();
+		CompletableFuture<Boolean> close = closeWaiting(peer, Duration.ofSeconds(2));
 		held.proceed.countDown();
 		assertThat(close.get(5, TimeUnit.SECONDS)).as("drained in time").isTrue();
 		poller.get(5, TimeUnit.SECONDS);
@@ -245,12 +255,7 @@ class PeerConnectionTests {
 		List<PeerConnection> handedOver = new CopyOnWriteArrayList<>();
 		PeerConnection peer = peer(held.binding(), (p) -> stopping.get() && handedOver.add(p));
 		CompletableFuture<Void> poller = deliverOnPoller(peer, held);
-		CompletableFuture<Boolean> close = CompletableFuture
-			.supplyAsync(() -> peer.close(Duration.ofSeconds(5), ConnectionState.CLOSED), threads);
-		verify(qp, timeout(5000).atLeastOnce()).moveToError(); // close is waiting for the
-																// listener call
-		Thread.sleep(300);
-		assertThat(close).isNotDone();
+		CompletableFuture<Boolean> close = closeWaiting(peer, Duration.ofSeconds(5));
 		stopping.set(true);
 		assertThat(close.get(2, TimeUnit.SECONDS)).as("drained").isFalse();
 		assertThat(handedOver).containsExactly(peer);
@@ -276,12 +281,7 @@ class PeerConnectionTests {
 		peer.established();
 		peer.onCompletion(completion(0, WcStatus.SUCCESS, 8));
 		assertThat(retained.get()).isNotNull();
-		CompletableFuture<Boolean> close = CompletableFuture
-			.supplyAsync(() -> peer.close(Duration.ofSeconds(2), ConnectionState.CLOSED), threads);
-		verify(qp, timeout(5000).atLeastOnce()).moveToError(); // close is waiting
-		Thread.sleep(300);
-		assertThat(close).isNotDone();
-		verify(receiveRegion, never()).close();
+		CompletableFuture<Boolean> close = closeWaiting(peer, Duration.ofSeconds(2));
 		retained.get().release();
 		assertThat(close.get(5, TimeUnit.SECONDS)).as("drained in time").isTrue();
 		verify(receiveRegion).close();

@@ -66,14 +66,7 @@ final class AppPair implements AutoCloseable {
 
 	private static AppPair start(Supplier<ConfigurableApplicationContext> serverApp,
 			Supplier<ConfigurableApplicationContext> clientApp) {
-		ConfigurableApplicationContext server = serverApp.get();
-		try {
-			return new AppPair(server, clientApp.get());
-		}
-		catch (RuntimeException | Error ex) {
-			server.close();
-			throw ex;
-		}
+		return ConnectionTestSupport.wrapOrClose(serverApp.get(), server -> new AppPair(server, clientApp.get()));
 	}
 
 	/** Waits until the client is connected and the server lists it as its one peer. */

@@ -4,27 +4,25 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.RdmaConfigurationException;
-import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.support.RdmaConnectionRegistry;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.errors;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -39,28 +37,27 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Tag(DeviceTestSupport.TAG)
 class ConnectionDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	@Test
 	void clientAndServerConnectedThroughPropertiesExchangeMessagesAcrossTheTwoDevices() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
-		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
+		TwoDevices two = tier.two();
+		int port = tier.port();
+		ClientApp client = ClientApp.of(ConnectionApps.client(two.a(), two.b(), port));
 		ConfigurableApplicationContext server = null;
 		try {
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			RdmaHealthIndicator health = client.getBean(RdmaHealthIndicator.class);
-			MeterRegistry meters = client.getBean(MeterRegistry.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			RdmaConnection link = client.link;
 
 			// the peer is absent: the client retries, its health is DOWN
-			await("failed attempts while the server is absent", () -> errors(meters) >= 2);
+			await("failed attempts while the server is absent", () -> errors(client.meters) >= 2);
 			assertThat(link.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
-			assertThat(health.health().getStatus()).isEqualTo(Status.DOWN);
+			assertThat(client.health.health().getStatus()).isEqualTo(Status.DOWN);
 
 			// the peer appears: the client connects, health UP
 			server = ConnectionApps.server(two.b(), port);
 			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
-			assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+			assertThat(client.health.health().getStatus()).isEqualTo(Status.UP);
 			RdmaConnection serverLink = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			await("the server accepted", () -> serverLink.peers().size() == 1);
 
@@ -73,8 +70,8 @@ class ConnectionDeviceTest {
 
 			TwoDevices.Marks m0 = two.mark();
 			int n = 2000;
-			exchange(link, collector, 0, n, 64);
-			exchange(link, collector, n, 200, 1024); // full-size messages too
+			exchange(link, client.collector, 0, n, 64);
+			exchange(link, client.collector, n, 200, 1024); // full-size messages too
 			TwoDevices.Traffic a = m0.aSince();
 			TwoDevices.Traffic b = m0.bSince();
 			assertThat(a.sent()).as("packets sent by " + two.a()).isGreaterThanOrEqualTo(n + 200);
@@ -85,9 +82,10 @@ class ConnectionDeviceTest {
 			assertThat(link.statistics().messagesSent()).isEqualTo(n + 200);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(n + 200);
 			assertThat(link.statistics().bytesSent()).isEqualTo(64L * n + 1024L * 200);
-			assertThat(
-					meters.get("rdma.connection.messages.received").tag("connection", "link").functionCounter().count())
-				.isEqualTo(n + 200);
+			assertThat(client.meters.get("rdma.connection.messages.received")
+				.tag("connection", "link")
+				.functionCounter()
+				.count()).isEqualTo(n + 200);
 			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(n + 200);
 
 			// the server restarts: the client sees the disconnect, retries, reconnects
@@ -98,9 +96,10 @@ class ConnectionDeviceTest {
 			server = ConnectionApps.server(two.b(), port);
 			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().reconnects()).isEqualTo(1);
-			assertThat(meters.get("rdma.connection.reconnects").tag("connection", "link").functionCounter().count())
+			assertThat(
+					client.meters.get("rdma.connection.reconnects").tag("connection", "link").functionCounter().count())
 				.isEqualTo(1);
-			exchange(link, collector, n + 200, 500, 64);
+			exchange(link, client.collector, n + 200, 500, 64);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
 			// the server counts an echo after posting it: the client may have it first
 			await("the server's count of its echoes", () -> echo.echoed.get() == 500);
@@ -112,7 +111,6 @@ class ConnectionDeviceTest {
 			}
 			client.close();
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -122,9 +120,8 @@ class ConnectionDeviceTest {
 	 */
 	@Test
 	void aServerListeningOnAnotherDevicesAddressFailsStartup() {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		String listen = two.a().ipv4() + ":" + port;
 		assertThatThrownBy(() -> ConnectionApps.serverListeningOn(two.b(), listen).close())
 			.hasRootCauseInstanceOf(RdmaConfigurationException.class)
@@ -132,7 +129,6 @@ class ConnectionDeviceTest {
 			.hasMessageContaining("rdma.connections." + ConnectionApps.NAME + ".listen=" + listen)
 			.hasMessageContaining("is an address of RDMA device " + two.a().device())
 			.hasMessageContaining("are on " + two.b().device());
-		assertNativeObjectsClosed(baseline, "the failed startup");
 	}
 
 	/**
@@ -145,9 +141,8 @@ class ConnectionDeviceTest {
 	 */
 	@Test
 	void aFirstContactConnectsAtTheFirstAttempt() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
 			DeviceTestSupport.run(30, "ip", "neigh", "flush", "to", two.b().ipv4());
 			long t0 = System.nanoTime();
@@ -165,7 +160,6 @@ class ConnectionDeviceTest {
 				assertThat(serverLink.peers().get(0).deviceName()).isEqualTo(two.b().device());
 			}
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -177,9 +171,8 @@ class ConnectionDeviceTest {
 	 */
 	@Test
 	void aClientRegistryStoppedAndStartedAgainConnectsAgain() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (AppPair apps = AppPair.start(two, port)) {
 			RdmaConnection link = apps.link;
 			RdmaConnection serverLink = apps.serverLink;
@@ -203,7 +196,6 @@ class ConnectionDeviceTest {
 			assertThat(link.statistics().messagesReceived()).isEqualTo(300);
 			assertThat(serverLink.statistics().messagesReceived()).isEqualTo(300);
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -216,9 +208,8 @@ class ConnectionDeviceTest {
 	 */
 	@Test
 	void shutdownOfEitherSideUnderTrafficIsBoundedAndLosesNothingAcknowledged() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port);
 		ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port);
 		try {
@@ -273,7 +264,6 @@ class ConnectionDeviceTest {
 			}
 			client.close();
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**

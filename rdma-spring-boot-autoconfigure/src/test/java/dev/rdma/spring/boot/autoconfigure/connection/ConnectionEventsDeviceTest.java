@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -31,11 +32,11 @@ import dev.rdma.spring.connection.event.RdmaConnectionGaveUpEvent;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NativePeer;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -48,6 +49,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class ConnectionEventsDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	private static final Duration STEP = Duration.ofSeconds(90);
 
 	/** ucmatose's connections, messages per connection each way, and message size. */
@@ -59,9 +63,8 @@ class ConnectionEventsDeviceTest {
 
 	@Test
 	void aServerGreetsEachUcmatoseClientFromItsEstablishedEventAndDisconnectsItAfterItsReplies() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		List<String> properties = ConnectionApps.properties(two.b(), "listen=" + two.b().ipv4() + ":" + port);
 		properties.add("rdma.connections." + ConnectionApps.NAME + ".max-peers=" + CLIENTS);
 		try (ConfigurableApplicationContext server = ConnectionApps.start(GreetingServer.class, properties)) {
@@ -98,14 +101,12 @@ class ConnectionEventsDeviceTest {
 			assertThat(link.statistics().messagesReceived()).isEqualTo(CLIENTS * MESSAGES);
 			assertThat(link.statistics().connectionErrors()).doesNotContainKey("DISCONNECTED");
 		}
-		assertNativeObjectsClosed(baseline, "ucmatose and the server closed");
 	}
 
 	@Test
 	void aClientThatGivesUpPublishesItsFailedAttemptsAndGaveUp() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort(); // nobody listens there
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port(); // nobody listens there
 		try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port,
 				"retry.max-attempts=2")) {
 			ConnectionApps.Events events = client.getBean(ConnectionApps.Events.class);
@@ -125,15 +126,13 @@ class ConnectionEventsDeviceTest {
 			assertThat(gaveUp.getConnection().state()).isEqualTo(ConnectionState.DISCONNECTED);
 			assertThat(events.threads).containsOnly("rdma-connect-" + ConnectionApps.NAME);
 		}
-		assertNativeObjectsClosed(baseline, "the client closed");
 	}
 
 	@ParameterizedTest(name = "exchange: {0}")
 	@ValueSource(strings = { "cm", "out-of-band" })
 	void establishedAndEndedEventsOfAPairWhoseServerThenClientDisconnects(String exchange) throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		boolean cm = exchange.equals("cm");
 		try (AppPair apps = cm ? AppPair.start(two, port) : AppPair.startOutOfBand(two, port, List.of(), List.of())) {
 			ConnectionApps.Events serverEvents = apps.server.getBean(ConnectionApps.Events.class);
@@ -187,7 +186,6 @@ class ConnectionEventsDeviceTest {
 			assertThat(serverEvents.threads).containsOnly("rdma-accept-" + ConnectionApps.NAME);
 			assertThat(clientEvents.threads).containsOnly("rdma-connect-" + ConnectionApps.NAME);
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/** The server that speaks first: {@link Greeter}. */

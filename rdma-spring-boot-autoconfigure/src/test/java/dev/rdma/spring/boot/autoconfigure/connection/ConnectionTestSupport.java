@@ -7,9 +7,12 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 
 import io.micrometer.core.instrument.MeterRegistry;
+
+import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.cm.CmEvent;
@@ -29,6 +32,21 @@ final class ConnectionTestSupport {
 	private static final Duration TIMEOUT = Duration.ofSeconds(60);
 
 	private ConnectionTestSupport() {
+	}
+
+	/**
+	 * {@code wrapper} applied to the started application {@code app} (a fixture reading
+	 * its beans); closes {@code app} when that fails, so that nothing the application
+	 * opened outlives the failure.
+	 */
+	static <T> T wrapOrClose(ConfigurableApplicationContext app, Function<ConfigurableApplicationContext, T> wrapper) {
+		try {
+			return wrapper.apply(app);
+		}
+		catch (RuntimeException | Error ex) {
+			app.close();
+			throw ex;
+		}
 	}
 
 	/**

@@ -13,14 +13,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import org.springframework.context.ConfigurableApplicationContext;
-
 import dev.rdma.spring.connection.ConnectionState;
-import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.Context;
 import dev.rdma.verbs.MemoryRegion;
-import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.WorkCompletion;
@@ -34,7 +30,6 @@ import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.expect;
 import static dev.rdma.verbs.testing.DeviceTestSupport.within;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -60,11 +55,7 @@ class EarlyMessageDeviceTest {
 	@Test
 	void aMessageThatArrivesBeforeTheServerReadEstablishedIsAnswered() throws Exception {
 		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
-		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
-			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+		try (EchoServerApp server = EchoServerApp.start(two)) {
 			TwoDevices.Marks m0 = two.mark();
 			try (Context ctx = Context.open(two.a().device());
 					EventChannel channel = EventChannel.create();
@@ -75,7 +66,7 @@ class EarlyMessageDeviceTest {
 				QueuePair qp = pd.createQueuePair(new QueuePair.Attributes(cq, cq, 4, 4, true));
 				ConnectionId id = channel.createId();
 				id.resolveAddress(new InetSocketAddress(InetAddress.getByName(two.a().ipv4()), 0),
-						new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port), STEP);
+						new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), server.port), STEP);
 				expect(id, CmEventType.ADDR_RESOLVED, STEP);
 				id.resolveRoute(STEP);
 				expect(id, CmEventType.ROUTE_RESOLVED, STEP);
@@ -113,29 +104,28 @@ class EarlyMessageDeviceTest {
 					}
 				}
 				assertThat(sent).as("the client's SEND completed").isTrue();
-				assertThat(link.statistics().messagesReceived()).as("the server received it").isEqualTo(1);
+				assertThat(server.link.statistics().messagesReceived()).as("the server received it").isEqualTo(1);
 				assertThat(echoed).as("the echo of a message the server got before it read ESTABLISHED").isTrue();
 				// the listener counts its echo after the send returned: the client may
 				// have the echo first
-				within(STEP, "the server's listener replied without an exception", () -> echo.echoed.get() == 1);
-				assertThat(echo.echoed.get()).isEqualTo(1);
+				within(STEP, "the server's listener replied without an exception", () -> server.echo.echoed.get() == 1);
+				assertThat(server.echo.echoed.get()).isEqualTo(1);
 				assertThat(mr.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 1024))
 					.isEqualTo(mr.buffer().get(ValueLayout.JAVA_LONG_UNALIGNED, 0));
-				assertThat(link.peers()).as("no ESTABLISHED on the server without the RTU").isEmpty();
+				assertThat(server.link.peers()).as("no ESTABLISHED on the server without the RTU").isEmpty();
 
 				// now the RTU: the server reads ESTABLISHED and lists the peer
 				id.establish();
-				within(STEP, "the server lists the peer", () -> link.peers().size() == 1);
-				assertThat(link.peers().get(0).state()).isEqualTo(ConnectionState.ESTABLISHED);
-				assertThat(link.statistics().messagesSent()).isEqualTo(1);
+				within(STEP, "the server lists the peer", () -> server.link.peers().size() == 1);
+				assertThat(server.link.peers().get(0).state()).isEqualTo(ConnectionState.ESTABLISHED);
+				assertThat(server.link.statistics().messagesSent()).isEqualTo(1);
 				m0.assertCrossed(1);
 
 				id.disconnect(STEP);
-				within(STEP, "the server saw the disconnect", () -> link.peers().isEmpty());
+				within(STEP, "the server saw the disconnect", () -> server.link.peers().isEmpty());
 				id.close();
 			}
 		}
-		assertNativeObjectsClosed(baseline, "the server and the client closed");
 	}
 
 }

@@ -7,18 +7,18 @@ import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -41,11 +41,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class FailedCompletionDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest(Duration.ofSeconds(60));
+
 	@Test
 	void aReceiveThatFailsEndsTheConnectionOnBothSidesAndTheClientReconnects() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (AppPair apps = AppPair.start(two, port, List.of("max-peers=1"),
 				List.of("message-size=4096", "signal-interval=4", "send-depth=128"))) {
 			RdmaConnection link = apps.link;
@@ -139,7 +141,6 @@ class FailedCompletionDeviceTest {
 					.count()).as(kind).isEqualTo(serverLink.statistics().connectionErrors().get(kind).doubleValue());
 			}
 		}
-		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "both applications closed");
 	}
 
 	private static double sendCompletions(MeterRegistry meters) {

@@ -18,6 +18,7 @@ import java.util.zip.CRC32;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import org.springframework.context.ConfigurableApplicationContext;
@@ -35,12 +36,11 @@ import dev.rdma.verbs.cm.CmEvent;
 import dev.rdma.verbs.cm.CmEventType;
 import dev.rdma.verbs.cm.ConnectionException;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -57,6 +57,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 @Timeout(value = 400, unit = TimeUnit.SECONDS)
 class HostilePeerDeviceTest {
+
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest(Duration.ofSeconds(60));
 
 	private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(2);
 
@@ -106,9 +109,8 @@ class HostilePeerDeviceTest {
 
 	@Test
 	void rdmaCmServerRefusesHostilePeersAndKeepsServingItsClient() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		List<String> p = ConnectionApps.properties(two.b(), "listen=" + two.b().ipv4() + ":" + port);
 		String c = "rdma.connections." + ConnectionApps.NAME + ".";
 		p.addAll(List.of(c + "allowed-peers=" + two.a().ipv4() + "/32,fd00::/8", c + "max-peers=" + MAX_PEERS,
@@ -241,7 +243,6 @@ class HostilePeerDeviceTest {
 			step("resources after the attacks: " + NativeObjects.openByType() + ", " + openFds()
 					+ " fds, rdma resource show " + rdmaResources());
 		}
-		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "the server and the client closed");
 	}
 
 	/**
@@ -443,9 +444,8 @@ class HostilePeerDeviceTest {
 
 	@Test
 	void outOfBandServerDropsHostileExchangesWithoutHoldingUpItsClient() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port);
 		try (ConfigurableApplicationContext serverApp = ConnectionApps.outOfBandServer(two.b(), port,
 				"allowed-peers=" + two.a().ipv4(), "max-peers=2",
@@ -540,7 +540,6 @@ class HostilePeerDeviceTest {
 			await("the server's objects back to their count", () -> NativeObjects.open() == objects);
 			await("the process's file descriptors back to their count", () -> openFds() <= fds);
 		}
-		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "the server and the client closed");
 	}
 
 	/**

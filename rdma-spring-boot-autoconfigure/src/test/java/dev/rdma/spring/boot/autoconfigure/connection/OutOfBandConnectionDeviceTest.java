@@ -2,26 +2,24 @@ package dev.rdma.spring.boot.autoconfigure.connection;
 
 import java.util.List;
 
-import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.context.ConfigurableApplicationContext;
 
-import dev.rdma.spring.boot.autoconfigure.health.RdmaHealthIndicator;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.errors;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.exchange;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.threads;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -37,6 +35,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 class OutOfBandConnectionDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	/**
 	 * {@code out-of-band.path-mtu=512} on both ends: a 1000-byte message then takes two
 	 * packets each way instead of one (rxe's active MTU, and the default, is 1024), which
@@ -44,9 +45,8 @@ class OutOfBandConnectionDeviceTest {
 	 */
 	@Test
 	void aConfiguredPathMtuIsTheSizeOfThePackets() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (AppPair apps = AppPair.startOutOfBand(two, port, List.of("out-of-band.path-mtu=512"),
 				List.of("out-of-band.path-mtu=512"))) {
 			RdmaConnection link = apps.link;
@@ -72,29 +72,24 @@ class OutOfBandConnectionDeviceTest {
 						+ " for the 64-byte ones")
 				.isBetween((long) (0.9 * n), (long) (1.1 * n));
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	@Test
 	void outOfBandClientAndServerExchangeMessagesReconnectAndCloseAcrossTheTwoDevices() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
-		ConfigurableApplicationContext client = ConnectionApps.outOfBandClient(two.a(), two.b(), port);
+		TwoDevices two = tier.two();
+		int port = tier.port();
+		ClientApp client = ClientApp.of(ConnectionApps.outOfBandClient(two.a(), two.b(), port));
 		ConfigurableApplicationContext server = null;
 		try {
-			RdmaConnection link = client.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			RdmaHealthIndicator health = client.getBean(RdmaHealthIndicator.class);
-			MeterRegistry meters = client.getBean(MeterRegistry.class);
-			ConnectionApps.Collector collector = client.getBean(ConnectionApps.Collector.class);
+			RdmaConnection link = client.link;
 			assertThat(link.getClass().getSimpleName()).isEqualTo("ClientConnection");
 			assertThat(link.toString()).contains(" (out of band), ");
 
 			// the peer is absent: the TCP connect is refused, the client retries, DOWN
-			await("failed attempts while the server is absent", () -> errors(meters) >= 2);
+			await("failed attempts while the server is absent", () -> errors(client.meters) >= 2);
 			assertThat(link.state()).isNotEqualTo(ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().connectionErrors()).containsKey("UNREACHABLE");
-			assertThat(health.health().getStatus()).isEqualTo(Status.DOWN);
+			assertThat(client.health.health().getStatus()).isEqualTo(Status.DOWN);
 
 			// the peer appears: the client connects, health UP
 			server = ConnectionApps.outOfBandServer(two.b(), port);
@@ -102,7 +97,7 @@ class OutOfBandConnectionDeviceTest {
 			assertThat(serverLink.getClass().getSimpleName()).isEqualTo("ServerConnection");
 			assertThat(serverLink.toString()).contains(" (out of band), ");
 			await("the client connected", () -> link.state() == ConnectionState.ESTABLISHED);
-			assertThat(health.health().getStatus()).isEqualTo(Status.UP);
+			assertThat(client.health.health().getStatus()).isEqualTo(Status.UP);
 			await("the server accepted", () -> serverLink.peers().size() == 1);
 
 			// the QPs are on the devices of the queues: the client's on rxeA, the
@@ -115,8 +110,8 @@ class OutOfBandConnectionDeviceTest {
 
 			TwoDevices.Marks m0 = two.mark();
 			int n = 2000;
-			exchange(link, collector, 0, n, 64);
-			exchange(link, collector, n, 200, 1024); // full size too
+			exchange(link, client.collector, 0, n, 64);
+			exchange(link, client.collector, n, 200, 1024); // full size too
 			m0.assertCrossed(n + 200);
 			assertThat(link.statistics().messagesSent()).isEqualTo(n + 200);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(n + 200);
@@ -137,7 +132,7 @@ class OutOfBandConnectionDeviceTest {
 			await("the client reconnected", () -> link.state() == ConnectionState.ESTABLISHED);
 			assertThat(link.statistics().reconnects()).isEqualTo(1);
 			TwoDevices.Marks m1 = two.mark();
-			exchange(link, collector, n + 200, 500, 64);
+			exchange(link, client.collector, n + 200, 500, 64);
 			m1.assertCrossed(500);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
 			await("the server's count of its echoes", () -> echo.echoed.get() == 500);
@@ -162,7 +157,6 @@ class OutOfBandConnectionDeviceTest {
 			client.close();
 		}
 		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/**
@@ -172,9 +166,8 @@ class OutOfBandConnectionDeviceTest {
 	 */
 	@Test
 	void aServerAtMaxPeersTurnsClientsAwayUntilAPeerLeaves() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port);
 		ConfigurableApplicationContext first = null;
 		ConfigurableApplicationContext second = null;
@@ -212,7 +205,6 @@ class OutOfBandConnectionDeviceTest {
 			server.close();
 		}
 		assertThat(threads()).doesNotContain("rdma-connect-link", "rdma-accept-link");
-		assertNativeObjectsClosed(baseline, "the applications closed");
 	}
 
 }

@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -19,10 +20,10 @@ import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NativePeer;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -42,6 +43,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 400, unit = TimeUnit.SECONDS)
 class OutOfBandPingpongDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	private static final int ITERATIONS = 1000;
 
 	private static final int SIZE = 4096;
@@ -55,9 +59,8 @@ class OutOfBandPingpongDeviceTest {
 
 	@Test
 	void theStarterAsClientOfTheIbvRcPingpongServer(CapturedOutput output) throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (NativePeer server = NativePeer.ibvRcPingpong(two.b(), ITERATIONS, port)) {
 			NativePeer.awaitTcpListening(port, STEP);
 			try (ConfigurableApplicationContext client = ConnectionApps.outOfBandClient(two.a(), two.b(), port, NONE)) {
@@ -103,14 +106,12 @@ class OutOfBandPingpongDeviceTest {
 						+ " ended (a work request completed with RETRY_EXC_ERR); reconnecting");
 			}
 		}
-		assertNativeObjectsClosed(baseline, "ibv_rc_pingpong and the client closed");
 	}
 
 	@Test
 	void theStarterAsServerOfIbvRcPingpongClients(CapturedOutput output) throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (ConfigurableApplicationContext server = ConnectionApps.outOfBandServer(two.b(), port, NONE)) {
 			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
@@ -167,7 +168,6 @@ class OutOfBandPingpongDeviceTest {
 			m1.assertCrossed(100);
 			assertThat(link.statistics().messagesReceived()).isEqualTo(ITERATIONS + 100);
 		}
-		assertNativeObjectsClosed(baseline, "ibv_rc_pingpong and the server closed");
 	}
 
 	/**

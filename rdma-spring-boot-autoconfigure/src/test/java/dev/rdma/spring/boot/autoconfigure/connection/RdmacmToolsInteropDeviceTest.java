@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import org.springframework.context.ConfigurableApplicationContext;
@@ -16,10 +17,10 @@ import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NativePeer;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -32,19 +33,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class RdmacmToolsInteropDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	private static final Duration STEP = Duration.ofSeconds(60);
 
 	@Test
 	void theStarterAsServerOfRdmaClient() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
-		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port)) {
-			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
-			ConnectionApps.Echo echo = server.getBean(ConnectionApps.Echo.class);
+		TwoDevices two = tier.two();
+		try (EchoServerApp server = EchoServerApp.start(two)) {
 			TwoDevices.Marks m0 = two.mark();
 			long retries = TwoDevices.hwCounter(two.b().device(), "completer_retry_err");
-			try (NativePeer c = NativePeer.start("rdma_client", "-s", two.b().ipv4(), "-p", Integer.toString(port))) {
+			try (NativePeer c = NativePeer.start("rdma_client", "-s", two.b().ipv4(), "-p",
+					Integer.toString(server.port))) {
 				c.assertExitsZero(STEP, "rdma_client");
 				assertThat(c.output()).contains("rdma_client: end 0");
 			}
@@ -53,11 +54,11 @@ class RdmacmToolsInteropDeviceTest {
 			// message and the echo crossed the veth pair (not rxeB to itself)
 			m0.assertCrossed(1);
 			// the listener counts its echo after the send returned
-			await("the server's count of its echo", () -> echo.echoed.get() == 1);
-			assertThat(echo.echoed.get()).isEqualTo(1);
-			assertThat(link.statistics().messagesReceived()).isEqualTo(1);
-			assertThat(link.statistics().bytesReceived()).isEqualTo(16);
-			await("the server saw rdma_client's disconnect", () -> link.peers().isEmpty());
+			await("the server's count of its echo", () -> server.echo.echoed.get() == 1);
+			assertThat(server.echo.echoed.get()).isEqualTo(1);
+			assertThat(server.link.statistics().messagesReceived()).isEqualTo(1);
+			assertThat(server.link.statistics().bytesReceived()).isEqualTo(16);
+			await("the server saw rdma_client's disconnect", () -> server.link.peers().isEmpty());
 			// rdma_client disconnects (its QP to the error state) as soon as it has
 			// polled
 			// the echo; rxe posts that receive's completion before it sends the ACK, and
@@ -69,21 +70,19 @@ class RdmacmToolsInteropDeviceTest {
 			// the error state only after that receive). docs/softroce-vm.md, "Why the
 			// tier flaked".
 			await("the echo's completion, acknowledged or flushed",
-					() -> link.statistics().messagesSent() + link.statistics().sendErrors() == 1);
-			ConnectionStatistics stats = link.statistics();
+					() -> server.link.statistics().messagesSent() + server.link.statistics().sendErrors() == 1);
+			ConnectionStatistics stats = server.link.statistics();
 			long retransmitted = TwoDevices.hwCounter(two.b().device(), "completer_retry_err") - retries;
 			System.out.printf("RDMA_CLIENT-ACK echo sent %d, send errors %d, retransmissions %d%n",
 					stats.messagesSent(), stats.sendErrors(), retransmitted);
 			assertThat(stats.messagesSent() + stats.sendErrors()).isEqualTo(1);
 		}
-		assertNativeObjectsClosed(baseline, "rdma_client and the server closed");
 	}
 
 	@Test
 	void theStarterAsClientOfRdmaServer() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = DeviceTestSupport.randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (NativePeer c = NativePeer.start("rdma_server", "-p", Integer.toString(port))) {
 			// rdma_server listens a moment after it starts: the client retries meanwhile
 			try (ConfigurableApplicationContext client = ConnectionApps.client(two.a(), two.b(), port)) {
@@ -106,7 +105,6 @@ class RdmacmToolsInteropDeviceTest {
 				assertThat(link.statistics().connectionErrors()).containsKey("DISCONNECTED");
 			}
 		}
-		assertNativeObjectsClosed(baseline, "rdma_server and the client closed");
 	}
 
 }

@@ -9,16 +9,16 @@ import java.util.concurrent.TimeUnit;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -33,13 +33,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RemoteAccessDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	private static final int REGION = 64 * 1024;
 
 	@Test
 	void writesAndReadsReachThePeersRegionAcrossTheTwoDevices() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (AppPair apps = AppPair.start(two, port, List.of("remote-access-size=64KB"),
 				List.of("remote-access-size=64KB")); Arena arena = Arena.ofConfined()) {
 			RdmaConnection link = apps.link;
@@ -141,14 +143,12 @@ class RemoteAccessDeviceTest {
 			}
 			await("the last writes completed", () -> link.statistics().bytesWritten() == 10_000 + 64 * 1024);
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	@Test
 	void aPeerWithoutARegionHasNone() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (AppPair apps = AppPair.start(two, port, List.of(), List.of("remote-access-size=4KB"))) {
 			RdmaConnection link = apps.link;
 			RdmaConnection serverLink = apps.serverLink;
@@ -175,7 +175,6 @@ class RemoteAccessDeviceTest {
 			assertThat(m0.aSince().received()).as("rxeA: 4 WRITE packets and the note").isGreaterThanOrEqualTo(5);
 			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(4096);
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	private static byte[] pattern(int length, int seed) {

@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
@@ -29,11 +30,10 @@ import dev.rdma.spring.connection.support.ServerConnection;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.SharedReceiveQueue;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.assertNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -60,6 +60,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 class SharedReceiveQueueDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest();
+
 	static final int PEERS = Integer.getInteger("rdma.test.srq.peers", 16);
 
 	static final int MESSAGES = Integer.getInteger("rdma.test.srq.messages", 100);
@@ -72,9 +75,8 @@ class SharedReceiveQueueDeviceTest {
 
 	@Test
 	void manyPeersShareOneReceiveQueueAndNoMessageIsLostOrMisrouted() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		ConfigurableApplicationContext server = server(two.b(), port);
 		ConfigurableApplicationContext clients = null;
 		try {
@@ -157,7 +159,6 @@ class SharedReceiveQueueDeviceTest {
 			}
 			server.close();
 		}
-		assertNativeObjectsClosed(baseline, "both applications closed");
 	}
 
 	/** Sends {@code count} messages on each of {@code links}, a window at a time. */

@@ -7,6 +7,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import org.springframework.context.ConfigurableApplicationContext;
@@ -25,13 +26,12 @@ import dev.rdma.verbs.cm.CmParameters;
 import dev.rdma.verbs.cm.ConnectionId;
 import dev.rdma.verbs.cm.EventChannel;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.expect;
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.threads;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -45,13 +45,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class StopDuringAcceptDeviceTest {
 
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest(Duration.ofSeconds(60));
+
 	private static final Duration STEP = Duration.ofSeconds(30);
 
 	@Test
 	void stoppingTheServerEndsAnAcceptInProgressAtOnce() throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		try (ConfigurableApplicationContext server = ConnectionApps.server(two.b(), port, "connect-timeout=30s")) {
 			RdmaConnection link = server.getBean(ConnectionApps.NAME, RdmaConnection.class);
 			RdmaConnectionRegistry registry = server.getBean(RdmaConnectionRegistry.class);
@@ -82,7 +84,6 @@ class StopDuringAcceptDeviceTest {
 				id.close();
 			}
 		}
-		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(60), "the server and the client closed");
 	}
 
 	/**

@@ -152,6 +152,25 @@ final class HostileConfiguration {
 			}));
 	}
 
+	/**
+	 * Runs {@code sets} sets of a generator seeded with {@code seed} ({@code device}: a
+	 * real device name on the device tier, null on the host), each through
+	 * {@link #check}; reports them as {@code hostile-config-<tier>} and returns the
+	 * outcomes, asserting that every set either started or failed.
+	 */
+	static Outcomes runSets(String tier, String device, long seed, int sets, List<FailureAnalyzer> analyzers) {
+		HostileConfiguration generator = new HostileConfiguration(device, seed);
+		Outcomes outcomes = new Outcomes();
+		long start = System.nanoTime();
+		for (int i = 0; i < sets; i++) {
+			check(baseRunner(), generator.next(), tier + " set #" + i + " (seed " + seed + ")", analyzers, outcomes);
+		}
+		Reliability.report("hostile-config-" + tier, "sets", sets, "seed", seed, "durationMs",
+				(System.nanoTime() - start) / 1_000_000, "outcomes", outcomes);
+		assertThat(outcomes.started + outcomes.failed).isEqualTo(sets);
+		return outcomes;
+	}
+
 	/** Runs one set; asserts the outcome. */
 	static void check(ApplicationContextRunner base, List<String> props, String label, List<FailureAnalyzer> analyzers,
 			Outcomes outcomes) {

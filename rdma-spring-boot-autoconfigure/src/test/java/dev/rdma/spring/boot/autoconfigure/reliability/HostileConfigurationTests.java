@@ -21,18 +21,9 @@ class HostileConfigurationTests {
 	void randomPropertySetsStartOrFailWithAnAnalysedRdmaMessage() {
 		long seed = Reliability.seed();
 		int sets = Reliability.hostileSets(300, 3000);
-		HostileConfiguration generator = new HostileConfiguration(null, seed);
 		List<FailureAnalyzer> analyzers = HostileConfiguration.analyzers();
 		assertThat(analyzers).anyMatch(a -> a.getClass().getSimpleName().equals("RdmaFailureAnalyzer"));
-		HostileConfiguration.Outcomes outcomes = new HostileConfiguration.Outcomes();
-		long start = System.nanoTime();
-		for (int i = 0; i < sets; i++) {
-			HostileConfiguration.check(HostileConfiguration.baseRunner(), generator.next(),
-					"host set #" + i + " (seed " + seed + ")", analyzers, outcomes);
-		}
-		Reliability.report("hostile-config-host", "sets", sets, "seed", seed, "durationMs",
-				(System.nanoTime() - start) / 1_000_000, "outcomes", outcomes);
-		assertThat(outcomes.started + outcomes.failed).isEqualTo(sets);
+		HostileConfiguration.Outcomes outcomes = HostileConfiguration.runSets("host", null, seed, sets, analyzers);
 		assertThat(outcomes.failed).isPositive();
 	}
 
