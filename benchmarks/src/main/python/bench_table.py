@@ -141,6 +141,8 @@ def main():
     misses += xmisses
     xstream, smisses = xstream_table(res)
     misses += smisses
+    peers, pmisses = peers_table(sys.argv[1])
+    misses += pmisses
     print("\n".join(out))
     print(f"\n{misses} target(s) missed")
     if groups:
@@ -149,6 +151,8 @@ def main():
         print("\n".join(xstarter))
     if xstream:
         print("\n".join(xstream))
+    if peers:
+        print("\n".join(peers))
     sources = [("device run", res)]
     if len(sys.argv) > 2:
         try:
@@ -327,6 +331,48 @@ def xstream_table(res):
         rows += [f"| send | {size_of(e)} | {r['median']:.2f} us | {r['min']:.2f} us | {r['max']:.2f} us |"
                  for e, r in lat]
     return (rows if len(rows) > 5 else []), misses
+
+
+def peers_table(path):
+    """A server with many peers (issue 33, PeersBench): per mode (srq: the shared receive queue; nosrq: receive
+    buffers per peer) the time to accept all N, messages delivered/expected and routed, the server's pinned memory:
+    the starter's computation (rdma.memory.pinned.configured), its registered memory regions (rdma.memory.pinned),
+    the kernel's VmPin, rdma resource show; target: pinned with the SRQ <= 1/8 of pinned without it."""
+    rows = {}
+    for line in open(path, errors="replace"):
+        if line.startswith("case=peers "):
+            kv = dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
+            rows[kv.get("mode")] = kv
+    if not rows:
+        return [], 0
+    mib = lambda v: f"{int(v) / 2**20:,.2f} MiB" if v not in (None, "-1") else "-"
+    out = ["", "A server with many peers (issue 33): rxeA -> rxeB, one starter server, N client connections in "
+           "another JVM (the server's pinned memory with and without the shared receive queue):", "",
+           "| mode | N | accept first..all | listen..all | delivered / expected | routed | configured (computed) | "
+           "registered MRs | VmPin | MRs / QPs on the device |",
+           "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for mode in ("srq", "nosrq"):
+        r = rows.get(mode)
+        if r is None:
+            continue
+        out.append(f"| {mode} | {r['accepted']} of {r['n']} | {int(r['accept_first_to_all_ms']) / 1e3:.1f} s | "
+                   f"{int(r['listen_to_all_ms']) / 1e3:.1f} s | {r['delivered']} / {r['expected']} | {r['routed']} | "
+                   f"{mib(r['configured'])} | {mib(r['registered'])} | {int(r['vm_pin_kb']) / 1024:,.2f} MiB | "
+                   f"{r.get('device_mrs', '-')} / {r.get('device_qps', '-')} |")
+    misses = 0
+    if "srq" in rows and "nosrq" in rows:
+        s, n = rows["srq"], rows["nosrq"]
+        out.append("")
+        for what in ("configured", "registered", "vm_pin_kb"):
+            if int(n[what]) > 0 and int(s[what]) >= 0:
+                q = int(s[what]) / int(n[what])
+                ok = q <= 1 / 8
+                misses += 0 if ok or what != "configured" else 1
+                out.append(f"SRQ/no-SRQ {what}: {q:.3f} (1/{1 / q if q else float('inf'):.1f}); target <= 1/8 = "
+                           f"0.125: {'pass' if ok else 'MISS'}")
+        out.append(f"(message-size {s['message_size']} B, receive-depth {s['receive_depth']}, send-depth "
+                   f"{s['send_depth']}, SRQ depth {s['srq_depth']}, {s['m']} messages per peer)")
+    return out, misses
 
 
 if __name__ == "__main__":
