@@ -38,6 +38,17 @@ public final class Context extends NativeObject {
 
 	private final Object asyncLock = new Object();
 
+	/**
+	 * {@link #getAsyncEvent}'s memory, used under {@link #asyncLock}: the event,
+	 * pollfd[2] and a capture segment, so that the monitor's idle waits allocate nothing;
+	 * freed by the garbage collector with this object.
+	 */
+	private final MemorySegment asyncEvent;
+
+	private final MemorySegment asyncFds;
+
+	private final MemorySegment asyncCapture;
+
 	private volatile DeviceAttributes attributes;
 
 	private Context(MemorySegment ctx, String deviceName, long guid, Waker asyncWaker) {
@@ -47,6 +58,10 @@ public final class Context extends NativeObject {
 		this.guid = guid;
 		this.numCompVectors = ctx.get(JAVA_INT, Layouts.CONTEXT_NUM_COMP_VECTORS);
 		this.asyncFd = ctx.get(JAVA_INT, Layouts.CONTEXT_ASYNC_FD);
+		Arena scratch = Arena.ofAuto();
+		this.asyncEvent = scratch.allocate(Layouts.IBV_ASYNC_EVENT);
+		this.asyncFds = scratch.allocate(Layouts.POLLFD, 2);
+		this.asyncCapture = Native.allocateCapture(scratch);
 	}
 
 	static Context open(Device device, MemorySegment dev) {
@@ -301,10 +316,10 @@ public final class Context extends NativeObject {
 		long deadline = System.nanoTime() + timeout.toNanos();
 		synchronized (asyncLock) {
 			acquire();
-			try (Arena arena = Arena.ofConfined()) {
-				MemorySegment capture = Native.allocateCapture(arena);
-				MemorySegment fds = arena.allocate(Layouts.POLLFD, 2);
-				MemorySegment event = arena.allocate(Layouts.IBV_ASYNC_EVENT);
+			try {
+				MemorySegment capture = asyncCapture;
+				MemorySegment fds = asyncFds;
+				MemorySegment event = asyncEvent;
 				while (true) {
 					int rc = (int) Ibverbs.GET_ASYNC_EVENT.invokeExact(capture, handle, event);
 					if (rc == 0) {

@@ -205,13 +205,24 @@ public final class EventChannel extends CmObject {
 	/**
 	 * Waits up to {@code timeoutNanos} for the channel fd, {@code waiter}'s signal or the
 	 * close signal, then reads and dispatches at most one event. Returns when something
-	 * happened or the time is up; the caller looks at its queue again.
+	 * happened or the time is up; the caller looks at its queue again. With
+	 * {@code scratch} the poll uses the waiter's signal's scratch memory (the caller
+	 * holds it, see {@link IdEvents#next}), else memory of its own.
 	 */
-	void pump(ConnectionId waiter, long timeoutNanos) {
-		acquire();
+	void pump(ConnectionId waiter, long timeoutNanos, boolean scratch) {
+		if (scratch) {
+			Signal s = waiter.events.signal;
+			pump(waiter, timeoutNanos, s.pollFds, s.pollCapture);
+			return;
+		}
 		try (Arena a = Arena.ofConfined()) {
-			MemorySegment fds = a.allocate(Layouts.POLLFD, 3);
-			MemorySegment capture = Native.allocateCapture(a);
+			pump(waiter, timeoutNanos, a.allocate(Layouts.POLLFD, 3), Native.allocateCapture(a));
+		}
+	}
+
+	private void pump(ConnectionId waiter, long timeoutNanos, MemorySegment fds, MemorySegment capture) {
+		acquire();
+		try {
 			Libc.pollfd(fds, 0, fd);
 			Libc.pollfd(fds, 1, waiter.events.signal.fd());
 			Libc.pollfd(fds, 2, closeSignal.fd());

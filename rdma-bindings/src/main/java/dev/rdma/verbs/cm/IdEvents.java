@@ -34,6 +34,9 @@ final class IdEvents {
 
 	private final AtomicBoolean wakeRequested = new AtomicBoolean();
 
+	/** Held by the thread that waits with the signal's scratch memory. */
+	private final AtomicBoolean scratchTaken = new AtomicBoolean();
+
 	IdEvents(ConnectionId id) {
 		this.id = id;
 	}
@@ -51,6 +54,10 @@ final class IdEvents {
 	 */
 	@Nullable CmEvent next(long deadline) {
 		id.acquire();
+		// the first waiter pumps with the signal's scratch memory (an accept or connect
+		// loop waits again and again: nothing allocated per wait); a second one at the
+		// same time with memory of its own
+		boolean scratch = scratchTaken.compareAndSet(false, true);
 		try {
 			boolean looked = false;
 			while (true) {
@@ -73,11 +80,14 @@ final class IdEvents {
 				}
 				// look at the channel at least once, also with a zero timeout: an event
 				// already there is read even when no other thread pumps
-				id.channel().pump(id, Math.max(0, left));
+				id.channel().pump(id, Math.max(0, left), scratch);
 				looked = true;
 			}
 		}
 		finally {
+			if (scratch) {
+				scratchTaken.set(false);
+			}
 			id.release();
 		}
 	}

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 import dev.rdma.verbs.VerbsException;
+import dev.rdma.verbs.ffm.Layouts;
 import dev.rdma.verbs.ffm.Libc;
 import dev.rdma.verbs.ffm.Native;
 
@@ -19,6 +20,15 @@ final class Signal implements AutoCloseable {
 	private final MemorySegment scratch = arena.allocate(JAVA_LONG);
 
 	private final MemorySegment capture = Native.allocateCapture(arena);
+
+	/**
+	 * Scratch of the one thread at a time that waits in {@link EventChannel#pump} for the
+	 * id this signal belongs to ({@link IdEvents} hands it out): pollfd[3] and a capture
+	 * segment, so that an idle wait allocates nothing.
+	 */
+	final MemorySegment pollFds = arena.allocate(Layouts.POLLFD, 3);
+
+	final MemorySegment pollCapture = Native.allocateCapture(arena);
 
 	private int fd;
 

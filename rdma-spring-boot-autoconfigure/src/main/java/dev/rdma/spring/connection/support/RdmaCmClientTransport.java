@@ -28,6 +28,9 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.remaining;
  */
 final class RdmaCmClientTransport implements ClientTransport {
 
+	/** How long one look for the end of the connection waits. */
+	private static final Duration END_POLL = Duration.ofMillis(500);
+
 	@Override
 	public void open(ConfiguredConnection connection) {
 		connection.open();
@@ -93,7 +96,7 @@ final class RdmaCmClientTransport implements ClientTransport {
 				}
 				CmEvent e;
 				try {
-					e = id.getEvent(Duration.ofMillis(500));
+					e = id.getEvent(END_POLL);
 				}
 				catch (IllegalStateException closed) {
 					return connection.running() ? end(CmEventType.DEVICE_REMOVAL) : null;

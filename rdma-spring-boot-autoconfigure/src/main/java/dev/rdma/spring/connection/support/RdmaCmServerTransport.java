@@ -52,6 +52,9 @@ final class RdmaCmServerTransport implements ServerTransport {
 	/** How long a wait for requests lasts while peers are pending (their ESTABLISHED). */
 	private static final Duration PENDING_POLL = Duration.ofMillis(20);
 
+	/** How long a wait for requests lasts otherwise. */
+	private static final Duration IDLE_POLL = Duration.ofMillis(100);
+
 	/**
 	 * Accepted peers waiting for ESTABLISHED, in accept order (the accepting thread adds
 	 * and takes them; {@link #close} takes those left). Guarded by itself.
@@ -121,7 +124,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 		}
 		CmEvent e;
 		try {
-			e = id.getEvent(pendingPeers() > 0 ? PENDING_POLL : Duration.ofMillis(100));
+			e = id.getEvent(pendingPeers() > 0 ? PENDING_POLL : IDLE_POLL);
 		}
 		catch (IllegalStateException closed) {
 			return false;
