@@ -37,6 +37,9 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 
+import static dev.rdma.benchmarks.starter.StarterBench.env;
+import static dev.rdma.benchmarks.starter.StarterBench.start;
+
 /**
  * A server with many peers (issue 33, case {@code peers} of {@code scripts/bench}): the
  * pinned memory of a starter server with N peers with and without
@@ -327,20 +330,6 @@ public final class PeersBench {
 	private static void out(String format, Object... args) {
 		// one write(2) per line
 		System.out.print(String.format(Locale.ROOT, format, args) + "\n");
-	}
-
-	private static String env(String key) {
-		String v = System.getenv(key);
-		if (v == null || v.isBlank()) {
-			throw new IllegalStateException(key + " is not set (run inside scripts/softroce-vm --two-devices)");
-		}
-		return v;
-	}
-
-	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
-		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
-			.properties(properties.toArray(String[]::new))
-			.run();
 	}
 
 	/** The server: the auto-configuration with its meters, and the {@link Checker}. */

@@ -24,6 +24,13 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 
+import static dev.rdma.benchmarks.starter.StarterBench.CLIENT_QUEUE;
+import static dev.rdma.benchmarks.starter.StarterBench.CONNECTION;
+import static dev.rdma.benchmarks.starter.StarterBench.SERVER_QUEUE;
+import static dev.rdma.benchmarks.starter.StarterBench.env;
+import static dev.rdma.benchmarks.starter.StarterBench.report;
+import static dev.rdma.benchmarks.starter.StarterBench.start;
+
 /**
  * The cross-device ping-pong of {@code benchmarks/src/main/c/xdev_pingpong.c} (issue 17)
  * through the starter: an echo-server application on device B and a client application on
@@ -66,12 +73,6 @@ import org.springframework.context.annotation.Bean;
  * <pre>XdevStarterPingPong MODE DRIVER TCP_PORT ITERS WARMUP REPS SIZE</pre>
  */
 public final class XdevStarterPingPong {
-
-	static final String CONNECTION = "xs";
-
-	static final String CLIENT_QUEUE = "xsc";
-
-	static final String SERVER_QUEUE = "xss";
 
 	/** As the C twin: 8 sends, 500 receives. */
 	static final int SEND_DEPTH = 8;
@@ -150,25 +151,11 @@ public final class XdevStarterPingPong {
 		}
 	}
 
-	private static String env(String key) {
-		String v = System.getenv(key);
-		if (v == null || v.isBlank()) {
-			throw new IllegalStateException(key + " is not set (run inside scripts/softroce-vm --two-devices)");
-		}
-		return v;
-	}
-
 	/** The properties of one side: device, channel, one queue for both directions. */
 	static List<String> properties(String device, String queue, String mode, int size, String endpoint) {
-		String q = "rdma.completion-queues." + queue;
 		String c = "rdma.connections." + CONNECTION;
-		List<String> p = new ArrayList<>(List.of("spring.main.banner-mode=off", "logging.level.root=WARN",
-				"rdma.required=true", "rdma.shutdown-timeout=10s", "rdma.devices.nic.name=" + device,
-				"rdma.devices.nic.port=1", "rdma.channels.ev.device=nic", q + ".device=nic", q + ".type=legacy",
-				q + ".entries=" + (SEND_DEPTH + RECEIVE_DEPTH + 4), q + ".channel=ev", q + ".polling.mode=" + mode,
-				c + ".send-queue=" + queue, c + ".receive-queue=" + queue, c + ".send-depth=" + SEND_DEPTH,
-				c + ".receive-depth=" + RECEIVE_DEPTH, c + ".message-size=" + size, c + ".retry.initial-interval=100ms",
-				c + ".retry.max-interval=1s", c + ".connect-timeout=30s"));
+		List<String> p = StarterBench.side(device, queue, mode, SEND_DEPTH + RECEIVE_DEPTH + 4, SEND_DEPTH,
+				RECEIVE_DEPTH, size);
 		p.add(c + "." + endpoint);
 		return p;
 	}
@@ -177,21 +164,6 @@ public final class XdevStarterPingPong {
 		List<String> p = properties(device, CLIENT_QUEUE, mode, size, "connect=" + serverIp + ":" + port);
 		p.add("rdma.connections." + CONNECTION + ".source=" + ip);
 		return p;
-	}
-
-	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
-		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
-			.properties(properties.toArray(String[]::new))
-			.run();
-	}
-
-	private static void report(String name, String extra, String unit, double[] v) {
-		Arrays.sort(v);
-		// one write(2) for the whole line: a peer process printing to the same file
-		// cannot split it (printf wrote it in pieces)
-		System.out
-			.print(String.format(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n",
-					name, extra, unit, v[v.length / 2], v[0], v[v.length - 1], v.length));
 	}
 
 	/**

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
 
 import dev.rdma.benchmarks.Jit;
 import dev.rdma.benchmarks.Progress;
+import dev.rdma.benchmarks.ThreadAllocation;
 import dev.rdma.benchmarks.ThreadCpu;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
@@ -25,6 +26,13 @@ import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
+
+import static dev.rdma.benchmarks.starter.StarterBench.CLIENT_QUEUE;
+import static dev.rdma.benchmarks.starter.StarterBench.CONNECTION;
+import static dev.rdma.benchmarks.starter.StarterBench.SERVER_QUEUE;
+import static dev.rdma.benchmarks.starter.StarterBench.env;
+import static dev.rdma.benchmarks.starter.StarterBench.report;
+import static dev.rdma.benchmarks.starter.StarterBench.start;
 
 /**
  * Streaming through one connection of the starter (issue 33, cases {@code xstream},
@@ -49,10 +57,12 @@ import org.springframework.context.annotation.Bean;
  * {@link XdevStarterPingPong}), then REPS windows of WINDOW seconds back to back. Per
  * window: messages/s and MB/s (2^20 bytes, as perftest's MB/sec), the process's CPU time
  * per message ({@code OperatingSystemMXBean#getProcessCpuTime}: both applications, all
- * threads), and the bytes allocated per message by every thread of the JVM
- * ({@code com.sun.management.ThreadMXBean#getTotalThreadAllocatedBytes}, read at the
- * window's boundaries: the difference is what all threads allocated in it). Lines
- * {@code case=xstream_mbps|xstream_rate|xstream_cpu op=.. size=.. impl=java} and
+ * threads), and the bytes allocated per message by the data path's threads: the starter's
+ * pollers and the application's streaming threads
+ * ({@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes}, read at the window's
+ * boundaries; what all threads of the JVM allocated, the compilers' and the watchdog's
+ * included, and the starter's control threads' bytes per second are printed beside it).
+ * Lines {@code case=xstream_mbps|xstream_rate|xstream_cpu op=.. size=.. impl=java} and
  * {@code case=alloc of=xstream_<op>_<size>}; after each operation the threads' CPU per
  * message ({@code /proc/self/task}).
  *
@@ -66,12 +76,6 @@ import org.springframework.context.annotation.Bean;
  * <pre>XstreamBench OPS(send,write,read) MODE(event|busy) TCP_PORT WARMUP_S WINDOW_S REPS READERS SIZE...</pre>
  */
 public final class XstreamBench {
-
-	static final String CONNECTION = "xs";
-
-	static final String CLIENT_QUEUE = "xsc";
-
-	static final String SERVER_QUEUE = "xss";
 
 	/** perftest's defaults: {@code -t 128} (tx depth), {@code -r 512} (rx depth). */
 	static final int SEND_DEPTH = 128;
@@ -177,26 +181,12 @@ public final class XstreamBench {
 		}
 	}
 
-	private static String env(String key) {
-		String v = System.getenv(key);
-		if (v == null || v.isBlank()) {
-			throw new IllegalStateException(key + " is not set (run inside scripts/softroce-vm --two-devices)");
-		}
-		return v;
-	}
-
 	/** One side: device, channel, one queue for both directions, the connection. */
 	static List<String> properties(String device, String queue, String mode, String... endpoint) {
-		String q = "rdma.completion-queues." + queue;
 		String c = "rdma.connections." + CONNECTION;
-		List<String> p = new ArrayList<>(List.of("spring.main.banner-mode=off", "logging.level.root=WARN",
-				"rdma.required=true", "rdma.shutdown-timeout=10s", "rdma.devices.nic.name=" + device,
-				"rdma.devices.nic.port=1", "rdma.channels.ev.device=nic", q + ".device=nic", q + ".type=legacy",
-				q + ".entries=" + (SEND_DEPTH + RECEIVE_DEPTH + 4), q + ".channel=ev", q + ".polling.mode=" + mode,
-				c + ".send-queue=" + queue, c + ".receive-queue=" + queue, c + ".send-depth=" + SEND_DEPTH,
-				c + ".receive-depth=" + RECEIVE_DEPTH, c + ".message-size=" + MESSAGE_SIZE,
-				c + ".remote-access-size=" + REGION, c + ".send-timeout=30s", c + ".retry.initial-interval=100ms",
-				c + ".retry.max-interval=1s", c + ".connect-timeout=30s"));
+		List<String> p = StarterBench.side(device, queue, mode, SEND_DEPTH + RECEIVE_DEPTH + 4, SEND_DEPTH,
+				RECEIVE_DEPTH, MESSAGE_SIZE);
+		p.addAll(List.of(c + ".remote-access-size=" + REGION, c + ".send-timeout=30s"));
 		for (String e : endpoint) {
 			p.add(c + "." + e);
 		}
@@ -205,21 +195,6 @@ public final class XstreamBench {
 			p.addAll(List.of(extra.trim().split("\\s+")));
 		}
 		return p;
-	}
-
-	private static ConfigurableApplicationContext start(Class<?> app, List<String> properties) {
-		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
-			.properties(properties.toArray(String[]::new))
-			.run();
-	}
-
-	static void report(String name, String extra, String unit, double[] v) {
-		double[] s = v.clone();
-		Arrays.sort(s);
-		// one write(2) per line
-		System.out
-			.print(String.format(Locale.ROOT, "case=%s%s impl=java unit=%s median=%.2f min=%.2f max=%.2f reps=%d%n",
-					name, extra, unit, s[s.length / 2], s[0], s[s.length - 1], s.length));
 	}
 
 	// ---------------------------------------------------------------- the applications
@@ -328,10 +303,18 @@ public final class XstreamBench {
 				readSize = size;
 				readState = 1;
 			}
+			ThreadAllocation starter = ThreadAllocation.of((t) -> t == Thread.currentThread()
+					|| t.getName().startsWith("rdma-poller-") || t.getName().startsWith("xstream-reader-"));
+			ThreadAllocation control = ThreadAllocation
+				.of((t) -> t.getName().startsWith("rdma-") && !t.getName().startsWith("rdma-poller-"));
+			long[] perThread0 = starter.perThread();
+			long[] controlThread0 = control.perThread();
 			long t0 = System.nanoTime();
 			long c0 = count(op);
 			long cpu0 = os.getProcessCpuTime();
-			long a0 = threads.getTotalThreadAllocatedBytes();
+			long a0 = starter.allocated();
+			long all0 = threads.getTotalThreadAllocatedBytes();
+			long[] allRaw = new long[reps];
 			for (int r = 0; r < reps; r++) {
 				long end = t0 + windowNanos;
 				if ("read".equals(op)) {
@@ -346,18 +329,24 @@ public final class XstreamBench {
 				long t1 = System.nanoTime();
 				long c1 = count(op);
 				long cpu1 = os.getProcessCpuTime();
-				long a1 = threads.getTotalThreadAllocatedBytes();
+				long a1 = starter.allocated();
+				long all1 = threads.getTotalThreadAllocatedBytes();
 				long n = Math.max(1, c1 - c0);
 				rate[r] = n / ((t1 - t0) / 1e9);
 				mbps[r] = rate[r] * size / 1048576.0;
 				cpu[r] = (cpu1 - cpu0) / 1e3 / n;
 				allocRaw[r] = a1 - a0;
+				allRaw[r] = all1 - all0;
 				alloc[r] = (a1 - a0) / (double) n;
 				t0 = t1;
 				c0 = c1;
 				cpu0 = cpu1;
 				a0 = a1;
+				all0 = all1;
 			}
+			long[] perThread1 = starter.perThread();
+			long[] controlThread1 = control.perThread();
+			double seconds = window * reps;
 			if ("read".equals(op)) {
 				readState = 0;
 			}
@@ -369,8 +358,13 @@ public final class XstreamBench {
 			report("xstream_cpu", extra, "us_per_message", cpu);
 			report("alloc", " of=xstream_" + op + "_" + size, "B_per_message", alloc);
 			System.out.printf(Locale.ROOT,
-					"# xstream %s %d B: %d messages in the phase; bytes allocated by all " + "threads per window: %s%n",
-					op, size, total, Arrays.toString(allocRaw));
+					"# xstream %s %d B: %d messages in the phase; bytes allocated per window by the data path's "
+							+ "threads: %s; by all threads of the JVM: %s; per data-path thread over the windows: "
+							+ "%s; the starter's control threads (not per message: their idle loops) per second: "
+							+ "%s%n",
+					op, size, total, Arrays.toString(allocRaw), Arrays.toString(allRaw),
+					starter.describe(perThread0, perThread1, 1),
+					control.describe(controlThread0, controlThread1, seconds));
 			return total;
 		}
 
