@@ -36,9 +36,17 @@ wait_listen() { # $1: TCP port, $2: the server's pid (gives up when it ended)
 line() { # case op size unit value [min max]
     echo "case=$1 op=$2 size=$3 impl=c unit=$4 median=$5 min=${6:-$5} max=${7:-$5} reps=1"
 }
-hw() { # every hw_counter of both devices, one process: "dev/counter value" lines
+hw() { # every hw_counter of both devices, one process: "dev/counter value" lines; then where the kernel drops
+       # packets on their way between the devices: the netdevs' dropped counters and the per-CPU backlog's
+       # (/proc/net/softnet_stat, second column: a full netdev_max_backlog)
     grep -H . /sys/class/infiniband/{$RDMA_DEVICE_A,$RDMA_DEVICE_B}/ports/1/hw_counters/* 2>/dev/null \
         | sed -E 's#^/sys/class/infiniband/([^/]+)/ports/1/hw_counters/([^:]+):#\1/\2 #'
+    grep -H . /sys/class/net/*/statistics/{rx,tx}_dropped 2>/dev/null \
+        | sed -E 's#^/sys/class/net/([^/]+)/statistics/([^:]+):#net/\1/\2 #'
+    local _c dropped rest total=0
+    while read -r _c dropped rest; do total=$((total + 16#$dropped)); done < /proc/net/softnet_stat
+    echo "softnet/dropped $total"
+    awk '/^Udp:/ { if (!h) { for (i = 2; i <= NF; i++) n[i] = $i; h = 1 } else { for (i = 2; i <= NF; i++) print "udp/" n[i], $i } }' /proc/net/snmp
 }
 hw_delta() { # $1, $2: two hw outputs; the counters that grew, "dev/counter +N" (one pipe: the VM's /dev has no
               # /dev/fd for <(...))
