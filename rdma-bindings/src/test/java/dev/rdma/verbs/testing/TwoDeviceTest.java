@@ -51,6 +51,15 @@ public final class TwoDeviceTest implements BeforeEachCallback, AfterEachCallbac
 				extension.getDisplayName() + " (what it started closed)");
 	}
 
+	/**
+	 * Waits (up to the close wait) until every native object the test opened so far is
+	 * closed, for a test that asserts on what those closes did (their log) before it
+	 * returns; afterEach checks again.
+	 */
+	public void awaitNativeObjectsClosed(String what) throws InterruptedException {
+		NoNativeLeaks.awaitNativeObjectsClosed(baseline, closeWait, what);
+	}
+
 	/** The two devices of the tier. */
 	public TwoDevices two() {
 		return two;

@@ -12,6 +12,7 @@ import java.util.logging.Logger;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -21,15 +22,13 @@ import org.springframework.context.ConfigurableApplicationContext;
 
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
-import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.cm.CmEventType;
 import dev.rdma.verbs.cm.EventChannel;
 import dev.rdma.verbs.testing.DeviceTestSupport;
+import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
 
 import static dev.rdma.spring.boot.autoconfigure.connection.ConnectionTestSupport.await;
-import static dev.rdma.verbs.testing.DeviceTestSupport.randomPort;
-import static dev.rdma.verbs.testing.NoNativeLeaks.awaitNativeObjectsClosed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -42,6 +41,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 @Tag(DeviceTestSupport.TAG)
 @ExtendWith(OutputCaptureExtension.class)
 class StopFromMessageListenerDeviceTest {
+
+	/** Every native object the test opened closed within 10 s after it returned. */
+	@RegisterExtension
+	final TwoDeviceTest tier = new TwoDeviceTest(Duration.ofSeconds(10));
 
 	/**
 	 * On legacy queues, and on extended ones: there the listener runs inside an iterator
@@ -87,9 +90,8 @@ class StopFromMessageListenerDeviceTest {
 	}
 
 	private void closeFromTheListener(String type, CapturedOutput output, @Nullable HoldAccept hold) throws Exception {
-		TwoDevices two = TwoDevices.require();
-		int port = randomPort();
-		long baseline = NativeObjects.open();
+		TwoDevices two = tier.two();
+		int port = tier.port();
 		String[] queues = type.equals("extended") ? new String[] { "rdma.completion-queues.tx.type=extended",
 				"rdma.completion-queues.tx.wc-flags=qp-num", "rdma.completion-queues.rx.type=extended",
 				"rdma.completion-queues.rx.wc-flags=qp-num,byte-len" } : new String[0];
@@ -121,7 +123,7 @@ class StopFromMessageListenerDeviceTest {
 			}
 			server.close();
 		}
-		awaitNativeObjectsClosed(baseline, Duration.ofSeconds(10), "the close from the listener");
+		tier.awaitNativeObjectsClosed("the close from the listener");
 		// every close of the server's shutdown went through the first time (on extended
 		// queues the QP close inside the batch was refused, and the PD, queues and
 		// channel
