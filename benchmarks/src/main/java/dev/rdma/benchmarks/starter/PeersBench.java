@@ -31,9 +31,7 @@ import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RdmaMessage;
 import dev.rdma.spring.connection.support.ServerConnection;
 import dev.rdma.verbs.LockedMemory;
-import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 

@@ -1,19 +1,13 @@
 package dev.rdma.benchmarks.starter;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.management.ManagementFactory;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLongArray;
 
-import dev.rdma.benchmarks.Jit;
 import dev.rdma.benchmarks.Progress;
-import dev.rdma.benchmarks.ThreadAllocation;
 import dev.rdma.benchmarks.ThreadCpu;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
@@ -21,9 +15,7 @@ import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RdmaMessage;
-import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
 
@@ -89,7 +81,7 @@ public final class XstreamBench {
 	static final int REGION = 1 << 20;
 
 	/** Posts between two looks at the clock. */
-	private static final int BATCH = 32;
+	static final int BATCH = 32;
 
 	private XstreamBench() {
 	}
@@ -144,7 +136,7 @@ public final class XstreamBench {
 					"XstreamBench: both applications up and connected in %.1f s: "
 							+ "%s (%s) -> %s (%s) port %d, %s polling%n",
 					(System.nanoTime() - boot) / 1e9, devA, ipA, devB, ipB, port, mode);
-			Stream stream = new Stream(connection, server.getBean(Sink.class), readers);
+			XstreamClient stream = new XstreamClient(connection, server.getBean(Sink.class), readers);
 			boolean first = true;
 			for (String op : ops) {
 				Map<String, String[]> cpuBefore = ThreadCpu.snapshot();
@@ -228,264 +220,6 @@ public final class XstreamBench {
 			// one writer (the server's poller): plain increments of volatile fields
 			received = received + 1;
 			bytes = bytes + message.length();
-		}
-
-	}
-
-	/** The client's streaming loops; nothing in them allocates. */
-	static final class Stream {
-
-		private final RdmaConnection connection;
-
-		private final Sink sink;
-
-		private final MemorySegment source = Arena.global().allocate(MESSAGE_SIZE, 64).fill((byte) 0x5a);
-
-		private final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory
-			.getThreadMXBean();
-
-		private final com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean) ManagementFactory
-			.getOperatingSystemMXBean();
-
-		/** Writes posted so far (the main thread's). */
-		private long posted;
-
-		/** Per reader, READs completed (padded: one counter per 8 longs). */
-		private final AtomicLongArray done;
-
-		private final Thread[] readerThreads;
-
-		private final MemorySegment[] targets;
-
-		/** 0: readers idle; 1: reading; 2: readers end. */
-		private volatile int readState;
-
-		private volatile int readSize = 1;
-
-		private volatile Throwable readFailure;
-
-		Stream(RdmaConnection connection, Sink sink, int readers) {
-			this.connection = connection;
-			this.sink = sink;
-			this.done = new AtomicLongArray(readers * 8);
-			this.readerThreads = new Thread[readers];
-			this.targets = new MemorySegment[readers];
-			for (int i = 0; i < readers; i++) {
-				int k = i;
-				this.targets[i] = Arena.global().allocate(MESSAGE_SIZE, 64);
-				this.readerThreads[i] = Thread.ofPlatform()
-					.name("xstream-reader-" + i)
-					.daemon()
-					.start(() -> readLoop(k));
-			}
-		}
-
-		/**
-		 * Warm-up, then REPS windows of one operation and size; prints their lines and
-		 * returns the messages of the whole phase.
-		 */
-		long measure(String op, int size, double warmup, double window, int reps) throws InterruptedException {
-			long before = count(op);
-			MemorySegment data = source.asSlice(0, size);
-			Progress.line(op + " " + size + " B: warm-up");
-			run(op, data, size, (long) (warmup * 1e9));
-			Progress.line(op + " " + size + " B: warm-up done (" + (count(op) - before) + " messages), JIT wait");
-			Jit.awaitQuiet();
-			run(op, data, size, TimeUnit.SECONDS.toNanos(1));
-			Progress.line(op + " " + size + " B: measuring");
-			double[] rate = new double[reps];
-			double[] mbps = new double[reps];
-			double[] cpu = new double[reps];
-			double[] alloc = new double[reps];
-			long[] allocRaw = new long[reps];
-			long windowNanos = (long) (window * 1e9);
-			if ("read".equals(op)) {
-				readSize = size;
-				readState = 1;
-			}
-			ThreadAllocation starter = ThreadAllocation.of((t) -> t == Thread.currentThread()
-					|| t.getName().startsWith("rdma-poller-") || t.getName().startsWith("xstream-reader-"));
-			ThreadAllocation control = ThreadAllocation
-				.of((t) -> t.getName().startsWith("rdma-") && !t.getName().startsWith("rdma-poller-"));
-			long[] perThread0 = starter.perThread();
-			long[] controlThread0 = control.perThread();
-			long t0 = System.nanoTime();
-			long c0 = count(op);
-			long cpu0 = os.getProcessCpuTime();
-			long a0 = starter.allocated();
-			long all0 = threads.getTotalThreadAllocatedBytes();
-			long[] allRaw = new long[reps];
-			for (int r = 0; r < reps; r++) {
-				long end = t0 + windowNanos;
-				if ("read".equals(op)) {
-					while (System.nanoTime() < end) {
-						Thread.sleep(5);
-						failIfReadFailed();
-					}
-				}
-				else {
-					stream(op, data, size, end);
-				}
-				long t1 = System.nanoTime();
-				long c1 = count(op);
-				long cpu1 = os.getProcessCpuTime();
-				long a1 = starter.allocated();
-				long all1 = threads.getTotalThreadAllocatedBytes();
-				long n = Math.max(1, c1 - c0);
-				rate[r] = n / ((t1 - t0) / 1e9);
-				mbps[r] = rate[r] * size / 1048576.0;
-				cpu[r] = (cpu1 - cpu0) / 1e3 / n;
-				allocRaw[r] = a1 - a0;
-				allRaw[r] = all1 - all0;
-				alloc[r] = (a1 - a0) / (double) n;
-				t0 = t1;
-				c0 = c1;
-				cpu0 = cpu1;
-				a0 = a1;
-				all0 = all1;
-			}
-			long[] perThread1 = starter.perThread();
-			long[] controlThread1 = control.perThread();
-			double seconds = window * reps;
-			if ("read".equals(op)) {
-				readState = 0;
-			}
-			Progress.line(op + " " + size + " B: measured; settling");
-			long total = settle(op) - before;
-			String extra = " op=" + op + " size=" + size;
-			report("xstream_mbps", extra, "MB/s", mbps);
-			report("xstream_rate", extra, "msgs/s", rate);
-			report("xstream_cpu", extra, "us_per_message", cpu);
-			report("alloc", " of=xstream_" + op + "_" + size, "B_per_message", alloc);
-			System.out.printf(Locale.ROOT,
-					"# xstream %s %d B: %d messages in the phase; bytes allocated per window by the data path's "
-							+ "threads: %s; by all threads of the JVM: %s; per data-path thread over the windows: "
-							+ "%s; the starter's control threads (not per message: their idle loops) per second: "
-							+ "%s%n",
-					op, size, total, Arrays.toString(allocRaw), Arrays.toString(allRaw),
-					starter.describe(perThread0, perThread1, 1),
-					control.describe(controlThread0, controlThread1, seconds));
-			return total;
-		}
-
-		/**
-		 * Streams until the reads are stopped and the sends delivered; returns the count
-		 * after that.
-		 */
-		private long settle(String op) throws InterruptedException {
-			if ("read".equals(op)) {
-				// the readers finish their READ in flight
-				Thread.sleep(200);
-				failIfReadFailed();
-				return count(op);
-			}
-			if ("send".equals(op)) {
-				long sent = posted;
-				long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-				while (sink.received < sent && System.nanoTime() < deadline) {
-					Thread.sleep(5);
-				}
-				if (sink.received != sent) {
-					throw new IllegalStateException(
-							"sent " + sent + " messages, the server received " + sink.received + " within 60 s");
-				}
-			}
-			return count(op);
-		}
-
-		/** The operation's messages so far: received by the server, posted, or read. */
-		private long count(String op) {
-			return switch (op) {
-				case "send" -> sink.received;
-				case "write" -> posted;
-				default -> {
-					long n = 0;
-					for (int i = 0; i < done.length(); i += 8) {
-						n += done.get(i);
-					}
-					yield n;
-				}
-			};
-		}
-
-		/** Streams for {@code nanos}. */
-		private void run(String op, MemorySegment data, int size, long nanos) throws InterruptedException {
-			long end = System.nanoTime() + nanos;
-			if ("read".equals(op)) {
-				readSize = size;
-				readState = 1;
-				while (System.nanoTime() < end) {
-					Thread.sleep(5);
-					failIfReadFailed();
-				}
-				readState = 0;
-				Thread.sleep(100);
-				return;
-			}
-			stream(op, data, size, end);
-		}
-
-		/** Sends or writes {@code data} until {@code end} (System.nanoTime). */
-		private void stream(String op, MemorySegment data, int size, long end) {
-			boolean send = "send".equals(op);
-			int slots = REGION / size;
-			long n = posted;
-			do {
-				for (int i = 0; i < BATCH; i++) {
-					if (send) {
-						connection.send(data);
-					}
-					else {
-						connection.write((n % slots) * size, data);
-					}
-					n++;
-				}
-				posted = n;
-			}
-			while (System.nanoTime() < end);
-		}
-
-		private void readLoop(int k) {
-			int slot = k;
-			int size = 0;
-			MemorySegment target = targets[k];
-			try {
-				while (readState != 2) {
-					if (readState != 1) {
-						// 1 ms here cost ~5 ms of emulated CPU per streamed message (run
-						// 3)
-						Thread.sleep(50);
-						continue;
-					}
-					if (size != readSize) {
-						// a new size: a new view (not per message)
-						size = readSize;
-						target = targets[k].asSlice(0, size);
-					}
-					int slots = REGION / size;
-					connection.read((long) (slot % slots) * size, target);
-					slot++;
-					done.lazySet(k * 8, done.get(k * 8) + 1);
-				}
-			}
-			catch (Throwable ex) {
-				readFailure = ex;
-			}
-		}
-
-		private void failIfReadFailed() {
-			Throwable f = readFailure;
-			if (f != null) {
-				throw new IllegalStateException("a reader failed: " + f, f);
-			}
-		}
-
-		void stopReads() {
-			readState = 0;
-		}
-
-		void close() {
-			readState = 2;
 		}
 
 	}
