@@ -18,7 +18,16 @@ import sys
 
 MARK = re.compile(r"^mark (\d+) total=(\d+) user=(\d+) kernel=(\d+) vcpu=(\d+) label=(.*)$")
 PROF = re.compile(r"^prof (\d+) ([0-9a-f]+) (\d+)$")
-CODE = re.compile(r"^\d+\s+\d+\s+(?:\d+\s+)?(\S+).*\[(0x[0-9a-f]+),\s*(0x[0-9a-f]+),\s*(0x[0-9a-f]+)\]")
+# Compiler.codelist: "ID LEVEL STATE METHOD [START, CODE_BEGIN - END]"
+CODE = re.compile(r"^\d+\s+(\d+)\s+\d+\s+(\S+)\s+\[(0x[0-9a-f]+),\s*(0x[0-9a-f]+)\s*-\s*(0x[0-9a-f]+)\]")
+# libjvm.so's symbols of the JIT compilers and of the GC (by name; the rest stays "libjvm.so")
+JIT_COMPILER = re.compile(r"^(Phase|Node|LinearScan|LIR_|Compile|ci[A-Z]|Matcher|RegMask|IndexSet|ValueStack|Block|"
+                          r"GraphBuilder|Interval|DebugInformation|Parse|Canonicalizer|IR|Optimizer|Instruction|Type|"
+                          r"NullCheck|Range|LoopTree|Ideal|ConnectionGraph|PhaseChaitin|LRG|MachNode|Dependencies|"
+                          r"CodeBuffer|Assembler|MacroAssembler|C1|C2|Compilation|ValueMap|GVN|PhiNode|Unique_Node|"
+                          r"Arena|Chunk|resource_allocate|ResourceArea|Dict|VectorSet|Relocation|CodeSection|nmethod|"
+                          r"OopMap|ScopeDesc|Scope|BCEscape|MethodLiveness|ciEnv|CompileBroker|LinearScanWalker|Label)")
+GC = re.compile(r"^(G1|HeapRegion|ParallelScav|PS|Serial|Card|BarrierSet|WorkerThread|Epsilon|ZGC|Z[A-Z])")
 
 
 class Symbols:
@@ -62,26 +71,31 @@ def so_symbols(path):
 
 def main(ins, case, pdir, boot="1", top="40"):
     # the group: B case=CASE ... to its E; its windows' messages
-    seq_e, rt, windows, in_group, last = None, 1, 0, False, None
+    seq_e, rt, windows, in_group, n_marks, p_marks = None, 1, 0, False, 0, 0
     for line in open(ins, errors="replace"):
         m = MARK.match(line.rstrip("\n"))
         if not m:
             continue
         label = m.group(6)
         if label.startswith("B ") and f"case={case} " in label + " ":
-            in_group, windows = True, 0
+            in_group, n_marks, p_marks = True, 0, 0
             rt = int(re.search(r"rt=(\d+)", label).group(1))
         elif in_group and label == "N":
-            windows += 1
+            n_marks += 1
+        elif in_group and label == "P":
+            p_marks += 1
         elif in_group and label == "E":
             seq_e, in_group = int(m.group(1)), False
+            windows = p_marks + max(n_marks - 1, 0)  # N marks: windows + 1 boundaries
     if seq_e is None:
         sys.exit(f"no group {case} in {ins}")
-    msgs = 2 * rt * max(windows - 1, 1)  # N marks: windows + 1 boundaries
+    # the profile covers the whole group (B to E), the C twin's bookkeeping between its windows included
+    msgs = 2 * rt * max(windows, 1)
     prof = [(int(m.group(2), 16), int(m.group(3))) for m in map(PROF.match, open(ins)) if m and int(m.group(1)) == seq_e]
     ks = kallsyms(os.path.join(pdir, f"kallsyms-boot{boot}.txt"))
     maps = []
-    for line in open(os.path.join(pdir, f"{case}.maps")):
+    mpath = os.path.join(pdir, f"{case}.maps")
+    for line in open(mpath) if os.path.exists(mpath) else []:
         f = line.split()
         lo, hi = (int(x, 16) for x in f[0].split("-"))
         maps.append((lo, hi, int(f[2], 16), f[5] if len(f) > 5 else "[anon]"))
@@ -91,7 +105,7 @@ def main(ins, case, pdir, boot="1", top="40"):
         for line in open(cl, errors="replace"):
             m = CODE.match(line.strip())
             if m:
-                code.append((int(m.group(2), 16), int(m.group(4), 16), m.group(1)))
+                code.append((int(m.group(3), 16), int(m.group(5), 16), f"{m.group(2)} (tier {m.group(1)})"))
     code.sort()
     cstarts = [c[0] for c in code]
     by_sym, by_area = collections.Counter(), collections.Counter()
@@ -105,11 +119,15 @@ def main(ins, case, pdir, boot="1", top="40"):
             else:
                 mp = next((x for x in maps if x[0] <= va < x[1]), None)
                 if mp is None:
-                    area, sym = "other process", "other process"
+                    area = sym = "user, another process" if maps else "user (no maps of the process)"
                 elif mp[3].startswith("/"):
                     area = os.path.basename(mp[3])
                     s = so_symbols(mp[3]).find(va - mp[0] + mp[2]) if mp[3].endswith((".so",)) or ".so." in mp[3] else None
                     sym = f"{area}: {s or '?'}"
+                    if area == "libjvm.so" and s and JIT_COMPILER.search(s):
+                        area = "libjvm.so: the JIT compilers (C1, C2)"
+                    elif area == "libjvm.so" and s and GC.search(s):
+                        area = "libjvm.so: GC"
                 else:
                     area = sym = f"JVM {mp[3]} (stubs, interpreter)"
         by_sym[sym] += n
