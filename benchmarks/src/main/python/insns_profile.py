@@ -4,7 +4,7 @@
 /proc/self/maps and its JIT code list (dev.rdma.benchmarks.InsnMark.saveProfileContext), and by the shared objects'
 own symbols (nm, on the host: the guest runs the host's root file system). Per message, as insns_table.py.
 
-usage: insns_profile.py INSNS_FILE CASE PROFILE_DIR [BOOT] [TOP]
+usage: insns_profile.py INSNS_FILE CASE[:IMPL] PROFILE_DIR [BOOT] [TOP]     (the last group of that case)
 
 User addresses outside the JVM's maps are another process's ("other process"); user addresses of different processes
 that coincide are counted as the JVM's (the JVM is nearly alone in the guest during xstarter).
@@ -70,6 +70,7 @@ def so_symbols(path):
 
 
 def main(ins, case, pdir, boot="1", top="40"):
+    case, _, impl = case.partition(":")  # CASE or CASE:IMPL (xdev:c, xdev:java)
     # the group: B case=CASE ... to its E; its windows' messages
     seq_e, rt, windows, in_group, n_marks, p_marks = None, 1, 0, False, 0, 0
     for line in open(ins, errors="replace"):
@@ -77,7 +78,7 @@ def main(ins, case, pdir, boot="1", top="40"):
         if not m:
             continue
         label = m.group(6)
-        if label.startswith("B ") and f"case={case} " in label + " ":
+        if label.startswith("B ") and f"case={case} " in label + " " and (not impl or f"impl={impl} " in label + " "):
             in_group, n_marks, p_marks = True, 0, 0
             rt = int(re.search(r"rt=(\d+)", label).group(1))
         elif in_group and label == "N":
@@ -94,7 +95,7 @@ def main(ins, case, pdir, boot="1", top="40"):
     prof = [(int(m.group(2), 16), int(m.group(3))) for m in map(PROF.match, open(ins)) if m and int(m.group(1)) == seq_e]
     ks = kallsyms(os.path.join(pdir, f"kallsyms-boot{boot}.txt"))
     maps = []
-    mpath = os.path.join(pdir, f"{case}.maps")
+    mpath = os.path.join(pdir, f"{case}.maps") if impl != "c" else ""
     for line in open(mpath) if os.path.exists(mpath) else []:
         f = line.split()
         lo, hi = (int(x, 16) for x in f[0].split("-"))

@@ -70,6 +70,10 @@ def fmt(v):
     return f"{v:,.0f}"
 
 
+def trim(vals):
+    return sorted(vals)[1:-1] if len(vals) >= 5 else vals
+
+
 def spread(vals):
     med = statistics.median(vals)
     return med, (max(vals) - min(vals)) / med * 100 if med else 0.0
@@ -118,10 +122,11 @@ def main(paths):
     if not any(boots):
         return
     print("Guest instructions per message (insn_plugin.c; whole guest: both sides, kernel, rxe; median of the"
-          " windows, [min-max], spread = (max-min)/median):")
+          " windows, [min-max], spread = (max-min)/median of the windows without the highest and"
+          " the lowest, of the total and of the user instructions):")
     print()
-    print("| boot | case | impl | windows | total/msg | spread | user/msg | kernel/msg | Java/C total | Java/C user | Java/C kernel |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| boot | case | impl | windows | total/msg | spread | user/msg | spread | kernel/msg | Java/C total | Java/C user | Java/C kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}  # (case, params, impl) -> [median total per boot]
     for b, gs in enumerate(boots, 1):
         cmed = {}
@@ -135,11 +140,14 @@ def main(paths):
                 cmed[(g["case"], g["params"])] = med
         for g in gs:
             if "med" not in g:
-                print(f"| {b} | {g['case']} {g['params']} | {g['impl']} | 0 | - | - | - | - | | | |")
+                print(f"| {b} | {g['case']} {g['params']} | {g['impl']} | 0 | - | - | - | - | - | | | |")
                 continue
             w = per_msg(g)
             tot = [x[0] for x in w]
-            _, sp = spread(tot)
+            # the spreads without the highest and the lowest window (one JIT compilation or GC in a window
+            # of the JVM's would be all a plain spread shows); [min-max] keeps them
+            _, sp = spread(trim(tot))
+            _, usp = spread(trim([x[1] for x in w]))
             ratio = ["", "", ""]
             if g["impl"] == "java":
                 c = cmed.get((YARDSTICK.get(g["case"], g["case"]), g["params"]))
@@ -147,7 +155,7 @@ def main(paths):
                     ratio = [f"{j / cc:.2f}x" if cc else "-" for j, cc in zip(g["med"], c)]
             med = g["med"]
             print(f"| {b} | {g['case']}{' ' + g['params'] if g['params'] else ''} | {g['impl']} | {len(w)} | "
-                  f"{fmt(med[0])} [{fmt(min(tot))}-{fmt(max(tot))}] | {sp:.2f} % | {fmt(med[1])} | {fmt(med[2])} | "
+                  f"{fmt(med[0])} [{fmt(min(tot))}-{fmt(max(tot))}] | {sp:.1f} % | {fmt(med[1])} | {usp:.1f} % | {fmt(med[2])} | "
                   + " | ".join(ratio) + " |")
             summary.setdefault((g["case"], g["params"], g["impl"]), []).append(med)
     if len(boots) > 1:
