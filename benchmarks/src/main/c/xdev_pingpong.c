@@ -19,6 +19,8 @@
  * instruction between empty polls, as a spin loop has (DPDK's rte_pause, the JDK's Thread.onSpinWait, which the Java
  * twin calls): under QEMU's single-threaded TCG a spin without it keeps the emulator from the other vCPU until the
  * next timer kick, about 4 ms per hop (both twins measured 255 msgs/s that way, an 8 ms round trip).
+ * With BENCH_INSNS=1 (scripts/bench's instruction-count mode, bench_mark.h) the client marks each measured
+ * repetition's round trips for insn_plugin.c, its bookkeeping between them left out.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -36,6 +38,8 @@
 #include <unistd.h>
 #include <immintrin.h>
 #include <infiniband/verbs.h>
+
+#include "bench_mark.h"
 
 #define RECV_WRID 1
 #define SEND_WRID 2
@@ -223,15 +227,27 @@ int main(int argc, char **argv) {
 			if (!pending && server_ip) {
 				double t = now_us();
 				rtt[scnt - 1] = t - t0;
-				if (scnt == warmup) start = t;
+				if (scnt == warmup) {
+					start = t;
+					if (bench_mark_enabled()) {
+						const char *c = getenv("XDEV_CASE"), *params = getenv("XDEV_PARAMS");
+						char b[256];
+						snprintf(b, sizeof b, "B case=%s impl=c rt=%d %s", c && *c ? c : "xdev", iters,
+							params ? params : "");
+						bench_mark(b);
+						bench_mark("R");
+					}
+				}
 				if (scnt > warmup && (scnt - warmup) % iters == 0) {
 					int r = (scnt - warmup) / iters - 1;
+					bench_mark("P");
 					rate[r] = 2.0 * iters / ((t - start) / 1e6);
 					start = t;
 					double *v = rtt + warmup + r * iters;
 					qsort(v, iters, sizeof *v, cmp);
 					p50[r] = v[iters / 2];
 					p99[r] = v[(int) (iters * 0.99)];
+					bench_mark(r + 1 < reps ? "R" : "E");
 				}
 			}
 			if (scnt < total && !pending) {

@@ -1,5 +1,6 @@
 package dev.rdma.benchmarks;
 
+import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.Arrays;
@@ -218,6 +219,9 @@ public final class XdevPingPong {
 
 		Map<String, String[]> cpuBefore = Map.of();
 
+		/** The instruction-count mode's group label ({@link InsnMark}). */
+		final MemorySegment insnGroup;
+
 		Loop(boolean client, boolean busy, CompletionChannel channel, CompletionQueue cq, QueuePair qp, MemoryRegion mr,
 				WorkCompletionBuffer buffer, int size, int iters, int warmup, int reps) {
 			this.client = client;
@@ -237,6 +241,8 @@ public final class XdevPingPong {
 			this.total = settled + iters * reps;
 			this.rtt = new long[total + 1];
 			this.rate = new double[total / iters];
+			this.insnGroup = InsnMark.label("B case=" + System.getenv().getOrDefault("XDEV_CASE", "xdev")
+					+ " impl=java rt=" + iters + " " + System.getenv().getOrDefault("XDEV_PARAMS", ""));
 		}
 
 		void run() throws InterruptedException {
@@ -372,9 +378,20 @@ public final class XdevPingPong {
 				System.err.println("# xdev_pingpong Java client: JIT quiet wait after round trip " + scnt
 						+ (scnt == settled ? " (measuring from here)" : ""));
 				quiet(scnt == settled);
+				if (scnt == settled) {
+					InsnMark.mark(insnGroup);
+				}
+				InsnMark.mark(InsnMark.BOUNDARY);
 				start = System.nanoTime();
 			}
 			else {
+				// the warm-up's boundaries marked too (outside the group: ignored), so
+				// that
+				// the marker's downcall is warm when the measured repetitions end
+				InsnMark.mark(InsnMark.BOUNDARY);
+				if (scnt == total) {
+					InsnMark.mark(InsnMark.END);
+				}
 				start = t;
 			}
 		}

@@ -11,6 +11,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
+import dev.rdma.benchmarks.InsnMark;
 import dev.rdma.benchmarks.Repetitions;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
@@ -121,6 +122,8 @@ public final class XdevStarterPingPong {
 					name, (System.nanoTime() - boot) / 1e9, devA, ipA, devB, ipB, port);
 			Pinger pinger = client.getBean(Pinger.class);
 			Echo echo = server.getBean(Echo.class);
+			pinger.insnCase = name;
+			pinger.insnGroup = InsnMark.label("B case=" + name + " impl=java rt=" + iters);
 			Result r = pinger.run(connection, "listener".equals(driver), iters, warmup, reps, size);
 			if (echo.wrongLength != 0 || pinger.wrongLength != 0) {
 				throw new IllegalStateException(
@@ -294,6 +297,15 @@ public final class XdevStarterPingPong {
 
 		volatile long wrongLength;
 
+		/**
+		 * The instruction-count mode's group label ({@link InsnMark}): the measured round
+		 * trips' repetitions are its windows.
+		 */
+		MemorySegment insnGroup = MemorySegment.NULL;
+
+		/** The case's name, for the instruction-count mode's profile. */
+		String insnCase = "";
+
 		@RdmaMessageListener(connection = CONNECTION)
 		void onEcho(RdmaMessage message) {
 			long t = System.nanoTime();
@@ -318,6 +330,7 @@ public final class XdevStarterPingPong {
 				int k = (n / iters) % repEnd.length;
 				repEnd[k] = t;
 				snapshotAlloc(k, false);
+				InsnMark.mark(InsnMark.BOUNDARY);
 			}
 			if (n == phaseLength) {
 				latch.countDown(); // the main thread goes on
@@ -388,7 +401,12 @@ public final class XdevStarterPingPong {
 			System.out.println("# xstarter measured round trips begin");
 			cpu(threads, os, clientPoller, serverPoller, listenerDriven ? null : Thread.currentThread(), cpuBefore);
 			allBefore = dev.rdma.benchmarks.ThreadCpu.snapshot();
+			// instruction-count mode: the group's begin and end around the measured round
+			// trips (the boundaries are marked in the warm-up too: the same code)
+			InsnMark.mark(insnGroup);
 			phase(iters * reps, threads);
+			InsnMark.mark(InsnMark.END);
+			InsnMark.saveProfileContext(insnCase);
 			System.out.println("# xstarter measured round trips end");
 			cpu(threads, os, clientPoller, serverPoller, listenerDriven ? null : Thread.currentThread(), cpuAfter);
 			allAfter = dev.rdma.benchmarks.ThreadCpu.snapshot();
@@ -447,6 +465,7 @@ public final class XdevStarterPingPong {
 				CountDownLatch latch = new CountDownLatch(1);
 				phase = latch;
 				snapshotAlloc(0, false);
+				InsnMark.mark(InsnMark.BOUNDARY);
 				repEnd[0] = System.nanoTime();
 				t0 = System.nanoTime();
 				connection.send(ping);
@@ -454,6 +473,7 @@ public final class XdevStarterPingPong {
 				return n;
 			}
 			snapshotAlloc(0, true);
+			InsnMark.mark(InsnMark.BOUNDARY);
 			repEnd[0] = System.nanoTime();
 			long limit = TimeUnit.SECONDS.toNanos(60);
 			for (int i = 0; i < n; i++) {
@@ -473,6 +493,7 @@ public final class XdevStarterPingPong {
 					int k = ((i + 1) / iters) % repEnd.length;
 					repEnd[k] = t;
 					snapshotAlloc(k, true);
+					InsnMark.mark(InsnMark.BOUNDARY);
 				}
 			}
 			return n;
