@@ -116,4 +116,55 @@ class SendBufferPoolTests {
 		}
 	}
 
+	/**
+	 * More senders than buffers, each taking and giving back a buffer in a loop: every
+	 * one gets its turns (none left parked with a buffer free), no buffer is handed out
+	 * twice, and the pool ends full with nobody waiting; some waits time out and leave
+	 * the ring of waiters on the way.
+	 */
+	@Test
+	void manySendersShareFewBuffers() throws Exception {
+		SendBufferPool pool = new SendBufferPool(2);
+		java.util.concurrent.atomic.AtomicIntegerArray holders = new java.util.concurrent.atomic.AtomicIntegerArray(2);
+		java.util.concurrent.atomic.AtomicInteger timeouts = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.List<CompletableFuture<Integer>> senders = new java.util.ArrayList<>();
+		java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor();
+		for (int s = 0; s < 8; s++) {
+			senders.add(CompletableFuture.supplyAsync(() -> {
+				int done = 0;
+				while (done < 2_000) {
+					int index;
+					try {
+						index = pool.acquire(TimeUnit.MICROSECONDS.toNanos(done % 7 == 0 ? 50 : 30_000_000));
+					}
+					catch (InterruptedException ex) {
+						throw new IllegalStateException(ex);
+					}
+					if (index < 0) {
+						timeouts.incrementAndGet();
+						continue;
+					}
+					if (holders.getAndIncrement(index) != 0) {
+						throw new IllegalStateException("buffer " + index + " handed out twice");
+					}
+					Thread.onSpinWait();
+					holders.decrementAndGet(index);
+					pool.release(index);
+					done++;
+				}
+				return done;
+			}, threads));
+		}
+		try {
+			for (CompletableFuture<Integer> sender : senders) {
+				assertThat(sender.get(60, TimeUnit.SECONDS)).isEqualTo(2_000);
+			}
+		}
+		finally {
+			threads.shutdownNow();
+		}
+		assertThat(pool.available()).isEqualTo(2);
+		assertThat(pool.waiting()).isZero();
+	}
+
 }

@@ -3,6 +3,7 @@ package dev.rdma.spring.boot.autoconfigure.connection;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -51,11 +52,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * without the SRQ.
  *
  * <p>
- * The issue asks for 64 peers × 10,000 messages; in the Soft-RoCE VM (single-threaded
- * TCG) that is out of reach of the test command: 16 peers took 42 s to connect and 16 ×
- * 500 messages 64 s (125 echoes/s, a loaded host, 2026-11-29), so the default is 16 peers
- * × 100 messages, then 4 × 100. {@code -Drdma.test.srq.peers} and
- * {@code -Drdma.test.srq.messages} (system properties of the test JVM) make it larger.
+ * The issue asks for 64 peers × 10,000 messages. That is out of reach of the test command
+ * in the Soft-RoCE VM (single-threaded TCG): with
+ * {@code RXE_VM_EXTRA_JAVA_OPTS="-Drdma.test.srq.peers=64 -Drdma.test.srq.messages=10000"}
+ * (system properties of the test JVM) it passed in 36m50s on 2026-11-29: 64 peers
+ * connected in 61 s, 640,000 messages echoed in 1,875 s (341/s), none lost or misrouted,
+ * 197,095 SRQ_LIMIT_REACHED events, then 4 × 1,000 through the same SRQ. The test command
+ * runs 16 peers × 100 messages, then 4 × 100. The SRQ's depth grows with the peers (4
+ * receives each, at least 64) and the stream fails only when nothing moved for
+ * {@link #STALL}, however long it takes.
  */
 @Tag(DeviceTestSupport.TAG)
 class SharedReceiveQueueDeviceTest {
@@ -69,9 +74,28 @@ class SharedReceiveQueueDeviceTest {
 
 	static final int WINDOW = 2;
 
-	static final int DEPTH = 64;
+	/**
+	 * The SRQ's depth: 64, or 4 receives per peer when more (the peers' windows together
+	 * must fit, else their sends meet receiver-not-ready NAKs and wait out the RNR
+	 * timer).
+	 */
+	static final int DEPTH = Math.max(64, 4 * PEERS);
 
-	static final int LIMIT = 48;
+	/** The SRQ's limit: three quarters of its depth (48 of 64). */
+	static final int LIMIT = DEPTH * 3 / 4;
+
+	/**
+	 * Messages per client of the second set, through the SRQ the first set left: as many
+	 * as the first, at most 1,000 (it proves the SRQ outlived the first peers, not the
+	 * volume again).
+	 */
+	static final int AGAIN = Math.min(MESSAGES, 1000);
+
+	/** The longest the stream may go without a message sent or echoed. */
+	static final Duration STALL = Duration.ofSeconds(120);
+
+	/** How long the clients may take to connect: 60 s, and 2 s more per peer. */
+	static final Duration CONNECT = Duration.ofSeconds(60 + 2L * PEERS);
 
 	@Test
 	void manyPeersShareOneReceiveQueueAndNoMessageIsLostOrMisrouted() throws Exception {
@@ -101,8 +125,9 @@ class SharedReceiveQueueDeviceTest {
 			long t0 = System.nanoTime();
 			clients = clients(two.a(), two.b(), port, PEERS);
 			List<RdmaConnection> links = connections(clients, PEERS);
-			await("every client connected", () -> links.stream().allMatch(l -> l.state() == ConnectionState.ESTABLISHED)
-					&& link.peers().size() == PEERS);
+			DeviceTestSupport.within(CONNECT, "every client connected",
+					() -> links.stream().allMatch(l -> l.state() == ConnectionState.ESTABLISHED)
+							&& link.peers().size() == PEERS);
 			long connected = System.nanoTime();
 			assertThat(srq.queuePairs()).as("every peer's QP on the SRQ").hasSize(PEERS);
 
@@ -145,12 +170,12 @@ class SharedReceiveQueueDeviceTest {
 			await("the second clients connected",
 					() -> second.stream().allMatch(l -> l.state() == ConnectionState.ESTABLISHED)
 							&& link.peers().size() == again);
-			stream(second, 0, MESSAGES);
-			await("the server counted every message again", () -> checker.received.get() == (long) again * MESSAGES);
+			stream(second, 0, AGAIN);
+			await("the server counted every message again", () -> checker.received.get() == (long) again * AGAIN);
 			assertThat(checker.problems).isEmpty();
 			for (int i = 0; i < again; i++) {
-				assertThat(checker.next.get(i)).isEqualTo(MESSAGES);
-				assertThat(second.get(i).statistics().messagesReceived()).isEqualTo(MESSAGES);
+				assertThat(checker.next.get(i)).isEqualTo(AGAIN);
+				assertThat(second.get(i).statistics().messagesReceived()).isEqualTo(AGAIN);
 			}
 		}
 		finally {
@@ -161,35 +186,48 @@ class SharedReceiveQueueDeviceTest {
 		}
 	}
 
-	/** Sends {@code count} messages on each of {@code links}, a window at a time. */
+	/**
+	 * Sends {@code count} messages on each of {@code links}, a window at a time; fails
+	 * when nothing was sent or echoed for {@link #STALL} (a lost message stops its
+	 * client's window for good), however long the whole stream takes.
+	 */
 	private static void stream(List<RdmaConnection> links, int first, int count) throws InterruptedException {
 		int n = links.size();
 		long[] sent = new long[n];
-		long deadline = System.nanoTime() + 600_000_000_000L;
+		long lastProgress = System.nanoTime();
+		long lastEchoed = 0;
 		boolean done = false;
 		while (!done) {
 			done = true;
 			boolean progress = false;
+			long echoed = 0;
 			for (int i = 0; i < n; i++) {
 				RdmaConnection l = links.get(i);
+				long received = l.statistics().messagesReceived();
+				echoed += received;
 				if (sent[i] < count) {
 					done = false;
-					if (sent[i] - l.statistics().messagesReceived() < WINDOW) {
+					if (sent[i] - received < WINDOW) {
 						send(l, i, first + sent[i]);
 						sent[i]++;
 						progress = true;
 					}
 				}
-				else if (l.statistics().messagesReceived() < count) {
+				else if (received < count) {
 					done = false;
 				}
 			}
-			if (!progress) {
+			if (progress || echoed != lastEchoed) {
+				lastEchoed = echoed;
+				lastProgress = System.nanoTime();
+			}
+			else {
 				Thread.onSpinWait();
 				Thread.sleep(0, 100_000);
-			}
-			if (System.nanoTime() > deadline) {
-				throw new AssertionError("no end of the stream in 600 s");
+				if (System.nanoTime() - lastProgress > STALL.toNanos()) {
+					throw new AssertionError("nothing sent or echoed for " + STALL + ": " + echoed + " of "
+							+ (long) n * count + " messages echoed");
+				}
 			}
 		}
 	}
