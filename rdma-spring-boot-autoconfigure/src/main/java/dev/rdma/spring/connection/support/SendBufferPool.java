@@ -71,8 +71,15 @@ final class SendBufferPool {
 			// park returns at once
 			LockSupport.parkNanos(this, left);
 			if (Thread.interrupted()) {
+				// a release may have chosen this thread just now: its buffer goes to the
+				// next waiter, not left free while that one sleeps on
+				@Nullable Thread next;
 				synchronized (this) {
 					leave(me);
+					next = (top > 0) ? dequeue() : null;
+				}
+				if (next != null) {
+					LockSupport.unpark(next);
 				}
 				throw new InterruptedException();
 			}
