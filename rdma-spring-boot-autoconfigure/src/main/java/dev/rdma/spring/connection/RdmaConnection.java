@@ -197,12 +197,15 @@ public interface RdmaConnection {
 	long remoteRegionSize();
 
 	/**
-	 * RDMA WRITE ({@code ibv_post_send}, IBV_WR_RDMA_WRITE, signaled) of {@code data}
-	 * into the peer's region at {@code remoteOffset}: copied into a registered send
-	 * buffer (waiting for one up to {@code send-timeout}, as {@code send} does) and
-	 * posted; returns once posted, and the buffer comes free when the write's completion
-	 * arrives. Data longer than {@link #maxMessageSize()} is written in several WRITEs of
-	 * up to that size, each in its own buffer. Nothing is allocated.
+	 * RDMA WRITE ({@code ibv_post_send}, IBV_WR_RDMA_WRITE) of {@code data} into the
+	 * peer's region at {@code remoteOffset}: copied into a registered send buffer
+	 * (waiting for one up to {@code send-timeout}, as {@code send} does) and posted;
+	 * returns once posted, and the buffer comes free when the write completed. WRITEs are
+	 * signaled and inlined as SENDs are: one in {@code signal-interval} signaled (an
+	 * unsignaled one's buffer comes back with the next signaled completion),
+	 * IBV_SEND_INLINE up to the QP's {@code max_inline_data}. Data longer than
+	 * {@link #maxMessageSize()} is written in several WRITEs of up to that size, each in
+	 * its own buffer. Nothing is allocated.
 	 *
 	 * <p>
 	 * The peer is not told: on a reliable connection the adapter executes a connection's
@@ -236,10 +239,11 @@ public interface RdmaConnection {
 	 * {@code target.byteSize()} bytes of the peer's region at {@code remoteOffset} into
 	 * {@code target}: read into a registered send buffer (taken as {@code send} takes
 	 * one), then, once its completion arrived, copied into {@code target}. Blocks the
-	 * caller until then, each completion waited for up to {@code send-timeout}
-	 * ({@code connect-timeout} when that is 0). Reads longer than
-	 * {@link #maxMessageSize()} are done in chunks of that size, one after the other.
-	 * Nothing is allocated.
+	 * caller until then, up to {@code send-timeout} ({@code connect-timeout} when that is
+	 * 0). Reads longer than {@link #maxMessageSize()} are done in chunks of that size,
+	 * posted together as far as free send buffers allow (one chain, one doorbell) and
+	 * awaited together. Nothing is allocated. For several READs in flight from one
+	 * thread, see {@link #newReadBatch()}.
 	 *
 	 * <p>
 	 * A READ that timed out keeps its buffer until its completion finally arrives (the
@@ -260,6 +264,13 @@ public interface RdmaConnection {
 	 * @throws ConnectionNotEstablishedException when not established
 	 */
 	void read(long remoteOffset, MemorySegment target);
+
+	/**
+	 * A new, empty batch of RDMA READs posted with one doorbell and awaited together
+	 * ({@link ReadBatch}): several READs in flight from one thread. Make one per reading
+	 * thread and reuse it.
+	 */
+	ReadBatch newReadBatch();
 
 	/** The counters of this connection (for a server: of all its peers). */
 	ConnectionStatistics statistics();

@@ -16,6 +16,7 @@ import org.springframework.context.ApplicationEventPublisher;
 
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.ReadBatch;
 import dev.rdma.spring.connection.SendBatch;
 import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.spring.connection.event.RdmaConnectionEndedEvent;
@@ -450,6 +451,11 @@ public abstract sealed class ConfiguredConnection extends SettingsConnection
 	@Override
 	public final SendBatch newSendBatch() {
 		return new PeerSendBatch(this::sendTarget, settings.sendDepth());
+	}
+
+	@Override
+	public final ReadBatch newReadBatch() {
+		return new PeerReadBatch(this::sendTarget, settings);
 	}
 
 	@Override

@@ -19,6 +19,7 @@ import org.jspecify.annotations.Nullable;
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.ReadBatch;
 import dev.rdma.spring.connection.SendBatch;
 import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.spring.listener.Deadlines;
@@ -409,9 +410,19 @@ public final class PeerConnection extends SettingsConnection {
 		return new PeerSendBatch(() -> this, settings.sendDepth());
 	}
 
+	@Override
+	public ReadBatch newReadBatch() {
+		return new PeerReadBatch(() -> this, settings);
+	}
+
 	/** The send path (of a {@link PeerSendBatch}). */
 	PeerSends sends() {
 		return sends;
+	}
+
+	/** The one-sided operations (of a {@link PeerReadBatch}). */
+	PeerOneSided oneSided() {
+		return oneSided;
 	}
 
 	/** The exception of a send, write or read on a connection that is not established. */

@@ -41,6 +41,14 @@ final class PeerOneSided extends PeerPart {
 
 	private final long readTimeoutNanos;
 
+	/** Per send buffer: the next buffer of its group of READs (owned by the reader). */
+	private final int[] groupNext;
+
+	/** Per send buffer: where its READ's bytes go, and from which offset. */
+	private final @Nullable MemorySegment[] readTargets;
+
+	private final long[] readTargetOffsets;
+
 	PeerOneSided(PeerConnection peer, ConnectionSettings settings, ConnectionCounters counters, PeerSends sends,
 			List<CompletionRouter> routers, @Nullable MemoryRegion accessRegion) {
 		super(peer, settings, counters);
@@ -48,6 +56,9 @@ final class PeerOneSided extends PeerPart {
 		this.routers = routers;
 		this.accessRegion = accessRegion;
 		this.reads = new ReadCompletions(settings.sendDepth());
+		this.groupNext = new int[settings.sendDepth()];
+		this.readTargets = new MemorySegment[settings.sendDepth()];
+		this.readTargetOffsets = new long[settings.sendDepth()];
 		sends.oneSided(this);
 		this.readTimeoutNanos = settings.sendTimeout().isZero() ? Deadlines.nanos(settings.connectTimeout())
 				: sends.timeoutNanos();
@@ -106,7 +117,7 @@ final class PeerOneSided extends PeerPart {
 			int n = (int) Math.min(chunk, length - done);
 			int index = sends.take(n);
 			MemorySegment.copy(data, done, sends.buffers(), (long) index * chunk, n);
-			post(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
+			postWrite(index, n, region, remoteOffset + done);
 		}
 	}
 
@@ -119,16 +130,39 @@ final class PeerOneSided extends PeerPart {
 			int index = sends.take(n);
 			MemorySegment.copy(data, offset + (int) done, sends.buffers(), ValueLayout.JAVA_BYTE, (long) index * chunk,
 					n);
-			post(index, n, QueuePair.SendOpcode.RDMA_WRITE, region, remoteOffset + done);
+			postWrite(index, n, region, remoteOffset + done);
 		}
 	}
 
 	void read(long remoteOffset, MemorySegment target) {
+		requireWritable(target);
+		long length = target.byteSize();
+		RemoteRegion region = remoteFor("read", remoteOffset, length);
+		requireNotPoller();
+		int chunk = settings.messageSize();
+		readAll(region, null, null, (int) ((length + chunk - 1) / chunk), remoteOffset, target);
+	}
+
+	/**
+	 * The READs of a batch: {@code count} entries of {@code offsets} and {@code targets},
+	 * each at most {@code message-size} bytes (see {@link PeerReadBatch}).
+	 */
+	void read(long[] offsets, MemorySegment[] targets, int count) {
+		RemoteRegion region = remoteFor("read", 0, 0);
+		for (int i = 0; i < count; i++) {
+			remoteFor("read", offsets[i], targets[i].byteSize());
+		}
+		requireNotPoller();
+		readAll(region, offsets, targets, count, 0, MemorySegment.NULL);
+	}
+
+	private void requireWritable(MemorySegment target) {
 		if (target.isReadOnly()) {
 			throw new IllegalArgumentException("the target of an RDMA READ must be writable");
 		}
-		long length = target.byteSize();
-		RemoteRegion region = remoteFor("read", remoteOffset, length);
+	}
+
+	private void requireNotPoller() {
 		Thread me = Thread.currentThread();
 		for (int i = 0; i < routers.size(); i++) {
 			CompletionRouter router = routers.get(i);
@@ -138,36 +172,130 @@ final class PeerOneSided extends PeerPart {
 						+ "': it would wait for a completion only this thread delivers; read from another thread");
 			}
 		}
+	}
+
+	/**
+	 * Reads {@code count} pieces, group by group: a group is as many pieces as there are
+	 * send buffers to take (waiting only for the first one: a thread never waits for a
+	 * buffer while holding others, so two readers cannot starve each other), posted as
+	 * consecutive places of the send order (one doorbell when no other thread posts
+	 * meanwhile), then awaited, copied out and given back. Piece {@code i} is entry
+	 * {@code i} of a batch's {@code offsets} and {@code targets}, or else (both null)
+	 * chunk {@code i} ({@code message-size} bytes) of the read of {@code target} at
+	 * {@code remoteOffset}.
+	 */
+	private void readAll(RemoteRegion region, long @Nullable [] offsets, MemorySegment @Nullable [] targets, int count,
+			long remoteOffset, MemorySegment target) {
 		int chunk = settings.messageSize();
 		SendBufferPool pool = sends.pool();
-		for (long done = 0; done < length; done += chunk) {
-			int n = (int) Math.min(chunk, length - done);
-			int index = sends.take(n);
-			reads.begin(index);
-			post(index, n, QueuePair.SendOpcode.RDMA_READ, region, remoteOffset + done);
-			int status = reads.await(index, readTimeoutNanos);
-			if (status == ReadCompletions.ABANDONED) {
-				// the buffer stays in flight: the READ's completion frees it
-				boolean interrupted = me.isInterrupted();
-				throw new RemoteAccessException("RDMA READ of " + n + " bytes on connection '" + settings.name() + "' "
-						+ (interrupted ? "interrupted"
-								: "did not complete within " + Duration.ofNanos(readTimeoutNanos)
-										+ " (send-timeout, or connect-timeout when it is 0)")
-						+ "; is the poller of queue '" + settings.sendQueue()
-						+ "' running, and not blocked in this call? Its buffer is freed when the completion arrives");
+		int done = 0;
+		while (done < count) {
+			int first = -1;
+			int last = -1;
+			int n = 0;
+			try {
+				while (done + n < count && n < groupNext.length) {
+					int piece = done + n;
+					MemorySegment into = targets != null ? targets[piece] : target;
+					int length = (int) (targets != null ? into.byteSize()
+							: Math.min(chunk, target.byteSize() - (long) piece * chunk));
+					int index = n == 0 ? sends.take(length) : pool.tryAcquire();
+					if (index < 0) {
+						break;
+					}
+					long offset = offsets != null ? offsets[piece] : remoteOffset + (long) piece * chunk;
+					readTargets[index] = into;
+					readTargetOffsets[index] = targets != null ? 0 : (long) piece * chunk;
+					sends.prepareOneSided(index,
+							PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | index, length,
+							QueuePair.SendOpcode.RDMA_READ, region.address() + offset, region.rkey());
+					if (n == 0) {
+						first = index;
+					}
+					else {
+						groupNext[last] = index;
+					}
+					last = index;
+					n++;
+				}
+			}
+			catch (RuntimeException ex) {
+				releaseGroup(first, n);
+				throw ex;
+			}
+			if (peer.state() != ConnectionState.ESTABLISHED) {
+				releaseGroup(first, n);
+				throw peer.notEstablished();
+			}
+			for (int i = 0, index = first; i < n; i++, index = groupNext[index]) {
+				reads.begin(index);
+			}
+			sends.postOneSided(first, groupNext, n);
+			awaitGroup(first, n);
+			done += n;
+		}
+	}
+
+	private void releaseGroup(int first, int n) {
+		for (int i = 0, index = first; i < n; i++, index = groupNext[index]) {
+			readTargets[index] = null;
+			sends.pool().release(index);
+		}
+	}
+
+	/**
+	 * Waits for the READs of a group (one deadline for all), copies what arrived into the
+	 * targets and gives their buffers back; throws for the first that failed or did not
+	 * complete, once all were waited for.
+	 */
+	private void awaitGroup(int first, int n) {
+		long deadline = System.nanoTime() + readTimeoutNanos;
+		int failedIndex = -1;
+		int failedStatus = 0;
+		int failures = 0;
+		for (int i = 0, index = first; i < n; i++) {
+			int next = groupNext[index];
+			int status = reads.await(index, Math.max(0, deadline - System.nanoTime()));
+			MemorySegment target = readTargets[index];
+			readTargets[index] = null;
+			if (status == 0 && target != null) {
+				MemorySegment.copy(sends.buffers(), (long) index * settings.messageSize(), target,
+						readTargetOffsets[index], sends.length(index));
+			}
+			if (status != ReadCompletions.ABANDONED) {
+				// an abandoned READ keeps its buffer: its completion frees it
+				sends.pool().release(index);
 			}
 			if (status != 0) {
-				pool.release(index);
-				if (peer.state() != ConnectionState.ESTABLISHED) {
-					throw peer.notEstablished();
+				failures++;
+				if (failedIndex < 0) {
+					failedIndex = index;
+					failedStatus = status;
 				}
-				throw new RemoteAccessException("RDMA READ of " + n + " bytes at offset " + (remoteOffset + done)
-						+ " of the peer's region on connection '" + settings.name() + "' failed: "
-						+ WcStatus.of(status));
 			}
-			MemorySegment.copy(sends.buffers(), (long) index * chunk, target, done, n);
-			pool.release(index);
+			index = next;
 		}
+		if (failures > 0) {
+			throw readFailed(failures, n, failedIndex, failedStatus);
+		}
+	}
+
+	private RuntimeException readFailed(int failures, int n, int index, int status) {
+		String which = (n == 1 ? "RDMA READ of " : failures + " of " + n + " RDMA READs posted together, the first of ")
+				+ sends.length(index) + " bytes on connection '" + settings.name() + "'";
+		if (status == ReadCompletions.ABANDONED) {
+			boolean interrupted = Thread.currentThread().isInterrupted();
+			return new RemoteAccessException(which + " "
+					+ (interrupted ? "interrupted"
+							: "did not complete within " + Duration.ofNanos(readTimeoutNanos)
+									+ " (send-timeout, or connect-timeout when it is 0)")
+					+ "; is the poller of queue '" + settings.sendQueue()
+					+ "' running, and not blocked in this call? Its buffer is freed when the completion arrives");
+		}
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			return peer.notEstablished();
+		}
+		return new RemoteAccessException(which + " failed: " + WcStatus.of(status));
 	}
 
 	/**
@@ -192,20 +320,15 @@ final class PeerOneSided extends PeerPart {
 	}
 
 	/**
-	 * Posts an RDMA WRITE or READ of send buffer {@code index}; it is released on
-	 * failure.
+	 * Posts an RDMA WRITE of send buffer {@code index}; it is released on failure.
 	 */
-	private void post(int index, int length, QueuePair.SendOpcode opcode, RemoteRegion region, long offset) {
-		long kind = opcode == QueuePair.SendOpcode.RDMA_READ
-				? PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ
-				: PeerConnection.SEND | PeerConnection.ONE_SIDED;
+	private void postWrite(int index, int length, RemoteRegion region, long offset) {
 		try {
-			sends.postOneSided(index, kind | index, length, opcode, region.address() + offset, region.rkey());
+			sends.prepareOneSided(index, PeerConnection.SEND | PeerConnection.ONE_SIDED | index, length,
+					QueuePair.SendOpcode.RDMA_WRITE, region.address() + offset, region.rkey());
+			sends.postOneSided(index, groupNext, 1);
 		}
 		catch (RuntimeException ex) {
-			if (opcode == QueuePair.SendOpcode.RDMA_READ) {
-				reads.cancel(index);
-			}
 			sends.pool().release(index);
 			if (peer.state() != ConnectionState.ESTABLISHED) {
 				throw peer.notEstablished();

@@ -34,14 +34,15 @@ import dev.rdma.verbs.WcStatus;
  * at most the QP's granted {@code max_inline_data} is posted IBV_SEND_INLINE. One SEND in
  * {@code signal-interval} is posted signaled, and so is every SEND that takes the last
  * free buffer (a sender waiting for a buffer always has a signaled completion to wait
- * for) and every RDMA operation, as the thread that posts it finds the pool then. Each
- * post has a sequence number (its place in the sequencer's ring, in post order); a
- * completion (a signaled one, or any failed one: the provider reports every failed and
- * flushed work request, signaled or not) gives back, in order, the buffers of the
- * unsignaled SENDs posted before it, which completed without a completion of their own,
- * as sent. A close with sends in flight and a signal interval above 1 posts a signaled
- * marker after moving the QP to the error state: its flushed completion gives back
- * whatever is left.
+ * for), as the thread that posts it finds the pool then; RDMA WRITEs count in the same
+ * interval and are inlined by the same rule, RDMA READs are always signaled (their reader
+ * waits for the completion). Each post has a sequence number (its place in the
+ * sequencer's ring, in post order); a completion (a signaled one, or any failed one: the
+ * provider reports every failed and flushed work request, signaled or not) gives back, in
+ * order, the buffers of the unsignaled SENDs and WRITEs posted before it, which completed
+ * without a completion of their own, as sent (written). A close with sends in flight and
+ * a signal interval above 1 posts a signaled marker after moving the QP to the error
+ * state: its flushed completion gives back whatever is left.
  */
 final class PeerSends extends PeerPart implements SendSequencer.Sink {
 
@@ -356,8 +357,9 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 			return marker;
 		}
 		SendWorkRequest wr = requests[index];
-		if ((entry & SendSequencer.ONE_SIDED) != 0) {
-			return wr; // signaled, set by postOneSided
+		if ((entry & SendSequencer.ONE_SIDED) != 0 && (oneSidedWrIds[index] & PeerConnection.READ) != 0) {
+			return wr; // a READ: always signaled (set by prepareOneSided), its reader
+						// waits
 		}
 		boolean signaled = signalDue || pool.available() == 0;
 		boolean inlined = lengths[index] <= inline;
@@ -408,11 +410,11 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	}
 
 	/**
-	 * Posts an RDMA WRITE or READ of {@code length} bytes of buffer {@code index} to
-	 * {@code remoteAddress} with {@code wrId}. A refused one completes as flushed
-	 * ({@link PeerOneSided#completed}).
+	 * Fills buffer {@code index}'s work request for an RDMA WRITE or READ (before its
+	 * post): a READ is signaled; a WRITE is signaled and inlined by the posting thread as
+	 * a SEND is ({@link #prepare(int, boolean)}).
 	 */
-	void postOneSided(int index, long wrId, int length, QueuePair.SendOpcode opcode, long remoteAddress, int rkey) {
+	void prepareOneSided(int index, long wrId, int length, QueuePair.SendOpcode opcode, long remoteAddress, int rkey) {
 		lengths[index] = length;
 		oneSidedWrIds[index] = wrId;
 		requests[index].wrId(wrId)
@@ -420,24 +422,42 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 			.opcode(opcode)
 			.remote(remoteAddress, rkey)
 			.flags(SIGNALED);
-		long sequence = sequencer.claim(1);
-		publish(sequence, SendSequencer.ONE_SIDED | index);
+	}
+
+	/**
+	 * Posts {@code count} RDMA operations prepared with {@link #prepareOneSided} as
+	 * consecutive places of the send order (one chain when no other thread posts
+	 * meanwhile): buffer {@code first}, then {@code next[first]}, and so on. A refused
+	 * one completes as flushed ({@link PeerOneSided#completed}).
+	 */
+	void postOneSided(int first, int[] next, int count) {
+		long sequence = sequencer.claim(count);
+		for (int i = 0, index = first; i < count; i++, index = next[index]) {
+			publish(sequence + i, SendSequencer.ONE_SIDED | index);
+		}
 		sequencer.drive();
 	}
 
 	/**
 	 * A completion of buffer {@code index} (an RDMA operation's too, before
-	 * {@link PeerOneSided} handles it): gives back, as sent, the buffers of the
-	 * unsignaled SENDs posted before it. Poller thread.
+	 * {@link PeerOneSided} handles it): gives back, as sent or written, the buffers of
+	 * the unsignaled SENDs and WRITEs posted before it. Poller thread.
 	 */
 	void completedBefore(int index) {
 		long sequence = sequenceOf.get(index);
+		PeerOneSided part = oneSided;
 		while (reclaimed < sequence) {
 			int entry = sequencer.entry(reclaimed);
 			reclaimed++;
-			int unsignaledSend = entry & SendSequencer.INDEX;
-			if ((entry & (SendSequencer.ONE_SIDED | SendSequencer.REFUSED)) == 0 && unsignaledSend != markerIndex) {
-				finished(unsignaledSend, 0);
+			int unsignaled = entry & SendSequencer.INDEX;
+			if ((entry & SendSequencer.REFUSED) != 0 || unsignaled == markerIndex) {
+				continue;
+			}
+			if ((entry & SendSequencer.ONE_SIDED) == 0) {
+				finished(unsignaled, 0);
+			}
+			else if ((oneSidedWrIds[unsignaled] & PeerConnection.READ) == 0 && part != null) {
+				part.completed(oneSidedWrIds[unsignaled], 0); // an unsignaled WRITE
 			}
 		}
 		if (reclaimed == sequence) {

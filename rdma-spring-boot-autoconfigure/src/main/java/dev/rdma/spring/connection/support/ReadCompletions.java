@@ -46,12 +46,6 @@ final class ReadCompletions {
 		status.set(index, PENDING);
 	}
 
-	/** The READ of buffer {@code index} was not posted after all. */
-	void cancel(int index) {
-		readers[index] = null;
-		status.set(index, IDLE);
-	}
-
 	/**
 	 * The completion status of the READ of buffer {@code index} (0 = success), waiting up
 	 * to {@code nanos}; the slot is idle again. Returns {@link #ABANDONED} when the wait

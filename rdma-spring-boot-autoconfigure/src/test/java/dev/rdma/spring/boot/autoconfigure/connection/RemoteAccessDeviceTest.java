@@ -13,6 +13,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import dev.rdma.spring.connection.RdmaConnection;
+import dev.rdma.spring.connection.ReadBatch;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDeviceTest;
@@ -27,7 +28,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * {@code remote-access-size} set, each side registers a region and advertises it in its
  * connect / accept private data; RDMA WRITE and READ then reach the peer's region (in
  * chunks of {@code message-size}, 1024 bytes here), "write, then send" notifies the peer,
- * and the bounds of the peer's region are enforced before anything is posted.
+ * and the bounds of the peer's region are enforced before anything is posted. The client
+ * signals one WRITE in four ({@code signal-interval: 4}, issue 33): exactly one send
+ * completion per four WRITEs, every WRITE counted as written; a long read's chunks and a
+ * {@link ReadBatch}'s READs go out as one chain (one {@code ibv_post_send}).
  */
 @Tag(DeviceTestSupport.TAG)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
@@ -43,7 +47,7 @@ class RemoteAccessDeviceTest {
 		TwoDevices two = tier.two();
 		int port = tier.port();
 		try (AppPair apps = AppPair.start(two, port, List.of("remote-access-size=64KB"),
-				List.of("remote-access-size=64KB")); Arena arena = Arena.ofConfined()) {
+				List.of("remote-access-size=64KB", "signal-interval=4")); Arena arena = Arena.ofConfined()) {
 			RdmaConnection link = apps.link;
 			RdmaConnection serverLink = apps.serverLink;
 			ConnectionApps.Collector collector = apps.collector;
@@ -97,8 +101,11 @@ class RemoteAccessDeviceTest {
 			// client reads the server's region back: what it wrote, and what the server
 			// application put there itself
 			MemorySegment target = arena.allocate(pattern.length);
+			long posts0 = link.statistics().sendPosts();
 			link.read(4096, target);
 			assertThat(target.toArray(ValueLayout.JAVA_BYTE)).as("read back").isEqualTo(pattern);
+			assertThat(link.statistics().sendPosts() - posts0).as("the 10 READs of 10000 bytes: one chain")
+				.isEqualTo(1);
 			byte[] local = pattern(3000, 29);
 			MemorySegment.copy(local, 0, serverLink.localRegion(), ValueLayout.JAVA_BYTE, REGION - 3000, 3000);
 			MemorySegment tail = arena.allocate(3000);
@@ -109,6 +116,51 @@ class RemoteAccessDeviceTest {
 			MemorySegment target2 = arena.allocate(pattern2.length);
 			serverLink.read(100, target2);
 			assertThat(target2.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(pattern2);
+
+			// the client signals one WRITE in four (signal-interval 4; its READs are
+			// always
+			// signaled, and each resets the count): 16 WRITEs give exactly 4 send
+			// completions, and the buffers of the 12 unsignaled ones come back with them
+			double completions0 = stableSendCompletions(meters);
+			long written0 = link.statistics().bytesWritten();
+			for (int i = 0; i < 16; i++) {
+				link.write(32 * 1024 + i * 1024L, pattern, i * 100, 1024);
+			}
+			await("the 16 WRITEs counted as written", () -> link.statistics().bytesWritten() == written0 + 16 * 1024);
+			await("4 send completions", () -> sendCompletions(meters) == completions0 + 4);
+			Thread.sleep(100);
+			assertThat(sendCompletions(meters) - completions0).as("send completions of 16 WRITEs, one in 4 signaled")
+				.isEqualTo(4);
+
+			// a batch of 8 READs: one chain, each into its own target
+			ReadBatch batch = link.newReadBatch();
+			MemorySegment[] pieces = new MemorySegment[8];
+			for (int i = 0; i < 8; i++) {
+				pieces[i] = arena.allocate(512 + i);
+				batch.add(32 * 1024 + i * 1024L + i, pieces[i]);
+			}
+			assertThat(batch.size()).isEqualTo(8);
+			long posts1 = link.statistics().sendPosts();
+			long posted1 = link.statistics().sendsPosted();
+			long read1 = link.statistics().bytesRead();
+			batch.read();
+			assertThat(batch.size()).as("emptied").isZero();
+			assertThat(link.statistics().sendPosts() - posts1).as("the batch's 8 READs: one doorbell").isEqualTo(1);
+			assertThat(link.statistics().sendsPosted() - posted1).isEqualTo(8);
+			for (int i = 0; i < 8; i++) {
+				byte[] expected = new byte[512 + i];
+				System.arraycopy(pattern, i * 100 + i, expected, 0, expected.length);
+				assertThat(pieces[i].toArray(ValueLayout.JAVA_BYTE)).as("READ %d of the batch", i).isEqualTo(expected);
+			}
+			assertThat(link.statistics().bytesRead() - read1).isEqualTo(8 * 512 + 28);
+			// an entry outside the peer's region: refused by read(), nothing posted
+			batch.add(0, pieces[0]).add(REGION - 100, pieces[1]);
+			assertThatThrownBy(batch::read).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("513 bytes at offset " + (REGION - 100));
+			assertThat(batch.size()).isZero();
+			assertThat(link.statistics().sendPosts() - posts1).isEqualTo(1);
+			assertThatThrownBy(() -> batch.add(0, arena.allocate(1025))).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("message-size (1024)");
 
 			// out of bounds: refused before anything is posted
 			assertThatThrownBy(() -> link.write(REGION - 10, new byte[20])).isInstanceOf(IllegalArgumentException.class)
@@ -128,20 +180,21 @@ class RemoteAccessDeviceTest {
 			assertThat(b.received()).as("rxeB: WRITE and READ request packets").isGreaterThanOrEqualTo(10 + 13);
 			assertThat(a.received()).as("rxeA: WRITE and READ response packets").isGreaterThanOrEqualTo(9 + 13);
 
-			assertThat(link.statistics().bytesWritten()).isEqualTo(10_000);
-			assertThat(link.statistics().bytesRead()).isEqualTo(13_000);
+			assertThat(link.statistics().bytesWritten()).isEqualTo(10_000 + 16 * 1024);
+			assertThat(link.statistics().bytesRead()).isEqualTo(13_000 + 8 * 512 + 28);
 			assertThat(link.statistics().sendErrors()).isZero();
 			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(9000);
 			assertThat(serverLink.statistics().bytesRead()).isEqualTo(9000);
 			assertThat(meters.get("rdma.connection.bytes.written").tag("connection", "link").functionCounter().count())
-				.isEqualTo(10_000);
+				.isEqualTo(10_000 + 16 * 1024);
 			assertThat(meters.get("rdma.connection.bytes.read").tag("connection", "link").functionCounter().count())
-				.isEqualTo(13_000);
+				.isEqualTo(13_000 + 8 * 512 + 28);
 			// every buffer came back: as many sends as send-depth still go through
 			for (int i = 0; i < 64; i++) {
 				link.write(0, pattern, 0, 1024);
 			}
-			await("the last writes completed", () -> link.statistics().bytesWritten() == 10_000 + 64 * 1024);
+			await("the last writes completed",
+					() -> link.statistics().bytesWritten() == 10_000 + 16 * 1024 + 64 * 1024);
 		}
 	}
 
@@ -175,6 +228,22 @@ class RemoteAccessDeviceTest {
 			assertThat(m0.aSince().received()).as("rxeA: 4 WRITE packets and the note").isGreaterThanOrEqualTo(5);
 			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(4096);
 		}
+	}
+
+	private static double sendCompletions(MeterRegistry meters) {
+		return meters.get("rdma.completions").tag("queue", "tx").tag("status", "success").counter().count();
+	}
+
+	/** The send completions once nothing is in flight and the meter stopped moving. */
+	private static double stableSendCompletions(MeterRegistry meters) throws InterruptedException {
+		double last = -1;
+		double now = sendCompletions(meters);
+		while (now != last) {
+			last = now;
+			Thread.sleep(200);
+			now = sendCompletions(meters);
+		}
+		return now;
 	}
 
 	private static byte[] pattern(int length, int seed) {
