@@ -42,7 +42,9 @@ import static dev.rdma.benchmarks.starter.StarterBench.start;
  * region ({@code remote-access-size}), slot after slot, the same window;</li>
  * <li>{@code read}: {@link RdmaConnection#read(long, MemorySegment)} blocks until its
  * READ completed, so READERS threads read at once (the window: perftest's {@code -o}
- * outstanding reads).</li>
+ * outstanding reads); with {@code XSTREAM_READ_BATCH=k} above 1 each reader posts k READs
+ * at a time through a {@link dev.rdma.spring.connection.ReadBatch} (one doorbell, awaited
+ * together): READERS x k in flight.</li>
  * </ul>
  * For each operation and size: WARMUP seconds of streaming, the JIT's quiet wait, one
  * second more (the pollers saw their idle timeout before the measured windows, see
