@@ -43,6 +43,13 @@ final class XstreamClient {
 	/** Sends per doorbell ({@code XSTREAM_BATCH}): 1 = {@code send} one by one. */
 	private final int perDoorbell;
 
+	/**
+	 * Sends and writes from borrowed send buffers as they are
+	 * ({@code XSTREAM_ZERO_COPY=1}), as perftest posts its buffer without touching it: no
+	 * copy of the message.
+	 */
+	private final boolean zeroCopy;
+
 	/** The main thread's batch, reused (when {@link #perDoorbell} is above 1). */
 	private final SendBatch sendBatch;
 
@@ -72,6 +79,7 @@ final class XstreamClient {
 		this.connection = connection;
 		this.perDoorbell = Integer.parseInt(System.getenv().getOrDefault("XSTREAM_BATCH", "1"));
 		this.sendBatch = connection.newSendBatch();
+		this.zeroCopy = "1".equals(System.getenv("XSTREAM_ZERO_COPY"));
 		this.sink = sink;
 		this.done = new AtomicLongArray(readers * 8);
 		this.readerThreads = new Thread[readers];
@@ -229,7 +237,8 @@ final class XstreamClient {
 
 	/**
 	 * Sends or writes {@code data} until {@code end} (System.nanoTime); sends go out
-	 * {@link #perDoorbell} at a time through {@link #sendBatch} when it is above 1.
+	 * {@link #perDoorbell} at a time through {@link #sendBatch} when it is above 1, from
+	 * borrowed buffers without a copy when {@link #zeroCopy}.
 	 */
 	private void stream(String op, MemorySegment data, int size, long end) {
 		boolean send = "send".equals(op);
@@ -239,7 +248,12 @@ final class XstreamClient {
 			if (send && perDoorbell > 1) {
 				for (int i = 0; i < BATCH; i += perDoorbell) {
 					for (int k = 0; k < perDoorbell; k++) {
-						sendBatch.add(data);
+						if (zeroCopy) {
+							sendBatch.add(connection.borrowSendBuffer(), size);
+						}
+						else {
+							sendBatch.add(data);
+						}
 					}
 					sendBatch.send();
 					n += perDoorbell;
@@ -247,8 +261,14 @@ final class XstreamClient {
 			}
 			else {
 				for (int i = 0; i < BATCH; i++) {
-					if (send) {
+					if (send && zeroCopy) {
+						connection.borrowSendBuffer().send(size);
+					}
+					else if (send) {
 						connection.send(data);
+					}
+					else if (zeroCopy) {
+						connection.borrowSendBuffer().write((n % slots) * size, size);
 					}
 					else {
 						connection.write((n % slots) * size, data);

@@ -6,8 +6,9 @@ import java.lang.foreign.MemorySegment;
  * A registered send buffer lent by a connection
  * ({@link RdmaConnection#borrowSendBuffer()}): the application writes its message into
  * {@link #segment()} and {@link #send(int)}s it without a copy ({@code ibv_post_send},
- * IBV_WR_SEND, posted from this very memory). For large messages this saves the copy
- * {@code send(byte[])} makes.
+ * IBV_WR_SEND, posted from this very memory), or {@link #write(long, int)}s it into the
+ * peer's region (IBV_WR_RDMA_WRITE). For large messages this saves the copy
+ * {@code send(byte[])} and {@code write(long, byte[])} make.
  *
  * <p>
  * <b>Lifetime.</b> The buffer is the application's from the borrow until
@@ -49,6 +50,22 @@ public interface SendBuffer extends AutoCloseable {
 	 * established (the buffer is given back)
 	 */
 	void send(int length);
+
+	/**
+	 * RDMA WRITE ({@code ibv_post_send}, IBV_WR_RDMA_WRITE) of the first {@code length}
+	 * bytes of the buffer into the peer's region at {@code remoteOffset}, without a copy:
+	 * as {@link RdmaConnection#write(long, MemorySegment)} writes a copy (same ordering,
+	 * signaling, inline and error rules); the buffer goes back to the connection when the
+	 * write completes, as after {@link #send(int)}.
+	 * @throws IllegalArgumentException when {@code length} is negative or larger than the
+	 * buffer, or {@code remoteOffset} and {@code length} do not fit in the peer's region
+	 * (the buffer stays borrowed)
+	 * @throws IllegalStateException when sent or given back already, or when the peer
+	 * exposes no region (the buffer stays borrowed)
+	 * @throws ConnectionNotEstablishedException when the connection is no longer
+	 * established (the buffer stays borrowed: {@link #close()} gives it back)
+	 */
+	void write(long remoteOffset, int length);
 
 	/**
 	 * Gives the buffer back without sending it; nothing once it was sent or given back.

@@ -60,6 +60,20 @@ final class BorrowedSendBuffer implements SendBuffer {
 		sends.sendHeld(index, length);
 	}
 
+	@Override
+	public void write(long remoteOffset, int length) {
+		checkLength(length);
+		requireLent();
+		PeerOneSided part = sends.peer.oneSided();
+		// checked while still borrowed: a refusal leaves the buffer with the application
+		RemoteRegion region = part.remoteFor("write", remoteOffset, length);
+		if (!state.compareAndSet(LENT, IDLE)) {
+			throw notLent();
+		}
+		sends.released();
+		part.postWrite(index, length, region, remoteOffset);
+	}
+
 	/**
 	 * Takes the buffer out of the application's hands for a batch, which sends it
 	 * ({@link PeerSendBatch}); it stays held until then.

@@ -302,7 +302,7 @@ final class PeerOneSided extends PeerPart {
 	 * The peer's region, once {@code length} bytes at {@code offset} are known to fit in
 	 * it and the connection is established.
 	 */
-	private RemoteRegion remoteFor(String operation, long offset, long length) {
+	RemoteRegion remoteFor(String operation, long offset, long length) {
 		if (peer.state() != ConnectionState.ESTABLISHED) {
 			throw peer.notEstablished();
 		}
@@ -322,7 +322,7 @@ final class PeerOneSided extends PeerPart {
 	/**
 	 * Posts an RDMA WRITE of send buffer {@code index}; it is released on failure.
 	 */
-	private void postWrite(int index, int length, RemoteRegion region, long offset) {
+	void postWrite(int index, int length, RemoteRegion region, long offset) {
 		try {
 			sends.prepareOneSided(index, PeerConnection.SEND | PeerConnection.ONE_SIDED | index, length,
 					QueuePair.SendOpcode.RDMA_WRITE, region.address() + offset, region.rkey());

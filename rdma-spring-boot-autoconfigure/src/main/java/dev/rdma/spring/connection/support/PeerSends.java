@@ -295,8 +295,13 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 			giveBack(index);
 			throw peer.notEstablished();
 		}
-		held.decrementAndGet();
+		released();
 		post(index, length);
+	}
+
+	/** A held buffer is about to be posted: no longer the application's. */
+	void released() {
+		held.decrementAndGet();
 	}
 
 	/**

@@ -3,6 +3,7 @@ package dev.rdma.spring.boot.autoconfigure.connection;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Timeout;
 
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.ReadBatch;
+import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDeviceTest;
@@ -30,7 +32,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * chunks of {@code message-size}, 1024 bytes here), "write, then send" notifies the peer,
  * and the bounds of the peer's region are enforced before anything is posted. The client
  * signals one WRITE in four ({@code signal-interval: 4}, issue 33): exactly one send
- * completion per four WRITEs, every WRITE counted as written; a long read's chunks and a
+ * completion per four WRITEs, every WRITE counted as written; a borrowed
+ * {@link SendBuffer} is written without a copy; a long read's chunks and a
  * {@link ReadBatch}'s READs go out as one chain (one {@code ibv_post_send}).
  */
 @Tag(DeviceTestSupport.TAG)
@@ -132,6 +135,24 @@ class RemoteAccessDeviceTest {
 			assertThat(sendCompletions(meters) - completions0).as("send completions of 16 WRITEs, one in 4 signaled")
 				.isEqualTo(4);
 
+			// a borrowed send buffer written into the peer's region without a copy;
+			// refusals
+			// leave it borrowed
+			SendBuffer lent = link.borrowSendBuffer();
+			MemorySegment.copy(pattern, 5000, lent.segment(), ValueLayout.JAVA_BYTE, 0, 1000);
+			assertThatThrownBy(() -> lent.write(REGION - 999, 1000)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("1000 bytes at offset " + (REGION - 999));
+			lent.write(50 * 1024, 1000);
+			assertThatThrownBy(() -> lent.write(0, 1)).isInstanceOf(IllegalStateException.class)
+				.hasMessageContaining("sent or given back");
+			MemorySegment zeroCopied = arena.allocate(1000);
+			link.read(50 * 1024, zeroCopied); // after the WRITE: RC executes them in
+												// order
+			assertThat(zeroCopied.toArray(ValueLayout.JAVA_BYTE)).as("the borrowed buffer's bytes, written")
+				.isEqualTo(Arrays.copyOfRange(pattern, 5000, 6000));
+			// the READ's completion gave back the unsignaled WRITE before it
+			assertThat(link.statistics().bytesWritten()).isEqualTo(written0 + 16 * 1024 + 1000);
+
 			// a batch of 8 READs: one chain, each into its own target
 			ReadBatch batch = link.newReadBatch();
 			MemorySegment[] pieces = new MemorySegment[8];
@@ -180,21 +201,21 @@ class RemoteAccessDeviceTest {
 			assertThat(b.received()).as("rxeB: WRITE and READ request packets").isGreaterThanOrEqualTo(10 + 13);
 			assertThat(a.received()).as("rxeA: WRITE and READ response packets").isGreaterThanOrEqualTo(9 + 13);
 
-			assertThat(link.statistics().bytesWritten()).isEqualTo(10_000 + 16 * 1024);
-			assertThat(link.statistics().bytesRead()).isEqualTo(13_000 + 8 * 512 + 28);
+			assertThat(link.statistics().bytesWritten()).isEqualTo(10_000 + 16 * 1024 + 1000);
+			assertThat(link.statistics().bytesRead()).isEqualTo(13_000 + 1000 + 8 * 512 + 28);
 			assertThat(link.statistics().sendErrors()).isZero();
 			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(9000);
 			assertThat(serverLink.statistics().bytesRead()).isEqualTo(9000);
 			assertThat(meters.get("rdma.connection.bytes.written").tag("connection", "link").functionCounter().count())
-				.isEqualTo(10_000 + 16 * 1024);
+				.isEqualTo(10_000 + 16 * 1024 + 1000);
 			assertThat(meters.get("rdma.connection.bytes.read").tag("connection", "link").functionCounter().count())
-				.isEqualTo(13_000 + 8 * 512 + 28);
+				.isEqualTo(13_000 + 1000 + 8 * 512 + 28);
 			// every buffer came back: as many sends as send-depth still go through
 			for (int i = 0; i < 64; i++) {
 				link.write(0, pattern, 0, 1024);
 			}
 			await("the last writes completed",
-					() -> link.statistics().bytesWritten() == 10_000 + 16 * 1024 + 64 * 1024);
+					() -> link.statistics().bytesWritten() == 10_000 + 16 * 1024 + 1000 + 64 * 1024);
 		}
 	}
 
