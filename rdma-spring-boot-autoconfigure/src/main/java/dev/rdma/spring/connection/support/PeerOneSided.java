@@ -250,7 +250,7 @@ final class PeerOneSided extends PeerPart {
 	 */
 	private void awaitGroup(int first, int n) {
 		long deadline = System.nanoTime() + readTimeoutNanos;
-		int failedIndex = -1;
+		int failedLength = -1;
 		int failedStatus = 0;
 		int failures = 0;
 		for (int i = 0, index = first; i < n; i++) {
@@ -258,6 +258,9 @@ final class PeerOneSided extends PeerPart {
 			int status = reads.await(index, Math.max(0, deadline - System.nanoTime()));
 			MemorySegment target = readTargets[index];
 			readTargets[index] = null;
+			if (status != 0 && failedLength < 0) {
+				failedLength = sends.length(index); // before the buffer goes back
+			}
 			if (status == 0 && target != null) {
 				MemorySegment.copy(sends.buffers(), (long) index * settings.messageSize(), target,
 						readTargetOffsets[index], sends.length(index));
@@ -266,23 +269,19 @@ final class PeerOneSided extends PeerPart {
 				// an abandoned READ keeps its buffer: its completion frees it
 				sends.pool().release(index);
 			}
-			if (status != 0) {
-				failures++;
-				if (failedIndex < 0) {
-					failedIndex = index;
-					failedStatus = status;
-				}
+			if (status != 0 && failures++ == 0) {
+				failedStatus = status;
 			}
 			index = next;
 		}
 		if (failures > 0) {
-			throw readFailed(failures, n, failedIndex, failedStatus);
+			throw readFailed(failures, n, failedLength, failedStatus);
 		}
 	}
 
-	private RuntimeException readFailed(int failures, int n, int index, int status) {
+	private RuntimeException readFailed(int failures, int n, int length, int status) {
 		String which = (n == 1 ? "RDMA READ of " : failures + " of " + n + " RDMA READs posted together, the first of ")
-				+ sends.length(index) + " bytes on connection '" + settings.name() + "'";
+				+ length + " bytes on connection '" + settings.name() + "'";
 		if (status == ReadCompletions.ABANDONED) {
 			boolean interrupted = Thread.currentThread().isInterrupted();
 			return new RemoteAccessException(which + " "
