@@ -25,9 +25,7 @@ import dev.rdma.verbs.WorkCompletionBuffer;
  * {@link PollerThreads#closeWhenPollEnds} (a connection it closed or restarted: its QP,
  * buffers, channel) is closed at the start of the next turn, outside any poll;</li>
  * <li><b>drain</b>: poll batches of up to batch-size completions until the CQ is empty,
- * handing each completion (or each batch) to the dispatcher; after a drain that found
- * completions the other modes drain again, event mode goes on to arm (the drain's last
- * poll found the CQ empty);</li>
+ * handing each completion (or each batch) to the dispatcher;</li>
  * <li><b>busy</b>: with nothing polled, busy mode (and adaptive and backoff mode for
  * {@code spin} after the last completion) spins with {@link Thread#onSpinWait()} and
  * drains again;</li>
@@ -199,13 +197,7 @@ final class PollLoop implements Runnable {
 		if (drained > 0) {
 			idleSince = dispatcher.lastDelivery();
 			sleepNanos = MIN_SLEEP_NANOS;
-			// event mode goes on to arm: the drain ended on a poll that found the queue
-			// empty, and another drain right away would almost never find anything (it
-			// cost every wake-up of a ping-pong an empty poll); the other modes drain
-			// again
-			if (mode != PollingMode.EVENT || !running || !deferred.isEmpty()) {
-				return;
-			}
+			return;
 		}
 		// 2. busy: spin (busy mode always, adaptive and backoff mode for `spin` after
 		// the last completion)
