@@ -125,6 +125,12 @@ final class GroupPollLoop implements Runnable {
 	/** When the armed queues are re-polled next. */
 	private long nextSweepNanos;
 
+	/** When the last turn that found work ended: adaptive mode's spin counts from it. */
+	private long lastWork;
+
+	/** The last turn spun (adaptive mode): every queue must be armed before a wait. */
+	private boolean wasSpinning;
+
 	private volatile @Nullable Thread thread;
 
 	/** The CPUs the thread pins itself to when it starts, null: not pinned. */
@@ -152,67 +158,13 @@ final class GroupPollLoop implements Runnable {
 
 	@Override
 	public void run() {
-		long lastWork = System.nanoTime();
+		lastWork = System.nanoTime();
 		nextSweepNanos = lastWork + SWEEP_NANOS;
-		boolean wasSpinning = false;
 		PollerThreads.enter();
 		try {
 			pin();
-			while (true) {
-				// 1. membership: queues join or leave; a thread without queues retires
-				if (members.changed() && !applyMembership()) {
-					return;
-				}
-				// what a listener's shutdown on this thread could not close inside the
-				// poll (its queue is left by now: the shutdown took it from this thread)
-				PollerThreads.closeDeferred();
-				// 2. drain: every queue while spinning, else the ready ones; each up to
-				// its budget
-				boolean spinning = mode == PollingMode.BUSY
-						|| (mode == PollingMode.ADAPTIVE && System.nanoTime() - lastWork < spinNanos);
-				int work;
-				if (spinning) {
-					work = drainAll();
-					wasSpinning = true;
-				}
-				else {
-					if (wasSpinning) {
-						// adaptive mode stops spinning: every queue must be armed before
-						// the wait
-						makeAllReady();
-						wasSpinning = false;
-					}
-					// 3. arm what was drained below its budget, and drain it once more
-					work = drainReadyAndArm();
-				}
-				if (work > 0) {
-					lastWork = System.nanoTime();
-				}
-				if (spinning) {
-					// events of armed queues wait in their channels until the spin ends
-					if (work == 0) {
-						Thread.onSpinWait();
-					}
-					continue;
-				}
-				// 4. wait on every channel and the waker; only look while queues are
-				// ready (unless all of them pause after a failed poll)
-				int readable = awaitEvents(waitNanos());
-				// 5. get the events: each names its CQ, which is counted, acked in
-				// batches and made ready
-				for (int i = 0; i < readable; i++) {
-					takeEvents(epoll().readyToken(i));
-				}
-				// 6. events other pollers took for our queues
-				if (eventsRouted) {
-					collectRoutedEvents();
-				}
-				// 7. re-poll the armed queues: an event the provider lost delays a
-				// completion by at most SWEEP_NANOS instead of for ever
-				if (System.nanoTime() - nextSweepNanos >= 0) {
-					sweepArmed();
-					nextSweepNanos = System.nanoTime() + SWEEP_NANOS;
-				}
+			while (turn()) {
+				// one turn after the other until the thread retires
 			}
 		}
 		catch (Throwable ex) {
@@ -227,6 +179,72 @@ final class GroupPollLoop implements Runnable {
 				PollerThreads.exit();
 			}
 		}
+	}
+
+	/**
+	 * One turn of the loop, steps 1 to 7 (each {@code return true} is the loop's next
+	 * turn); false when the thread retires. A method of its own, not the body of
+	 * {@link #run()}'s loop: the JIT compiles it as a method once it has been called
+	 * often enough, where the loop of a method that is entered once would only be
+	 * compiled on-stack, and with events (a few turns per message) stayed at C1 with
+	 * profiling.
+	 */
+	private boolean turn() {
+		// 1. membership: queues join or leave; a thread without queues retires
+		if (members.changed() && !applyMembership()) {
+			return false;
+		}
+		// what a listener's shutdown on this thread could not close inside the poll
+		// (its queue is left by now: the shutdown took it from this thread)
+		PollerThreads.closeDeferred();
+		// 2. drain: every queue while spinning, else the ready ones; each up to its
+		// budget
+		boolean spinning = mode == PollingMode.BUSY
+				|| (mode == PollingMode.ADAPTIVE && System.nanoTime() - lastWork < spinNanos);
+		int work;
+		if (spinning) {
+			work = drainAll();
+			wasSpinning = true;
+		}
+		else {
+			if (wasSpinning) {
+				// adaptive mode stops spinning: every queue must be armed before the
+				// wait
+				makeAllReady();
+				wasSpinning = false;
+			}
+			// 3. arm what was drained below its budget, and drain it once more
+			work = drainReadyAndArm();
+		}
+		if (work > 0) {
+			lastWork = System.nanoTime();
+		}
+		if (spinning) {
+			// events of armed queues wait in their channels until the spin ends
+			if (work == 0) {
+				Thread.onSpinWait();
+			}
+			return true;
+		}
+		// 4. wait on every channel and the waker; only look while queues are ready
+		// (unless all of them pause after a failed poll)
+		int readable = awaitEvents(waitNanos());
+		// 5. get the events: each names its CQ, which is counted, acked in batches and
+		// made ready
+		for (int i = 0; i < readable; i++) {
+			takeEvents(epoll().readyToken(i));
+		}
+		// 6. events other pollers took for our queues
+		if (eventsRouted) {
+			collectRoutedEvents();
+		}
+		// 7. re-poll the armed queues: an event the provider lost delays a completion
+		// by at most SWEEP_NANOS instead of for ever
+		if (System.nanoTime() - nextSweepNanos >= 0) {
+			sweepArmed();
+			nextSweepNanos = System.nanoTime() + SWEEP_NANOS;
+		}
+		return true;
 	}
 
 	/**

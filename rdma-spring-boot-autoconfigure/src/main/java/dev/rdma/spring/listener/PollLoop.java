@@ -115,6 +115,15 @@ final class PollLoop implements Runnable {
 
 	private boolean missedEventLogged;
 
+	/**
+	 * The end of the last delivered batch ({@link CompletionDispatcher#lastDelivery()}),
+	 * or the loop's start: where adaptive and backoff mode's spin is counted from.
+	 */
+	private long idleSince;
+
+	/** Backoff mode: the next pause. */
+	private long sleepNanos = MIN_SLEEP_NANOS;
+
 	PollLoop(String queueName, CompletionQueue queue, PollingMode mode, PollerSettings settings, boolean batchListener,
 			CompletionDispatcher dispatcher, PollerMetrics metrics, CompletionEventRouter router, Waker waker) {
 		this.queueName = queueName;
@@ -146,64 +155,10 @@ final class PollLoop implements Runnable {
 		ArrayDeque<AutoCloseable> deferred = PollerThreads.enter();
 		eventsSeen = queue.eventsGot();
 		try (WorkCompletionBuffer buffer = new WorkCompletionBuffer(batchSize)) {
-			long idleSince = System.nanoTime();
-			long sleepNanos = MIN_SLEEP_NANOS;
+			idleSince = System.nanoTime();
 			while (running) {
 				try {
-					// 0. what a listener handed over to be closed once its poll had
-					// returned (a connection's QP and buffers): closed now, while the
-					// application runs on
-					if (!deferred.isEmpty()) {
-						PollerThreads.closeDeferred();
-					}
-					// 1. drain (after a timed-out wait: the re-poll of the armed queue)
-					int drained = drain(buffer);
-					if (timedOut) {
-						timedOut = false;
-						if (drained > 0) {
-							eventsAtRepoll = eventsSeen;
-						}
-					}
-					if (drained > 0) {
-						idleSince = dispatcher.lastDelivery();
-						sleepNanos = MIN_SLEEP_NANOS;
-						continue;
-					}
-					// 2. busy: spin (busy mode always, adaptive and backoff mode for
-					// `spin` after the last completion)
-					if (mode == PollingMode.BUSY
-							|| (mode != PollingMode.EVENT && System.nanoTime() - idleSince < spinNanos)) {
-						Thread.onSpinWait();
-						continue;
-					}
-					// 3. back off: sleep, each pause twice the last, then drain again
-					if (mode == PollingMode.BACKOFF) {
-						LockSupport.parkNanos(sleepNanos);
-						sleepNanos = Math.min(sleepNanos * 2, maxSleepNanos);
-						continue;
-					}
-					// 4. arm, then drain what arrived before the arm
-					queue.requestNotify(false);
-					if (drain(buffer) > 0) {
-						idleSince = dispatcher.lastDelivery();
-						continue;
-					}
-					// 5. wait on the channel (own waker: stop, or a peer routing our
-					// event)
-					CompletionChannel.WaitResult result = channel.await(WAIT_NANOS, waker);
-					if (result == CompletionChannel.WaitResult.READY) {
-						// 6. get the event; route one of another CQ to its poller
-						takeEvent(channel);
-					}
-					// 7. count our events and ack them in batches; the next turn drains
-					// and re-arms
-					countAndAck(false);
-					if (result == CompletionChannel.WaitResult.TIMEOUT) {
-						missedEventCheck();
-						timedOut = true;
-					}
-					// idleSince stays the last delivery's: a wait that ended without work
-					// (timeout, a wake-up, an event a peer took) starts no new spin
+					turn(deferred, buffer);
 				}
 				catch (RuntimeException ex) {
 					pollFailed(ex);
@@ -216,6 +171,66 @@ final class PollLoop implements Runnable {
 			// its channel, its device)
 			PollerThreads.exit();
 		}
+	}
+
+	/**
+	 * One turn of the loop, steps 0 to 7 (each {@code return} is the loop's next turn). A
+	 * method of its own, not the body of {@link #run()}'s loop: the JIT compiles it as a
+	 * method once it has been called often enough, where the loop of a method that is
+	 * entered once would only be compiled on-stack, and in event mode (a few turns per
+	 * message) stayed at C1 with profiling for the whole run.
+	 */
+	private void turn(ArrayDeque<AutoCloseable> deferred, WorkCompletionBuffer buffer) {
+		// 0. what a listener handed over to be closed once its poll had returned (a
+		// connection's QP and buffers): closed now, while the application runs on
+		if (!deferred.isEmpty()) {
+			PollerThreads.closeDeferred();
+		}
+		// 1. drain (after a timed-out wait: the re-poll of the armed queue)
+		int drained = drain(buffer);
+		if (timedOut) {
+			timedOut = false;
+			if (drained > 0) {
+				eventsAtRepoll = eventsSeen;
+			}
+		}
+		if (drained > 0) {
+			idleSince = dispatcher.lastDelivery();
+			sleepNanos = MIN_SLEEP_NANOS;
+			return;
+		}
+		// 2. busy: spin (busy mode always, adaptive and backoff mode for `spin` after
+		// the last completion)
+		if (mode == PollingMode.BUSY || (mode != PollingMode.EVENT && System.nanoTime() - idleSince < spinNanos)) {
+			Thread.onSpinWait();
+			return;
+		}
+		// 3. back off: sleep, each pause twice the last, then drain again
+		if (mode == PollingMode.BACKOFF) {
+			LockSupport.parkNanos(sleepNanos);
+			sleepNanos = Math.min(sleepNanos * 2, maxSleepNanos);
+			return;
+		}
+		// 4. arm, then drain what arrived before the arm
+		queue.requestNotify(false);
+		if (drain(buffer) > 0) {
+			idleSince = dispatcher.lastDelivery();
+			return;
+		}
+		// 5. wait on the channel (own waker: stop, or a peer routing our event)
+		CompletionChannel.WaitResult result = channel.await(WAIT_NANOS, waker);
+		if (result == CompletionChannel.WaitResult.READY) {
+			// 6. get the event; route one of another CQ to its poller
+			takeEvent(channel);
+		}
+		// 7. count our events and ack them in batches; the next turn drains and re-arms
+		countAndAck(false);
+		if (result == CompletionChannel.WaitResult.TIMEOUT) {
+			missedEventCheck();
+			timedOut = true;
+		}
+		// idleSince stays the last delivery's: a wait that ended without work (timeout,
+		// a wake-up, an event a peer took) starts no new spin
 	}
 
 	/**

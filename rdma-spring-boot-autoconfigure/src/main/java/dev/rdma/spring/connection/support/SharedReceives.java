@@ -221,7 +221,12 @@ public final class SharedReceives {
 			return;
 		}
 		try {
-			if (!closed) {
+			if (!closed && n == 1) {
+				// a batch of one: the single post, without the chain's linking and
+				// bad_wr search; its failure is the RuntimeException below
+				srq.postRecv(reposts.get(0));
+			}
+			else if (!closed) {
 				srq.postRecv(reposts);
 			}
 		}
