@@ -115,6 +115,7 @@ final class XstreamClient {
 			readSize = size;
 			readState = 1;
 		}
+		long[] losses0 = Retransmissions.read();
 		ThreadAllocation starter = ThreadAllocation.of((t) -> t == Thread.currentThread()
 				|| t.getName().startsWith("rdma-poller-") || t.getName().startsWith("xstream-reader-"));
 		ThreadAllocation control = ThreadAllocation
@@ -162,9 +163,12 @@ final class XstreamClient {
 		if ("read".equals(op)) {
 			readState = 0;
 		}
+		long[] losses1 = Retransmissions.read();
 		Progress.line(op + " " + size + " B: measured; settling");
 		long total = settle(op) - before;
 		String extra = " op=" + op + " size=" + size;
+		System.out.println("# xstream " + op + " " + size + " B: over the measured windows "
+				+ Retransmissions.describe(losses0, losses1));
 		report("xstream_mbps", extra, "MB/s", mbps);
 		report("xstream_rate", extra, "msgs/s", rate);
 		report("xstream_cpu", extra, "us_per_message", cpu);
