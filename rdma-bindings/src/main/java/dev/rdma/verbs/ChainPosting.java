@@ -116,6 +116,21 @@ final class ChainPosting {
 		if (n == 0) {
 			throw new IllegalArgumentException(verb + ": the chain of work requests is empty");
 		}
+		if (n == 1) {
+			// the common chain of one (a ping-pong's re-post, a single send): the single
+			// post, without linking and the bad_wr search; its refusal as a chain's
+			W only = Objects.requireNonNull(wrs.get(0), "wrs element");
+			try {
+				post(target, fn, verb, only, preparation);
+			}
+			catch (ChainPostException ex) {
+				throw ex;
+			}
+			catch (VerbsException ex) {
+				throw new ChainPostException(verb, ex.errno(), 0, 1, only.wrId, target.describe());
+			}
+			return;
+		}
 		long next = preparation.nextOffset();
 		int claimed = 0;
 		int prepared = 0;

@@ -32,12 +32,7 @@ final class ChainPosts extends PeerPart {
 	int post(ArrayList<SendWorkRequest> chain) {
 		int n = chain.size();
 		try {
-			if (n == 1) {
-				qp.postSend(chain.get(0));
-			}
-			else {
-				qp.postSend(chain);
-			}
+			qp.postSend(chain); // a chain of one is the single post (the binding's)
 			return n;
 		}
 		catch (ChainPostException ex) {

@@ -233,15 +233,7 @@ final class PeerReceives extends PeerPart {
 				outstanding.addAndGet(-n);
 				return;
 			}
-			if (n == 1) {
-				// the common batch of one (a ping-pong): the single post, without the
-				// chain's linking and bad_wr search; its failure is the RuntimeException
-				// below
-				qp.postRecv(reposts.get(0));
-			}
-			else {
-				qp.postRecv(reposts);
-			}
+			qp.postRecv(reposts); // a chain of one is the single post (the binding's)
 		}
 		catch (ChainPostException ex) {
 			outstanding.addAndGet(-(n - Math.max(0, ex.postedCount())));

@@ -221,13 +221,9 @@ public final class SharedReceives {
 			return;
 		}
 		try {
-			if (!closed && n == 1) {
-				// a batch of one: the single post, without the chain's linking and
-				// bad_wr search; its failure is the RuntimeException below
-				srq.postRecv(reposts.get(0));
-			}
-			else if (!closed) {
-				srq.postRecv(reposts);
+			if (!closed) {
+				srq.postRecv(reposts); // a chain of one is the single post (the
+										// binding's)
 			}
 		}
 		catch (ChainPostException ex) {
