@@ -14,6 +14,7 @@ import dev.rdma.benchmarks.Progress;
 import dev.rdma.benchmarks.ThreadAllocation;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.ReadBatch;
+import dev.rdma.spring.connection.ReadStream;
 import dev.rdma.spring.connection.SendBatch;
 
 import static dev.rdma.benchmarks.starter.StarterBench.report;
@@ -68,6 +69,12 @@ final class XstreamClient {
 	 */
 	private final int perRead;
 
+	/**
+	 * The window of each reader's {@link ReadStream} ({@code XSTREAM_READ_STREAM}); 0: no
+	 * stream ({@link #perRead} decides).
+	 */
+	private final int streamWindow;
+
 	/** 0: readers idle; 1: reading; 2: readers end. */
 	private volatile int readState;
 
@@ -85,9 +92,10 @@ final class XstreamClient {
 		this.readerThreads = new Thread[readers];
 		this.targets = new MemorySegment[readers];
 		this.perRead = Integer.parseInt(System.getenv().getOrDefault("XSTREAM_READ_BATCH", "1"));
+		this.streamWindow = Integer.parseInt(System.getenv().getOrDefault("XSTREAM_READ_STREAM", "0"));
 		for (int i = 0; i < readers; i++) {
 			int k = i;
-			this.targets[i] = Arena.global().allocate((long) MESSAGE_SIZE * perRead, 64);
+			this.targets[i] = Arena.global().allocate((long) MESSAGE_SIZE * Math.max(perRead, streamWindow), 64);
 			this.readerThreads[i] = Thread.ofPlatform().name("xstream-reader-" + i).daemon().start(() -> readLoop(k));
 		}
 	}
@@ -289,9 +297,15 @@ final class XstreamClient {
 	 * Reader {@code k}: {@link RdmaConnection#read} of one message at a time, or with
 	 * {@link #perRead} above 1 a {@link ReadBatch} of that many READs per call, each into
 	 * its own slice of the reader's target, from consecutive slots of the server's
-	 * region.
+	 * region; with {@link #streamWindow} above 0 a {@link ReadStream} of that window
+	 * instead, one READ per submit into slice {@code n % window}, which the READ
+	 * {@code window} earlier was reaped from before it is posted.
 	 */
 	private void readLoop(int k) {
+		if (streamWindow > 0) {
+			streamLoop(k);
+			return;
+		}
 		long slot = k;
 		int size = 0;
 		MemorySegment target = targets[k];
@@ -325,6 +339,40 @@ final class XstreamClient {
 				}
 				slot += perRead;
 				done.lazySet(k * 8, done.get(k * 8) + perRead);
+			}
+		}
+		catch (Throwable ex) {
+			readFailure = ex;
+		}
+	}
+
+	private void streamLoop(int k) {
+		long slot = k;
+		int size = 0;
+		int n = 0;
+		MemorySegment[] pieces = new MemorySegment[streamWindow];
+		try (ReadStream stream = connection.newReadStream(streamWindow)) {
+			while (readState != 2) {
+				if (readState != 1) {
+					stream.flush();
+					pause(50);
+					continue;
+				}
+				if (size != readSize) {
+					stream.flush(); // a new size: new views (not per message)
+					size = readSize;
+					for (int i = 0; i < streamWindow; i++) {
+						pieces[i] = targets[k].asSlice((long) i * size, size);
+					}
+				}
+				int slots = REGION / size;
+				long before = stream.completed();
+				long after = stream.submit((slot % slots) * size, pieces[n]);
+				n = n + 1 == streamWindow ? 0 : n + 1;
+				slot++;
+				if (after != before) {
+					done.lazySet(k * 8, done.get(k * 8) + (after - before));
+				}
 			}
 		}
 		catch (Throwable ex) {

@@ -243,7 +243,7 @@ public interface RdmaConnection {
 	 * 0). Reads longer than {@link #maxMessageSize()} are done in chunks of that size,
 	 * posted together as far as free send buffers allow (one chain, one doorbell) and
 	 * awaited together. Nothing is allocated. For several READs in flight from one
-	 * thread, see {@link #newReadBatch()}.
+	 * thread, see {@link #newReadBatch()} and {@link #newReadStream(int)}.
 	 *
 	 * <p>
 	 * A READ that timed out keeps its buffer until its completion finally arrives (the
@@ -271,6 +271,16 @@ public interface RdmaConnection {
 	 * thread and reuse it.
 	 */
 	ReadBatch newReadBatch();
+
+	/**
+	 * A new stream of RDMA READs that keeps up to {@code window} of them in flight from
+	 * one thread, posting each as it is submitted and reaping the oldest when the window
+	 * is full ({@link ReadStream}): perftest's {@code ib_read_bw} loop. Make one per
+	 * reading thread; close it before dropping it.
+	 * @param window the most READs in flight, 1 to {@code send-depth}
+	 * @throws IllegalArgumentException when {@code window} is out of that range
+	 */
+	ReadStream newReadStream(int window);
 
 	/** The counters of this connection (for a server: of all its peers). */
 	ConnectionStatistics statistics();

@@ -17,6 +17,7 @@ import org.springframework.context.ApplicationEventPublisher;
 import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ReadBatch;
+import dev.rdma.spring.connection.ReadStream;
 import dev.rdma.spring.connection.SendBatch;
 import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.spring.connection.event.RdmaConnectionEndedEvent;
@@ -456,6 +457,11 @@ public abstract sealed class ConfiguredConnection extends SettingsConnection
 	@Override
 	public final ReadBatch newReadBatch() {
 		return new PeerReadBatch(this::sendTarget, settings);
+	}
+
+	@Override
+	public final ReadStream newReadStream(int window) {
+		return new PeerReadStream(this::sendTarget, settings, window);
 	}
 
 	@Override

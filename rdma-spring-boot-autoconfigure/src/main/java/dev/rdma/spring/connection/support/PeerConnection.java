@@ -20,6 +20,7 @@ import dev.rdma.spring.connection.ConnectionNotEstablishedException;
 import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.ReadBatch;
+import dev.rdma.spring.connection.ReadStream;
 import dev.rdma.spring.connection.SendBatch;
 import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.spring.listener.Deadlines;
@@ -413,6 +414,11 @@ public final class PeerConnection extends SettingsConnection {
 	@Override
 	public ReadBatch newReadBatch() {
 		return new PeerReadBatch(() -> this, settings);
+	}
+
+	@Override
+	public ReadStream newReadStream(int window) {
+		return new PeerReadStream(() -> this, settings, window);
 	}
 
 	/** The send path (of a {@link PeerSendBatch}). */

@@ -255,32 +255,95 @@ final class PeerOneSided extends PeerPart {
 		int failures = 0;
 		for (int i = 0, index = first; i < n; i++) {
 			int next = groupNext[index];
-			int status = reads.await(index, Math.max(0, deadline - System.nanoTime()));
-			MemorySegment target = readTargets[index];
-			readTargets[index] = null;
-			if (status != 0 && failedLength < 0) {
-				failedLength = sends.length(index); // before the buffer goes back
-			}
-			if (status == 0 && target != null) {
-				MemorySegment.copy(sends.buffers(), (long) index * settings.messageSize(), target,
-						readTargetOffsets[index], sends.length(index));
-			}
-			if (status != ReadCompletions.ABANDONED) {
-				// an abandoned READ keeps its buffer: its completion frees it
-				sends.pool().release(index);
-			}
+			int length = sends.length(index);
+			int status = reap(index, deadline);
 			if (status != 0 && failures++ == 0) {
 				failedStatus = status;
+				failedLength = length;
 			}
 			index = next;
 		}
 		if (failures > 0) {
-			throw readFailed(failures, n, failedLength, failedStatus);
+			throw readFailed(failures, n, "posted together", failedLength, failedStatus);
 		}
 	}
 
-	private RuntimeException readFailed(int failures, int n, int length, int status) {
-		String which = (n == 1 ? "RDMA READ of " : failures + " of " + n + " RDMA READs posted together, the first of ")
+	// ------------------------------------------------------------------ a ReadStream's
+
+	/**
+	 * Before a stream's READs: the connection is established and this is not the send
+	 * queue's poller thread.
+	 */
+	void requireReader() {
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			throw peer.notEstablished();
+		}
+		requireNotPoller();
+	}
+
+	/**
+	 * Posts one READ of a {@link PeerReadStream} of {@code target.byteSize()} bytes (at
+	 * most {@code message-size}) at {@code remoteOffset} into a free send buffer, waiting
+	 * up to the send timeout for one only when {@code mayWait}; its completion is reaped
+	 * by {@link #reap}. Returns the buffer's index, or -1 when none is free and it may
+	 * not wait.
+	 */
+	int postRead(long remoteOffset, MemorySegment target, boolean mayWait) {
+		int length = (int) target.byteSize();
+		RemoteRegion region = remoteFor("read", remoteOffset, length);
+		int index = mayWait ? sends.take(length) : sends.pool().tryAcquire();
+		if (index < 0) {
+			return -1;
+		}
+		readTargets[index] = target;
+		readTargetOffsets[index] = 0;
+		sends.prepareOneSided(index, PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | index,
+				length, QueuePair.SendOpcode.RDMA_READ, region.address() + remoteOffset, region.rkey());
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			releaseGroup(index, 1);
+			throw peer.notEstablished();
+		}
+		reads.begin(index);
+		sends.postOneSided(index, groupNext, 1);
+		return index;
+	}
+
+	/** The length of what send buffer {@code index} holds or was posted with. */
+	int sendLength(int index) {
+		return sends.length(index);
+	}
+
+	/** How long a READ may take from its post: send-timeout, or connect-timeout. */
+	long readTimeoutNanos() {
+		return readTimeoutNanos;
+	}
+
+	/**
+	 * Waits up to {@code deadline} ({@link System#nanoTime()}) for the READ of buffer
+	 * {@code index}, copies its bytes into its target when it succeeded and gives the
+	 * buffer back (an abandoned READ keeps it until its completion). Returns the work
+	 * completion status, or {@link ReadCompletions#ABANDONED}.
+	 */
+	int reap(int index, long deadline) {
+		int status = reads.await(index, Math.max(0, deadline - System.nanoTime()));
+		MemorySegment target = readTargets[index];
+		readTargets[index] = null;
+		if (status == 0 && target != null) {
+			MemorySegment.copy(sends.buffers(), (long) index * settings.messageSize(), target, readTargetOffsets[index],
+					sends.length(index));
+		}
+		if (status != ReadCompletions.ABANDONED) {
+			sends.pool().release(index);
+		}
+		return status;
+	}
+
+	/**
+	 * The exception for {@code failures} of {@code n} READs (of a group {@code how}) that
+	 * failed, the first with {@code status} and {@code length} bytes.
+	 */
+	RuntimeException readFailed(int failures, int n, String how, int length, int status) {
+		String which = (n == 1 ? "RDMA READ of " : failures + " of " + n + " RDMA READs " + how + ", the first of ")
 				+ length + " bytes on connection '" + settings.name() + "'";
 		if (status == ReadCompletions.ABANDONED) {
 			boolean interrupted = Thread.currentThread().isInterrupted();

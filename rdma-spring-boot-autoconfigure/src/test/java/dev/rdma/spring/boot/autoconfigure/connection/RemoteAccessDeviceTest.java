@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Timeout;
 
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.ReadBatch;
+import dev.rdma.spring.connection.ReadStream;
 import dev.rdma.spring.connection.SendBuffer;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
@@ -183,6 +184,51 @@ class RemoteAccessDeviceTest {
 			assertThatThrownBy(() -> batch.add(0, arena.allocate(1025))).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("message-size (1024)");
 
+			// a stream of 40 READs with a window of 8: each posted as it is submitted,
+			// the
+			// oldest reaped (and copied) only once 8 are in flight
+			try (ReadStream stream = link.newReadStream(8)) {
+				assertThat(stream.window()).isEqualTo(8);
+				MemorySegment[] slices = new MemorySegment[40];
+				long posted2 = link.statistics().sendsPosted();
+				long read2 = link.statistics().bytesRead();
+				for (int i = 0; i < 40; i++) {
+					slices[i] = arena.allocate(200);
+					long completed = stream.submit(4096 + i * 200L, slices[i]);
+					if (i < 8) {
+						assertThat(completed).as("nothing reaped while the window fills").isZero();
+						assertThat(stream.inFlight()).isEqualTo(i + 1);
+					}
+					if (i == 7) {
+						// (a thread posting at that moment, e.g. a poller's marker, posts
+						// them for this one)
+						await("the window's 8 READs posted before any was reaped",
+								() -> link.statistics().sendsPosted() - posted2 == 8);
+						assertThat(stream.completed()).isZero();
+					}
+					if (i >= 8) {
+						assertThat(completed).as("the oldest reaped first").isEqualTo(i - 7);
+						assertThat(stream.inFlight()).isEqualTo(8);
+					}
+				}
+				assertThat(stream.flush()).isEqualTo(40);
+				assertThat(stream.inFlight()).isZero();
+				for (int i = 0; i < 40; i++) {
+					assertThat(slices[i].toArray(ValueLayout.JAVA_BYTE)).as("READ %d of the stream", i)
+						.isEqualTo(Arrays.copyOfRange(pattern, i * 200, i * 200 + 200));
+				}
+				assertThat(link.statistics().sendsPosted() - posted2).isEqualTo(40);
+				assertThat(link.statistics().bytesRead() - read2).isEqualTo(40 * 200);
+				// outside the peer's region: refused, nothing posted
+				assertThatThrownBy(() -> stream.submit(REGION - 100, slices[0]))
+					.isInstanceOf(IllegalArgumentException.class)
+					.hasMessageContaining("200 bytes at offset " + (REGION - 100));
+				assertThat(stream.inFlight()).isZero();
+				assertThat(link.statistics().sendsPosted() - posted2).isEqualTo(40);
+			}
+			assertThatThrownBy(() -> link.newReadStream(65)).isInstanceOf(IllegalArgumentException.class)
+				.hasMessageContaining("1 to send-depth (64)");
+
 			// out of bounds: refused before anything is posted
 			assertThatThrownBy(() -> link.write(REGION - 10, new byte[20])).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("20 bytes at offset " + (REGION - 10))
@@ -202,14 +248,14 @@ class RemoteAccessDeviceTest {
 			assertThat(a.received()).as("rxeA: WRITE and READ response packets").isGreaterThanOrEqualTo(9 + 13);
 
 			assertThat(link.statistics().bytesWritten()).isEqualTo(10_000 + 16 * 1024 + 1000);
-			assertThat(link.statistics().bytesRead()).isEqualTo(13_000 + 1000 + 8 * 512 + 28);
+			assertThat(link.statistics().bytesRead()).isEqualTo(13_000 + 1000 + 8 * 512 + 28 + 40 * 200);
 			assertThat(link.statistics().sendErrors()).isZero();
 			assertThat(serverLink.statistics().bytesWritten()).isEqualTo(9000);
 			assertThat(serverLink.statistics().bytesRead()).isEqualTo(9000);
 			assertThat(meters.get("rdma.connection.bytes.written").tag("connection", "link").functionCounter().count())
 				.isEqualTo(10_000 + 16 * 1024 + 1000);
 			assertThat(meters.get("rdma.connection.bytes.read").tag("connection", "link").functionCounter().count())
-				.isEqualTo(13_000 + 1000 + 8 * 512 + 28);
+				.isEqualTo(13_000 + 1000 + 8 * 512 + 28 + 40 * 200);
 			// every buffer came back: as many sends as send-depth still go through
 			for (int i = 0; i < 64; i++) {
 				link.write(0, pattern, 0, 1024);
