@@ -282,13 +282,13 @@ final class PeerOneSided extends PeerPart {
 	}
 
 	/**
-	 * Posts one READ of a {@link PeerReadStream} of {@code target.byteSize()} bytes (at
-	 * most {@code message-size}) at {@code remoteOffset} into a free send buffer, waiting
-	 * up to the send timeout for one only when {@code mayWait}; its completion is reaped
-	 * by {@link #reap}. Returns the buffer's index, or -1 when none is free and it may
-	 * not wait.
+	 * Prepares one READ of a {@link PeerReadStream} of {@code target.byteSize()} bytes
+	 * (at most {@code message-size}) at {@code remoteOffset} in a free send buffer,
+	 * waiting up to the send timeout for one only when {@code mayWait};
+	 * {@link #postReads} posts it, {@link #reap} reaps it. Returns the buffer's index, or
+	 * -1 when none is free and it may not wait.
 	 */
-	int postRead(long remoteOffset, MemorySegment target, boolean mayWait) {
+	int prepareRead(long remoteOffset, MemorySegment target, boolean mayWait) {
 		int length = (int) target.byteSize();
 		RemoteRegion region = remoteFor("read", remoteOffset, length);
 		int index = mayWait ? sends.take(length) : sends.pool().tryAcquire();
@@ -299,13 +299,46 @@ final class PeerOneSided extends PeerPart {
 		readTargetOffsets[index] = 0;
 		sends.prepareOneSided(index, PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | index,
 				length, QueuePair.SendOpcode.RDMA_READ, region.address() + remoteOffset, region.rkey());
+		return index;
+	}
+
+	/**
+	 * Posts {@code count} READs prepared by {@link #prepareRead}, the buffer indices at
+	 * {@code ring[from]} onwards (wrapping around), as consecutive places of the send
+	 * order (one chain). When the connection is no longer established their buffers go
+	 * back and it throws.
+	 */
+	void postReads(int[] ring, int from, int count) {
+		int first = ring[from];
+		for (int i = 1, last = first; i < count; i++) {
+			int index = ring[(from + i) % ring.length];
+			groupNext[last] = index;
+			last = index;
+		}
 		if (peer.state() != ConnectionState.ESTABLISHED) {
-			releaseGroup(index, 1);
+			releaseGroup(first, count);
 			throw peer.notEstablished();
 		}
-		reads.begin(index);
-		sends.postOneSided(index, groupNext, 1);
-		return index;
+		for (int i = 0, index = first; i < count; i++, index = groupNext[index]) {
+			reads.begin(index);
+		}
+		sends.postOneSided(first, groupNext, count);
+	}
+
+	/**
+	 * Gives back the buffer of a READ prepared by {@link #prepareRead} and not posted.
+	 */
+	void releaseRead(int index) {
+		releaseGroup(index, 1);
+	}
+
+	/**
+	 * Waits up to {@code deadline} for the READ of buffer {@code index} to complete,
+	 * without taking its status (READs complete in the order posted: once this one did,
+	 * every READ posted before it did too).
+	 */
+	void awaitDone(int index, long deadline) {
+		reads.awaitDone(index, deadline);
 	}
 
 	/** The length of what send buffer {@code index} holds or was posted with. */

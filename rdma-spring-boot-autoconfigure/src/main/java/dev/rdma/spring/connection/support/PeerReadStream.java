@@ -8,9 +8,17 @@ import org.jspecify.annotations.Nullable;
 import dev.rdma.spring.connection.ReadStream;
 
 /**
- * A {@link ReadStream}: a ring of the send-buffer indices of the READs in flight, oldest
- * first, each with its deadline, in arrays of {@code window} made once. The
- * {@link PeerOneSided} it posts through is the one of the connection its
+ * A {@link ReadStream}: a ring of the send-buffer indices of its READs, oldest first: the
+ * {@link #posted} ones, then the {@link #pending} ones prepared and not posted yet, with
+ * each posted one's deadline; arrays of {@code window} made once.
+ *
+ * <p>
+ * READs go out and come back in groups of {@link #group} ({@code window / 4}, at least
+ * 1): pending READs are posted as one chain (one doorbell) once a group is pending, or at
+ * once when none of the stream's READs is posted (the adapter never waits for a group to
+ * fill); a full window reaps a group, waiting only for the group's last READ (READs
+ * complete in the order posted), so the reader is woken about once per group, not once
+ * per READ. The {@link PeerOneSided} it works through is the one of the connection its
  * {@link dev.rdma.spring.connection.RdmaConnection} sends to when a READ is submitted
  * with nothing in flight.
  */
@@ -22,14 +30,19 @@ final class PeerReadStream implements ReadStream {
 
 	private final int messageSize;
 
-	/** Buffer indices in flight, from {@link #head}; {@link #inFlight} of them. */
+	/** Buffer indices from {@link #head}: {@link #posted}, then {@link #pending}. */
 	private final int[] ring;
 
 	private final long[] deadlines;
 
+	/** READs posted or reaped together. */
+	private final int group;
+
 	private int head;
 
-	private int inFlight;
+	private int posted;
+
+	private int pending;
 
 	private long completed;
 
@@ -59,6 +72,7 @@ final class PeerReadStream implements ReadStream {
 		this.messageSize = settings.messageSize();
 		this.ring = new int[window];
 		this.deadlines = new long[window];
+		this.group = Math.max(1, window / 4);
 	}
 
 	@Override
@@ -72,32 +86,34 @@ final class PeerReadStream implements ReadStream {
 					+ messageSize + "): read it with RdmaConnection.read, which reads in chunks");
 		}
 		PeerOneSided oneSided = part;
-		if (inFlight == 0 && failures == 0) {
+		if (oneSided == null || (posted + pending == 0 && failures == 0)) {
 			// (re)bound with nothing in flight: a client's current connection
 			oneSided = target.get().oneSided();
 			oneSided.requireReader();
 			part = oneSided;
 		}
-		if (oneSided == null) {
-			throw new IllegalStateException("unreachable: READs in flight without a connection");
-		}
-		if (inFlight == ring.length) {
-			reapOldest(oneSided);
+		if (posted + pending == ring.length) {
+			postPending(oneSided);
+			reapGroup(oneSided);
 		}
 		if (failures == 0) {
-			int index = oneSided.postRead(remoteOffset, into, false);
-			while (index < 0 && inFlight > 0 && failures == 0) {
-				reapOldest(oneSided); // no free buffer: its own oldest gives one back
-				index = oneSided.postRead(remoteOffset, into, false);
+			int index = oneSided.prepareRead(remoteOffset, into, false);
+			while (index < 0 && posted + pending > 0 && failures == 0) {
+				// no free buffer: its own oldest give some back
+				postPending(oneSided);
+				reapGroup(oneSided);
+				index = oneSided.prepareRead(remoteOffset, into, false);
 			}
 			if (index < 0 && failures == 0) {
-				index = oneSided.postRead(remoteOffset, into, true); // nothing in flight
+				index = oneSided.prepareRead(remoteOffset, into, true); // nothing in
+																		// flight
 			}
 			if (index >= 0) {
-				int slot = (head + inFlight) % ring.length;
-				ring[slot] = index;
-				deadlines[slot] = System.nanoTime() + oneSided.readTimeoutNanos();
-				inFlight++;
+				ring[(head + posted + pending) % ring.length] = index;
+				pending++;
+				if (pending >= group || posted == 0) {
+					postPending(oneSided);
+				}
 			}
 		}
 		if (failures > 0) {
@@ -112,8 +128,9 @@ final class PeerReadStream implements ReadStream {
 		if (oneSided == null) {
 			return completed;
 		}
-		while (inFlight > 0) {
-			reapOldest(oneSided);
+		postPending(oneSided);
+		while (posted > 0) {
+			reapGroup(oneSided);
 		}
 		part = null;
 		if (failures > 0) {
@@ -122,10 +139,29 @@ final class PeerReadStream implements ReadStream {
 		return completed;
 	}
 
-	/** Waits for everything in flight, then the exception for the failures seen. */
+	/** Posts the pending READs as one chain; on a refusal they are gone (not posted). */
+	private void postPending(PeerOneSided oneSided) {
+		if (pending == 0) {
+			return;
+		}
+		int from = (head + posted) % ring.length;
+		int n = pending;
+		pending = 0;
+		oneSided.postReads(ring, from, n); // throws when no longer established
+		long deadline = System.nanoTime() + oneSided.readTimeoutNanos();
+		for (int i = 0; i < n; i++) {
+			deadlines[(from + i) % ring.length] = deadline;
+		}
+		posted += n;
+	}
+
+	/** Waits for everything posted, then the exception for the failures seen. */
 	private RuntimeException drainAndFail(PeerOneSided oneSided) {
-		while (inFlight > 0) {
-			reapOldest(oneSided);
+		for (; pending > 0; pending--) {
+			oneSided.releaseRead(ring[(head + posted + pending - 1) % ring.length]);
+		}
+		while (posted > 0) {
+			reapGroup(oneSided);
 		}
 		part = null;
 		RuntimeException failed = oneSided.readFailed(failures, reaped, "of a stream", failedLength, failedStatus);
@@ -133,11 +169,24 @@ final class PeerReadStream implements ReadStream {
 		return failed;
 	}
 
+	/**
+	 * Reaps the oldest {@link #group} posted READs (or all posted, when fewer): waits for
+	 * the last of them, then takes each in order.
+	 */
+	private void reapGroup(PeerOneSided oneSided) {
+		int n = Math.min(group, posted);
+		int last = (head + n - 1) % ring.length;
+		oneSided.awaitDone(ring[last], deadlines[last]);
+		for (int i = 0; i < n; i++) {
+			reapOldest(oneSided);
+		}
+	}
+
 	private void reapOldest(PeerOneSided oneSided) {
 		int index = ring[head];
 		long deadline = deadlines[head];
 		head = (head + 1) % ring.length;
-		inFlight--;
+		posted--;
 		int length = oneSided.sendLength(index);
 		int status = oneSided.reap(index, deadline);
 		if (status == 0) {
@@ -158,7 +207,7 @@ final class PeerReadStream implements ReadStream {
 
 	@Override
 	public int inFlight() {
-		return inFlight;
+		return posted + pending;
 	}
 
 	@Override
@@ -173,7 +222,7 @@ final class PeerReadStream implements ReadStream {
 
 	@Override
 	public String toString() {
-		return "ReadStream[connection '" + connection + "', " + inFlight + " of " + ring.length + " in flight, "
+		return "ReadStream[connection '" + connection + "', " + inFlight() + " of " + ring.length + " in flight, "
 				+ completed + " completed]";
 	}
 

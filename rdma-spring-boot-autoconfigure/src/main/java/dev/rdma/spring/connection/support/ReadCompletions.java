@@ -1,9 +1,8 @@
 package dev.rdma.spring.connection.support;
 
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
-
-import org.jspecify.annotations.Nullable;
 
 /**
  * The hand-over of RDMA READ completions from the send queue's poller to the threads
@@ -14,8 +13,11 @@ import org.jspecify.annotations.Nullable;
  * A slot's status is {@link #IDLE}, {@link #PENDING} (posted, its reader waits),
  * {@link #ABANDONED} (its reader gave up: the buffer stays in flight until the completion
  * arrives, since the adapter may still write into it) or, once completed, the work
- * completion status (0 = success). The reader publishes itself before it marks the slot
- * pending; the poller sets the status and then unparks the reader it finds.
+ * completion status (0 = success). A reader publishes itself as the slot's waiter only
+ * while it waits for that slot, then reads the status again before it parks; the poller
+ * sets the status and then unparks the waiter it finds (both volatile: one of the two
+ * sees the other). So a reader waiting for the last of several READs in flight is woken
+ * once, by that READ, not by each one before it.
  */
 final class ReadCompletions {
 
@@ -30,11 +32,12 @@ final class ReadCompletions {
 
 	private final AtomicIntegerArray status;
 
-	private final @Nullable Thread[] readers;
+	/** Per slot: the thread waiting for it now, or null. */
+	private final AtomicReferenceArray<Thread> waiters;
 
 	ReadCompletions(int slots) {
 		status = new AtomicIntegerArray(slots);
-		readers = new Thread[slots];
+		waiters = new AtomicReferenceArray<>(slots);
 		for (int i = 0; i < slots; i++) {
 			status.set(i, IDLE);
 		}
@@ -42,7 +45,6 @@ final class ReadCompletions {
 
 	/** The calling thread is about to post a READ into buffer {@code index}. */
 	void begin(int index) {
-		readers[index] = Thread.currentThread();
 		status.set(index, PENDING);
 	}
 
@@ -57,18 +59,46 @@ final class ReadCompletions {
 		while (true) {
 			int s = status.get(index);
 			if (s != PENDING) {
-				readers[index] = null;
+				waiters.set(index, null);
 				status.set(index, IDLE);
 				return s;
 			}
 			long left = deadline - System.nanoTime();
 			if (left <= 0 || Thread.currentThread().isInterrupted()) {
 				if (status.compareAndSet(index, PENDING, ABANDONED)) {
+					waiters.set(index, null);
 					return ABANDONED;
 				}
 				continue; // completed meanwhile
 			}
-			LockSupport.parkNanos(this, left);
+			park(index, left);
+		}
+	}
+
+	/**
+	 * Waits until the READ of buffer {@code index} completed (or was abandoned), or until
+	 * {@code deadline} ({@link System#nanoTime()}) or an interrupt; leaves the status for
+	 * {@link #await}.
+	 */
+	void awaitDone(int index, long deadline) {
+		while (status.get(index) == PENDING) {
+			long left = deadline - System.nanoTime();
+			if (left <= 0 || Thread.currentThread().isInterrupted()) {
+				break;
+			}
+			park(index, left);
+		}
+		waiters.set(index, null);
+	}
+
+	/**
+	 * Parks up to {@code nanos} as the waiter of slot {@code index}, unless its status
+	 * changed once the waiter was published.
+	 */
+	private void park(int index, long nanos) {
+		waiters.set(index, Thread.currentThread());
+		if (status.get(index) == PENDING) {
+			LockSupport.parkNanos(this, nanos);
 		}
 	}
 
@@ -79,14 +109,14 @@ final class ReadCompletions {
 	 */
 	boolean complete(int index, int wcStatus) {
 		if (status.getAndSet(index, wcStatus) == ABANDONED) {
-			readers[index] = null;
 			status.set(index, IDLE);
 			return true;
 		}
-		// read after the status: the reader clears it only once it saw the status
-		Thread reader = readers[index];
-		if (reader != null) {
-			LockSupport.unpark(reader);
+		// read after the status: a waiter published before it is seen here; one
+		// published after it sees the status before parking
+		Thread waiter = waiters.get(index);
+		if (waiter != null) {
+			LockSupport.unpark(waiter);
 		}
 		return false;
 	}

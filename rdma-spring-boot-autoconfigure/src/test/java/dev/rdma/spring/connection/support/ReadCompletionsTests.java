@@ -47,6 +47,22 @@ class ReadCompletionsTests {
 	}
 
 	@Test
+	void aReaderWaitingForTheLastOfSeveralReadsWaitsForThatOneAndLeavesEveryStatus() throws Exception {
+		ReadCompletions reads = new ReadCompletions(4);
+		reads.begin(0);
+		reads.begin(1);
+		CompletableFuture<Void> waiter = CompletableFuture.runAsync(() -> reads.awaitDone(1, System.nanoTime() + LONG));
+		Thread.sleep(50);
+		assertThat(reads.complete(0, 0)).isFalse();
+		Thread.sleep(50);
+		assertThat(waiter).as("still waiting for READ 1").isNotDone();
+		assertThat(reads.complete(1, 7)).isFalse();
+		waiter.get(10, TimeUnit.SECONDS);
+		assertThat(reads.await(0, 0)).as("READ 0's status, left for the reap").isZero();
+		assertThat(reads.await(1, 0)).isEqualTo(7);
+	}
+
+	@Test
 	void aReaderThatTimesOutLeavesTheBufferToTheCompletion() {
 		ReadCompletions reads = new ReadCompletions(1);
 		reads.begin(0);
