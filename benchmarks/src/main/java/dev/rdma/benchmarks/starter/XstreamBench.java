@@ -181,6 +181,13 @@ public final class XstreamBench {
 		List<String> p = StarterBench.side(device, queue, mode, SEND_DEPTH + RECEIVE_DEPTH + 4, SEND_DEPTH,
 				RECEIVE_DEPTH, MESSAGE_SIZE);
 		p.addAll(List.of(c + ".remote-access-size=" + REGION, c + ".send-timeout=30s"));
+		// perftest's -o: the READs outstanding on the wire (max_rd_atomic and
+		// max_dest_rd_atomic of both sides), not the device's maximum; with rxe's 128 a
+		// window of 64 READs lost a third of its responses to retransmission (run 8)
+		String outstanding = System.getenv("XSTREAM_OUTSTANDING_READS");
+		if (outstanding != null && !outstanding.isBlank()) {
+			p.addAll(List.of(c + ".cm.initiator-depth=" + outstanding, c + ".cm.responder-resources=" + outstanding));
+		}
 		for (String e : endpoint) {
 			p.add(c + "." + e);
 		}

@@ -175,6 +175,9 @@ final class PeerReadStream implements ReadStream {
 	 */
 	private void reapGroup(PeerOneSided oneSided) {
 		int n = Math.min(group, posted);
+		if (n == 0) {
+			return;
+		}
 		int last = (head + n - 1) % ring.length;
 		oneSided.awaitDone(ring[last], deadlines[last]);
 		for (int i = 0; i < n; i++) {
