@@ -203,12 +203,8 @@ final class PeerOneSided extends PeerPart {
 					if (index < 0) {
 						break;
 					}
-					long offset = offsets != null ? offsets[piece] : remoteOffset + (long) piece * chunk;
-					readTargets[index] = into;
-					readTargetOffsets[index] = targets != null ? 0 : (long) piece * chunk;
-					sends.prepareOneSided(index,
-							PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | index, length,
-							QueuePair.SendOpcode.RDMA_READ, region.address() + offset, region.rkey());
+					prepare(index, into, targets != null ? 0 : (long) piece * chunk, length, region,
+							offsets != null ? offsets[piece] : remoteOffset + (long) piece * chunk);
 					if (n == 0) {
 						first = index;
 					}
@@ -223,17 +219,39 @@ final class PeerOneSided extends PeerPart {
 				releaseGroup(first, n);
 				throw ex;
 			}
-			if (peer.state() != ConnectionState.ESTABLISHED) {
-				releaseGroup(first, n);
-				throw peer.notEstablished();
-			}
-			for (int i = 0, index = first; i < n; i++, index = groupNext[index]) {
-				reads.begin(index);
-			}
-			sends.postOneSided(first, groupNext, n);
+			postGroup(first, n);
 			awaitGroup(first, n);
 			done += n;
 		}
+	}
+
+	/**
+	 * Sets send buffer {@code index}'s READ of {@code length} bytes at
+	 * {@code remoteOffset} of the peer's region, which goes to {@code into} at
+	 * {@code targetOffset} once it completed.
+	 */
+	private void prepare(int index, MemorySegment into, long targetOffset, int length, RemoteRegion region,
+			long remoteOffset) {
+		readTargets[index] = into;
+		readTargetOffsets[index] = targetOffset;
+		sends.prepareOneSided(index, PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | index,
+				length, QueuePair.SendOpcode.RDMA_READ, region.address() + remoteOffset, region.rkey());
+	}
+
+	/**
+	 * Posts the {@code n} prepared READs linked from {@code first} through
+	 * {@link #groupNext} as consecutive places of the send order; when the connection is
+	 * no longer established their buffers go back and it throws.
+	 */
+	private void postGroup(int first, int n) {
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			releaseGroup(first, n);
+			throw peer.notEstablished();
+		}
+		for (int i = 0, index = first; i < n; i++, index = groupNext[index]) {
+			reads.begin(index);
+		}
+		sends.postOneSided(first, groupNext, n);
 	}
 
 	private void releaseGroup(int first, int n) {
@@ -295,10 +313,7 @@ final class PeerOneSided extends PeerPart {
 		if (index < 0) {
 			return -1;
 		}
-		readTargets[index] = target;
-		readTargetOffsets[index] = 0;
-		sends.prepareOneSided(index, PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | index,
-				length, QueuePair.SendOpcode.RDMA_READ, region.address() + remoteOffset, region.rkey());
+		prepare(index, target, 0, length, region, remoteOffset);
 		return index;
 	}
 
@@ -315,14 +330,7 @@ final class PeerOneSided extends PeerPart {
 			groupNext[last] = index;
 			last = index;
 		}
-		if (peer.state() != ConnectionState.ESTABLISHED) {
-			releaseGroup(first, count);
-			throw peer.notEstablished();
-		}
-		for (int i = 0, index = first; i < count; i++, index = groupNext[index]) {
-			reads.begin(index);
-		}
-		sends.postOneSided(first, groupNext, count);
+		postGroup(first, count);
 	}
 
 	/**

@@ -36,14 +36,7 @@ final class PeerReadBatch implements ReadBatch {
 
 	@Override
 	public ReadBatch add(long remoteOffset, MemorySegment into) {
-		if (into.isReadOnly()) {
-			throw new IllegalArgumentException("the target of an RDMA READ must be writable");
-		}
-		if (into.byteSize() > messageSize) {
-			throw new IllegalArgumentException("an RDMA READ of " + into.byteSize()
-					+ " bytes in a batch is larger than rdma.connections." + connection + ".message-size ("
-					+ messageSize + "): read it with RdmaConnection.read, which reads in chunks");
-		}
+		checkTarget(into, messageSize, connection, "a batch");
 		if (remoteOffset < 0) {
 			throw new IllegalArgumentException("RDMA READ at offset " + remoteOffset + " (connection '" + connection
 					+ "'): the offset in the peer's region must not be negative");
@@ -56,6 +49,21 @@ final class PeerReadBatch implements ReadBatch {
 		targets[count] = into;
 		count++;
 		return this;
+	}
+
+	/**
+	 * Refuses a read-only target, or one longer than {@code message-size}, of a READ of
+	 * connection {@code connection} in {@code where} (a batch or a stream).
+	 */
+	static void checkTarget(MemorySegment into, int messageSize, String connection, String where) {
+		if (into.isReadOnly()) {
+			throw new IllegalArgumentException("the target of an RDMA READ must be writable");
+		}
+		if (into.byteSize() > messageSize) {
+			throw new IllegalArgumentException("an RDMA READ of " + into.byteSize() + " bytes in " + where
+					+ " is larger than rdma.connections." + connection + ".message-size (" + messageSize
+					+ "): read it with RdmaConnection.read, which reads in chunks");
+		}
 	}
 
 	@Override

@@ -77,14 +77,7 @@ final class PeerReadStream implements ReadStream {
 
 	@Override
 	public long submit(long remoteOffset, MemorySegment into) {
-		if (into.isReadOnly()) {
-			throw new IllegalArgumentException("the target of an RDMA READ must be writable");
-		}
-		if (into.byteSize() > messageSize) {
-			throw new IllegalArgumentException("an RDMA READ of " + into.byteSize()
-					+ " bytes in a stream is larger than rdma.connections." + connection + ".message-size ("
-					+ messageSize + "): read it with RdmaConnection.read, which reads in chunks");
-		}
+		PeerReadBatch.checkTarget(into, messageSize, connection, "a stream");
 		PeerOneSided oneSided = part;
 		if (oneSided == null || (posted + pending == 0 && failures == 0)) {
 			// (re)bound with nothing in flight: a client's current connection

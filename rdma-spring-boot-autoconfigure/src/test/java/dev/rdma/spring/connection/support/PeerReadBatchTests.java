@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 import org.junit.jupiter.api.Test;
 
@@ -23,22 +24,34 @@ class PeerReadBatchTests {
 
 	private final AtomicInteger resolved = new AtomicInteger();
 
+	/** A client connection 'orders': send-depth 4, message-size 1024. */
+	static final ConnectionSettings ORDERS = new ConnectionSettings("orders", false,
+			new InetSocketAddress("10.0.0.2", 7471), null, 1, Duration.ofSeconds(5),
+			new ConnectionSettings.Retry(Duration.ofSeconds(1), 2, Duration.ofSeconds(10), 0), "tx", "rx", 4, 1, 1,
+			1024, Duration.ofSeconds(1), true, CmParameters.DEFAULTS, Duration.ofSeconds(2), 0, null);
+
 	private final ReadBatch batch = new PeerReadBatch(() -> {
 		resolved.incrementAndGet();
 		throw new AssertionError("no connection is needed");
-	}, new ConnectionSettings("orders", false, new InetSocketAddress("10.0.0.2", 7471), null, 1, Duration.ofSeconds(5),
-			new ConnectionSettings.Retry(Duration.ofSeconds(1), 2, Duration.ofSeconds(10), 0), "tx", "rx", 4, 1, 1,
-			1024, Duration.ofSeconds(1), true, CmParameters.DEFAULTS, Duration.ofSeconds(2), 0, null));
+	}, ORDERS);
+
+	/**
+	 * {@code read} (a batch's add, a stream's submit) refuses a read-only target and one
+	 * longer than ORDERS' message-size, naming {@code where}.
+	 */
+	static void refusesReadOnlyAndOversizedTargets(Arena arena, Consumer<MemorySegment> read, String where) {
+		assertThatThrownBy(() -> read.accept(arena.allocate(16).asReadOnly()))
+			.isInstanceOf(IllegalArgumentException.class)
+			.hasMessageContaining("writable");
+		assertThatThrownBy(() -> read.accept(arena.allocate(1025))).isInstanceOf(IllegalArgumentException.class)
+			.hasMessageContaining("1025 bytes " + where)
+			.hasMessageContaining("rdma.connections.orders.message-size (1024)");
+	}
 
 	@Test
 	void refusesWhatCannotBeRead() {
 		try (Arena arena = Arena.ofConfined()) {
-			assertThatThrownBy(() -> batch.add(0, arena.allocate(16).asReadOnly()))
-				.isInstanceOf(IllegalArgumentException.class)
-				.hasMessageContaining("writable");
-			assertThatThrownBy(() -> batch.add(0, arena.allocate(1025))).isInstanceOf(IllegalArgumentException.class)
-				.hasMessageContaining("1025 bytes")
-				.hasMessageContaining("rdma.connections.orders.message-size (1024)");
+			refusesReadOnlyAndOversizedTargets(arena, target -> batch.add(0, target), "in a batch");
 			assertThatThrownBy(() -> batch.add(-1, arena.allocate(8))).isInstanceOf(IllegalArgumentException.class)
 				.hasMessageContaining("offset -1");
 			assertThat(batch.size()).isZero();
