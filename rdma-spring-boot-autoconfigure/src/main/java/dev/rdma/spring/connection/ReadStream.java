@@ -4,11 +4,14 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A stream of RDMA READs of the peer's region that keeps up to a window of them in flight
- * from one thread: each {@link #submit} posts one READ ({@code ibv_post_send},
- * IBV_WR_RDMA_READ, signaled) at once and returns; when the window is full it first waits
- * for the oldest READ of the stream and copies it into its target. This is the loop of
- * perftest's {@code ib_read_bw}: the adapter never runs dry between two groups of READs,
- * as it does between two {@link ReadBatch#read()} calls. Made by
+ * from one thread ({@code ibv_post_send}, IBV_WR_RDMA_READ, signaled): {@link #submit}
+ * adds one READ and returns; when the window is full it first waits for the oldest READs
+ * of the stream and copies them into their targets. This is the loop of perftest's
+ * {@code ib_read_bw}: the adapter never runs dry between two groups of READs, as it does
+ * between two {@link ReadBatch#read()} calls. READs are posted in groups of a quarter of
+ * the window (one chain per group; a READ submitted while none of the stream's is posted
+ * goes out at once, and {@link #flush()} posts what is left) and reaped in such groups,
+ * so the calling thread is woken about once per group. Made by
  * {@link RdmaConnection#newReadStream(int)}; nothing is allocated per READ.
  *
  * <p>
@@ -44,9 +47,9 @@ import java.lang.foreign.MemorySegment;
 public interface ReadStream extends AutoCloseable {
 
 	/**
-	 * Posts a READ of {@code target.byteSize()} bytes of the peer's region at
-	 * {@code remoteOffset} into {@code target}, after reaping the oldest READ when the
-	 * window is full (or no send buffer is free).
+	 * Adds a READ of {@code target.byteSize()} bytes of the peer's region at
+	 * {@code remoteOffset} into {@code target} (posted with its group, see above), after
+	 * reaping the oldest group when the window is full (or no send buffer is free).
 	 * @return the number of READs of this stream completed so far ({@link #completed()})
 	 * @throws IllegalArgumentException when {@code target} is read-only or longer than
 	 * {@link RdmaConnection#maxMessageSize()}, or does not fit in the peer's region at
@@ -62,7 +65,8 @@ public interface ReadStream extends AutoCloseable {
 	long submit(long remoteOffset, MemorySegment target);
 
 	/**
-	 * Waits for every READ in flight and copies each into its target.
+	 * Posts the pending READs, waits for every READ in flight and copies each into its
+	 * target.
 	 * @return the number of READs of this stream completed so far
 	 * @throws RemoteAccessException when one failed or timed out (after waiting for all)
 	 */
@@ -71,7 +75,7 @@ public interface ReadStream extends AutoCloseable {
 	/** READs of this stream completed (and copied) so far, failed ones excluded. */
 	long completed();
 
-	/** READs posted and not reaped yet. */
+	/** READs submitted and not reaped yet (posted, or pending in their group). */
 	int inFlight();
 
 	/** The most READs this stream keeps in flight. */

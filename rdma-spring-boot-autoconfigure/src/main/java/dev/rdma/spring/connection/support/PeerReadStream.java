@@ -92,14 +92,14 @@ final class PeerReadStream implements ReadStream {
 		if (failures == 0) {
 			int index = oneSided.prepareRead(remoteOffset, into, false);
 			while (index < 0 && posted + pending > 0 && failures == 0) {
-				// no free buffer: its own oldest give some back
+				// no free buffer: its own oldest READs give some back
 				postPending(oneSided);
 				reapGroup(oneSided);
 				index = oneSided.prepareRead(remoteOffset, into, false);
 			}
 			if (index < 0 && failures == 0) {
-				index = oneSided.prepareRead(remoteOffset, into, true); // nothing in
-																		// flight
+				// nothing in flight: wait for a buffer
+				index = oneSided.prepareRead(remoteOffset, into, true);
 			}
 			if (index >= 0) {
 				ring[(head + posted + pending) % ring.length] = index;
