@@ -15,6 +15,19 @@
 #                                    Exit 0 when the cache was written.
 #   aot-cache.sh flags <dir>         the JVM flags that run the extracted jar with the cache, one per line, ending
 #                                    with -jar and the extracted jar; exit 1 when <dir> holds no cache
+#   aot-cache.sh dump-flags          the flags every JVM that writes a cache for the guest adds (one per line; below)
+#   aot-cache.sh no-code <cache> <flag...>
+#                                    exit 0 when the cache holds no compiled code; the flags open it as its runs do
+#                                    (class path, module options); prints why not otherwise
+#
+# **No host code in a cache the guest opens.** JDK 25 stores the interpreter's call adapters in the cache
+# (AOTAdapterCaching, on by default with a cache) compiled for the CPU that wrote it, and does not check the CPU that
+# opens it: a host with AVX-512 writes adapters that save xmm16-31 with EVEX instructions, which the guest's emulated
+# CPU (QEMU's TCG `max`: AVX2, no AVX-512) cannot run. Run 32 (2026-11-29, a host with AVX-512): the autoconfigure
+# lane's test JVM died of SIGILL in `~AdapterBlob` at `62 e1 ff 08 11 44 24 1a` (vmovsd to xmm16) a minute in. Every
+# cache the host writes for the guest is therefore written without adapters (-XX:-AOTAdapterCaching: the cache holds
+# classes only, as on JDK 24) and checked for it before use (no-code): a cache with code is removed, its JVMs start
+# without one (slower, never wrong).
 #
 # A cache that does not match the JVM that opens it is ignored with a warning (-XX:AOTMode=auto): the run is slower,
 # never wrong. Measured in the VM (qemu's own CPU time to the context refresh of the sample, 2026-11-29): 89 s as an
@@ -23,6 +36,18 @@ set -uo pipefail
 
 # flags of both the training and the runs (the cache records the GC): SerialGC also starts cheaper under emulation
 AOT_COMMON=(-XX:+UseSerialGC)
+# flags of every JVM that writes a cache for the guest: no compiled code in it (above)
+AOT_DUMP=(-XX:+UnlockDiagnosticVMOptions -XX:-AOTAdapterCaching)
+
+no_code() { # $1: the cache, then the flags that open it as its runs do
+    local cache=$1 java=${JAVA_HOME:?}/bin/java out
+    shift
+    out=$("$java" "$@" -XX:AOTCache="$cache" -XX:AOTMode=on -Xlog:aot+codecache+init=info -version 2>&1)
+    if grep -q "AOT Code Cache is empty" <<< "$out"; then return 0; fi
+    echo "aot-cache: $cache holds code compiled for this host's CPU, or could not be opened:" >&2
+    grep -E "aot" <<< "$out" | head -5 >&2
+    return 1
+}
 
 train() {
     local jar=$1 dir=$2 java=${JAVA_HOME:?}/bin/java name
@@ -34,9 +59,12 @@ train() {
         || { echo "aot-cache: extracting $jar failed (see $dir/extract.log)" >&2; return 1; }
     # the training's exit status is the application's (non-zero on a host without a device): the cache is what counts
     printf '%s\n' "$@" > "$dir/run-flags"
-    timeout -k 10 180 "$java" "${AOT_COMMON[@]}" "$@" -XX:AOTCacheOutput="$dir/app.aot" -Dspring.context.exit=onRefresh \
-        -Dspring.backgroundpreinitializer.ignore=true -jar "$dir/app/$name" --server.port=0 > "$dir/train.log" 2>&1
+    timeout -k 10 180 "$java" "${AOT_COMMON[@]}" "${AOT_DUMP[@]}" "$@" -XX:AOTCacheOutput="$dir/app.aot" \
+        -Dspring.context.exit=onRefresh -Dspring.backgroundpreinitializer.ignore=true -jar "$dir/app/$name" \
+        --server.port=0 > "$dir/train.log" 2>&1
     [[ -s $dir/app.aot ]] || { echo "aot-cache: no cache written for $jar (see $dir/train.log)" >&2; return 1; }
+    no_code "$dir/app.aot" "${AOT_COMMON[@]}" "$@" -cp "$dir/app/$name" \
+        || { rm -f "$dir/app.aot"; return 1; }
     echo "$name" > "$dir/jar-name"
 }
 
@@ -51,5 +79,7 @@ flags() {
 case "${1:-}" in
     train) shift; train "${1:?jar}" "${2:?directory}" "${@:3}" ;;
     flags) flags "${2:?directory}" ;;
-    *) echo "usage: aot-cache.sh train <jar> <dir> | flags <dir>" >&2; exit 2 ;;
+    dump-flags) printf '%s\n' "${AOT_DUMP[@]}" ;;
+    no-code) shift; no_code "${1:?cache}" "${@:2}" ;;
+    *) echo "usage: aot-cache.sh train <jar> <dir> | flags <dir> | dump-flags | no-code <cache> <flag...>" >&2; exit 2 ;;
 esac
