@@ -128,6 +128,14 @@ if [ "${TWO_DEVICES:-0}" = 1 ]; then
     ip addr add 10.0.0.2/24 dev vethB || setup_fail "ip addr add 10.0.0.2/24 dev vethB failed"
     # up before the routes ("Device for nexthop is not up")
     ip link set vethA up && ip link set vethB up || setup_fail "ip link set vethA/vethB up failed"
+    # In order, as on a wire: a veth hands each packet to the backlog of the CPU that sent it, and rxe sends a QP's
+    # packets from whichever CPU runs its requester (the posting thread, or a tasklet resumed elsewhere), so with two
+    # vCPUs the two backlogs reordered one QP's packets; RC takes a gap for a loss (NAK, go-back-N). Measured
+    # (docs/softroce-vm.md "Two devices"): sends of 4 KiB in chains of 16, 9 % of the packets sent twice, none with
+    # every received packet steered to CPU 0's backlog (RPS), which keeps the order they were sent in.
+    for q in /sys/class/net/vethA/queues/rx-*/rps_cpus /sys/class/net/vethB/queues/rx-*/rps_cpus; do
+        echo 1 >"$q" || setup_fail "steering $q to CPU 0 (RPS) failed"
+    done
     for d in all default vethA vethB; do echo 0 >"/proc/sys/net/ipv4/conf/$d/rp_filter"; done
     ip route add 10.0.0.2 dev vethA src 10.0.0.1 table 100 || setup_fail "route 10.0.0.2 table 100 failed"
     ip route add 10.0.0.1 dev vethB src 10.0.0.2 table 101 || setup_fail "route 10.0.0.1 table 101 failed"

@@ -1,7 +1,12 @@
 package dev.rdma.verbs;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.NativePeer;
@@ -47,6 +52,30 @@ class TwoDeviceTierDeviceTest {
 			assertThat(b.findIpv4GidIndex(Peer.PORT)).isEqualTo(two.b().gidIndex());
 			assertThat(a.queryGid(Peer.PORT, two.a().gidIndex())).isEqualTo(two.a().gid());
 			assertThat(b.queryGid(Peer.PORT, two.b().gidIndex())).isEqualTo(two.b().gid());
+		}
+	}
+
+	/**
+	 * The veth pair keeps each QP's packets in the order rxe sent them, as a wire does:
+	 * every packet either end receives goes to CPU 0's backlog (RPS, set by
+	 * scripts/softroce-vm), whichever CPU sent it. Without that, a QP whose requester ran
+	 * on both vCPUs had its packets reordered between the two backlogs, and RC resent
+	 * everything after each gap (go-back-N): 9 % of the packets of 4 KiB sends posted 16
+	 * per doorbell, none with it (docs/softroce-vm.md "Two devices").
+	 */
+	@Test
+	void theVethPairReceivesEveryPacketOnOneBacklogSoAQpsPacketsStayInOrder() throws IOException {
+		TwoDevices two = TwoDevices.require();
+		for (Peer peer : List.of(two.a(), two.b())) {
+			List<Path> queues;
+			try (Stream<Path> rx = Files.list(Path.of("/sys/class/net", peer.netdev(), "queues"))) {
+				queues = rx.filter((q) -> q.getFileName().toString().startsWith("rx-")).toList();
+			}
+			assertThat(queues).as("receive queues of %s", peer.netdev()).isNotEmpty();
+			for (Path queue : queues) {
+				String mask = Files.readString(queue.resolve("rps_cpus")).trim().replace(",", "");
+				assertThat(Long.parseLong(mask, 16)).as("%s/rps_cpus (CPU mask, hex)", queue).isEqualTo(1L);
+			}
 		}
 	}
 

@@ -12,13 +12,15 @@ import static dev.rdma.benchmarks.starter.StarterBench.env;
  * boundaries of {@link XstreamBench} (outside the measured allocation): RC's go-back-N
  * after a packet rxe lost shows as {@code completer_retry_err} and {@code rcvd_seq_err}
  * on the requester, {@code duplicate_request} and {@code out_of_seq_request} on the
- * responder, and {@code sent_pkts} gives the packets they are a share of. A counter that
- * cannot be read counts -1.
+ * responder, and {@code sent_pkts} gives the packets they are a share of; a receiver
+ * without a posted receive buffer answers RNR ({@code send_rnr_err} on the responder,
+ * {@code rcvd_rnr_err} on the requester, which resends after the RNR timer). A counter
+ * that cannot be read counts -1.
  */
 final class Retransmissions {
 
 	private static final String[] COUNTERS = { "sent_pkts", "completer_retry_err", "rcvd_seq_err", "duplicate_request",
-			"out_of_seq_request" };
+			"out_of_seq_request", "rcvd_rnr_err", "send_rnr_err" };
 
 	private Retransmissions() {
 	}
