@@ -347,7 +347,7 @@ public final class PeerConnection extends SettingsConnection {
 		long wrId = completion.wrId();
 		int status = completion.statusCode();
 		if ((wrId & ONE_SIDED) != 0) {
-			sends.completedBefore((int) (wrId & PeerOneSided.INDEX));
+			sends.completedBefore((int) (wrId & PeerOneSided.INDEX), status);
 			oneSided.completed(wrId, status);
 		}
 		else if ((wrId & SEND) != 0) {

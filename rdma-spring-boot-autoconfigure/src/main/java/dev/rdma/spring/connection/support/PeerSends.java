@@ -363,8 +363,9 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 		}
 		SendWorkRequest wr = requests[index];
 		if ((entry & SendSequencer.ONE_SIDED) != 0 && (oneSidedWrIds[index] & PeerConnection.READ) != 0) {
-			return wr; // a READ: always signaled (set by prepareOneSided), its reader
-						// waits
+			// a READ: signaled (prepareOneSided), or not when a later READ of its
+			// group brings its completion (unsignalRead)
+			return wr;
 		}
 		boolean signaled = signalDue || pool.available() == 0;
 		boolean inlined = lengths[index] <= inline;
@@ -430,6 +431,16 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	}
 
 	/**
+	 * Leaves the READ prepared in buffer {@code index} unsignaled: a READ of a group
+	 * posted together that is not the group's last, whose signaled completion tells that
+	 * this one completed too ({@link #completedBefore}: an RC send queue completes in
+	 * order). Before the post.
+	 */
+	void unsignalRead(int index) {
+		requests[index].flags(UNSIGNALED);
+	}
+
+	/**
 	 * Posts {@code count} RDMA operations prepared with {@link #prepareOneSided} as
 	 * consecutive places of the send order (one chain when no other thread posts
 	 * meanwhile): buffer {@code first}, then {@code next[first]}, and so on. A refused
@@ -444,11 +455,14 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	}
 
 	/**
-	 * A completion of buffer {@code index} (an RDMA operation's too, before
-	 * {@link PeerOneSided} handles it): gives back, as sent or written, the buffers of
-	 * the unsignaled SENDs and WRITEs posted before it. Poller thread.
+	 * A completion of buffer {@code index} with {@code status} (an RDMA operation's too,
+	 * before {@link PeerOneSided} handles it): gives back, as sent or written, the
+	 * buffers of the unsignaled SENDs and WRITEs posted before it, and completes the
+	 * unsignaled READs before it: as read, or as flushed when this completion is a flush
+	 * (the operation that failed first has a completion of its own, which took the READs
+	 * before it as read). Poller thread.
 	 */
-	void completedBefore(int index) {
+	void completedBefore(int index, int status) {
 		long sequence = sequenceOf.get(index);
 		PeerOneSided part = oneSided;
 		while (reclaimed < sequence) {
@@ -461,8 +475,10 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 			if ((entry & SendSequencer.ONE_SIDED) == 0) {
 				finished(unsignaled, 0);
 			}
-			else if ((oneSidedWrIds[unsignaled] & PeerConnection.READ) == 0 && part != null) {
-				part.completed(oneSidedWrIds[unsignaled], 0); // an unsignaled WRITE
+			else if (part != null) {
+				long wrId = oneSidedWrIds[unsignaled];
+				boolean flushedRead = (wrId & PeerConnection.READ) != 0 && status == WcStatus.WR_FLUSH_ERR.code();
+				part.completed(wrId, flushedRead ? status : 0);
 			}
 		}
 		if (reclaimed == sequence) {
@@ -475,7 +491,7 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	 * gives back the unsignaled SENDs before it, then frees its buffer.
 	 */
 	void completed(int index, int status) {
-		completedBefore(index);
+		completedBefore(index, status);
 		if (index != markerIndex) {
 			finished(index, status);
 		}

@@ -21,11 +21,14 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.ReadBatch;
+import dev.rdma.spring.connection.RemoteAccessException;
 import dev.rdma.spring.connection.RdmaMessage;
 import dev.rdma.verbs.CompletionQueue;
 import dev.rdma.verbs.MemoryRegion;
 import dev.rdma.verbs.ProtectionDomain;
 import dev.rdma.verbs.QueuePair;
+import dev.rdma.verbs.SendWorkRequest;
 import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.WorkCompletion;
 import dev.rdma.verbs.cm.CmParameters;
@@ -33,9 +36,12 @@ import dev.rdma.verbs.cm.ConnectionId;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.mockito.ArgumentMatchers.any;
+import static org.mockito.ArgumentMatchers.anyList;
 import static org.mockito.ArgumentMatchers.anyLong;
 import static org.mockito.BDDMockito.given;
+import static org.mockito.BDDMockito.willAnswer;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.never;
 import static org.mockito.Mockito.timeout;
@@ -61,6 +67,8 @@ class PeerConnectionTests {
 
 	private final ExecutorService threads = Executors.newCachedThreadPool();
 
+	private final ConnectionCounters counters = new ConnectionCounters();
+
 	@AfterEach
 	void closeArena() {
 		threads.shutdownNow();
@@ -85,7 +93,7 @@ class PeerConnectionTests {
 		given(pd.registerMemory(anyLong(), any())).willReturn(sendRegion, receiveRegion);
 		given(sendRegion.buffer()).willReturn(arena.allocate(2 * MESSAGE_SIZE));
 		given(receiveRegion.buffer()).willReturn(arena.allocate(MESSAGE_SIZE));
-		return new PeerConnection(settings, new ConnectionCounters(), new PeerLink.Cm(mock(ConnectionId.class)), pd,
+		return new PeerConnection(settings, counters, new PeerLink.Cm(mock(ConnectionId.class)), pd,
 				mock(CompletionQueue.class), mock(CompletionQueue.class), listener,
 				List.of(new CompletionRouter("tx"), new CompletionRouter("rx")), handOver);
 	}
@@ -126,6 +134,62 @@ class PeerConnectionTests {
 		peer.onCompletion(completion(0, WcStatus.WR_FLUSH_ERR, 0));
 		assertThat(peer.failure()).isEqualTo("RETRY_EXC_ERR");
 		assertThat(wakeUps).hasValue(1);
+	}
+
+	/**
+	 * An established peer whose peer offered a region, and the READs it posts: per chain,
+	 * which of its work requests were signaled when posted.
+	 */
+	private PeerConnection readingPeer(List<List<Boolean>> signaled) {
+		willAnswer((call) -> {
+			List<SendWorkRequest> chain = call.getArgument(0);
+			signaled.add(chain.stream().map((wr) -> wr.hasFlag(SendWorkRequest.Flag.SIGNALED)).toList());
+			return null;
+		}).given(qp).postSend(anyList());
+		PeerConnection peer = peer(null);
+		peer.postReceives();
+		peer.remoteRegion(new RemoteRegion(0x10000, 7, 4096));
+		peer.established();
+		return peer;
+	}
+
+	/** A batch of two READs on {@code peer}, read on another thread. */
+	private CompletableFuture<Void> readTwo(PeerConnection peer) {
+		ReadBatch batch = new PeerReadBatch(() -> peer, PeerReadBatchTests.ORDERS);
+		batch.add(0, arena.allocate(8)).add(8, arena.allocate(8));
+		return CompletableFuture.runAsync(batch::read, threads);
+	}
+
+	@Test
+	void aGroupOfReadsSignalsItsLastWhoseCompletionCompletesTheOthers() throws Exception {
+		List<List<Boolean>> signaled = new CopyOnWriteArrayList<>();
+		PeerConnection peer = readingPeer(signaled);
+		CompletableFuture<Void> reading = readTwo(peer);
+		verify(qp, timeout(5000)).postSend(anyList());
+		assertThat(signaled).as("one chain: the first READ unsignaled, the last signaled")
+			.containsExactly(List.of(false, true));
+		// the pool hands out buffer 0, then 1: the last READ is buffer 1's
+		peer.onCompletion(completion(PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | 1,
+				WcStatus.SUCCESS, 0));
+		reading.get(5, TimeUnit.SECONDS);
+		assertThat(counters.bytesRead.sum()).as("both READs read, with one completion").isEqualTo(16);
+	}
+
+	@Test
+	void aFlushedLastReadOfAGroupFailsTheUnsignaledOnesBeforeIt() {
+		PeerConnection peer = readingPeer(new CopyOnWriteArrayList<>());
+		CompletableFuture<Void> reading = readTwo(peer);
+		verify(qp, timeout(5000)).postSend(anyList());
+		// the QP went to the error state after the READ that failed first, which had a
+		// completion of its own: READs completed by a flush were flushed too
+		peer.onCompletion(completion(PeerConnection.SEND | PeerConnection.ONE_SIDED | PeerConnection.READ | 1,
+				WcStatus.WR_FLUSH_ERR, 0));
+		assertThatThrownBy(() -> reading.get(5, TimeUnit.SECONDS)).hasCauseInstanceOf(RemoteAccessException.class)
+			.cause()
+			.hasMessageContaining("2 of 2 RDMA READs")
+			.hasMessageContaining("failed: WR_FLUSH_ERR")
+			.hasMessageNotContaining("did not complete");
+		assertThat(counters.bytesRead.sum()).isZero();
 	}
 
 	@Test

@@ -121,9 +121,9 @@ class RemoteAccessDeviceTest {
 			serverLink.read(100, target2);
 			assertThat(target2.toArray(ValueLayout.JAVA_BYTE)).isEqualTo(pattern2);
 
-			// the client signals one WRITE in four (signal-interval 4; its READs are
-			// always
-			// signaled, and each resets the count): 16 WRITEs give exactly 4 send
+			// the client signals one WRITE in four (signal-interval 4; the last READ of
+			// every chain of READs is signaled, and resets the count): 16 WRITEs give
+			// exactly 4 send
 			// completions, and the buffers of the 12 unsignaled ones come back with them
 			double completions0 = stableSendCompletions(meters);
 			long written0 = link.statistics().bytesWritten();
@@ -165,10 +165,14 @@ class RemoteAccessDeviceTest {
 			long posts1 = link.statistics().sendPosts();
 			long posted1 = link.statistics().sendsPosted();
 			long read1 = link.statistics().bytesRead();
+			double completions1 = stableSendCompletions(meters);
 			batch.read();
 			assertThat(batch.size()).as("emptied").isZero();
 			assertThat(link.statistics().sendPosts() - posts1).as("the batch's 8 READs: one doorbell").isEqualTo(1);
 			assertThat(link.statistics().sendsPosted() - posted1).isEqualTo(8);
+			// only the last READ is signaled: its completion completes the 7 before it
+			assertThat(stableSendCompletions(meters) - completions1).as("send completions of the batch's 8 READs")
+				.isEqualTo(1);
 			for (int i = 0; i < 8; i++) {
 				byte[] expected = new byte[512 + i];
 				System.arraycopy(pattern, i * 100 + i, expected, 0, expected.length);
@@ -191,7 +195,9 @@ class RemoteAccessDeviceTest {
 				assertThat(stream.window()).isEqualTo(8);
 				MemorySegment[] slices = new MemorySegment[40];
 				long posted2 = link.statistics().sendsPosted();
+				long posts2 = link.statistics().sendPosts();
 				long read2 = link.statistics().bytesRead();
+				double completions2 = stableSendCompletions(meters);
 				for (int i = 0; i < 40; i++) {
 					slices[i] = arena.allocate(200);
 					long completed = stream.submit(4096 + i * 200L, slices[i]);
@@ -220,6 +226,13 @@ class RemoteAccessDeviceTest {
 				}
 				assertThat(link.statistics().sendsPosted() - posted2).isEqualTo(40);
 				assertThat(link.statistics().bytesRead() - read2).isEqualTo(40 * 200);
+				// one signaled READ per group posted: the first alone, three of 2 to fill
+				// the window, the 8th's alone (posted before the first reap), then 16 of
+				// 2 (each posted when its second READ is submitted)
+				assertThat(stableSendCompletions(meters) - completions2).as("send completions of the stream's 40 READs")
+					.isEqualTo(21);
+				assertThat(link.statistics().sendPosts() - posts2).as("doorbells: at most one per group")
+					.isLessThanOrEqualTo(21);
 				// outside the peer's region: refused, nothing posted
 				assertThatThrownBy(() -> stream.submit(REGION - 100, slices[0]))
 					.isInstanceOf(IllegalArgumentException.class)
