@@ -252,9 +252,6 @@ final class PeerOneSided extends PeerPart {
 		}
 		for (int i = 0, index = first; i < n; i++, index = groupNext[index]) {
 			reads.begin(index);
-			if (i < n - 1) {
-				sends.unsignalRead(index);
-			}
 		}
 		sends.postOneSided(first, groupNext, n);
 	}
@@ -443,6 +440,17 @@ final class PeerOneSided extends PeerPart {
 			}
 			throw ex;
 		}
+	}
+
+	/**
+	 * An unsignaled operation that completed before a later one whose completion has
+	 * {@code status}: written or read, or for a READ flushed when that completion is a
+	 * flush (the operation that failed first had a completion of its own, which completed
+	 * the READs before it as read). Poller thread.
+	 */
+	void completedUnsignaled(long wrId, int status) {
+		boolean flushed = (wrId & PeerConnection.READ) != 0 && status == WcStatus.WR_FLUSH_ERR.code();
+		completed(wrId, flushed ? status : 0);
 	}
 
 	/**

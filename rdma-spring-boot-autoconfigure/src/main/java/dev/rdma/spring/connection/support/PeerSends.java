@@ -33,16 +33,15 @@ import dev.rdma.verbs.WcStatus;
  * <b>Inline and selective signaling</b> ({@link ConnectionSettings.DataPath}). A SEND of
  * at most the QP's granted {@code max_inline_data} is posted IBV_SEND_INLINE. One SEND in
  * {@code signal-interval} is posted signaled, and so is every SEND that takes the last
- * free buffer (a sender waiting for a buffer always has a signaled completion to wait
- * for), as the thread that posts it finds the pool then; RDMA WRITEs count in the same
- * interval and are inlined by the same rule, RDMA READs are always signaled (their reader
- * waits for the completion). Each post has a sequence number (its place in the
- * sequencer's ring, in post order); a completion (a signaled one, or any failed one: the
- * provider reports every failed and flushed work request, signaled or not) gives back, in
- * order, the buffers of the unsignaled SENDs and WRITEs posted before it, which completed
- * without a completion of their own, as sent (written). A close with sends in flight and
- * a signal interval above 1 posts a signaled marker after moving the QP to the error
- * state: its flushed completion gives back whatever is left.
+ * free buffer (a waiting sender always has a completion to wait for); RDMA WRITEs count
+ * in the same interval and are inlined by the same rule; of the READs posted together
+ * only the last is signaled. Each post has a sequence number (its place in the
+ * sequencer's ring); a completion (signaled, or failed: the provider reports every failed
+ * and flushed work request) completes in order the unsignaled ones posted before it:
+ * SENDs and WRITEs as sent (written), READs as read, or flushed when it is a flush (the
+ * first failure had its own). A close with sends in flight and a signal interval above 1
+ * posts a signaled marker after moving the QP to the error state: its flushed completion
+ * gives back whatever is left.
  */
 final class PeerSends extends PeerPart implements SendSequencer.Sink {
 
@@ -363,9 +362,7 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 		}
 		SendWorkRequest wr = requests[index];
 		if ((entry & SendSequencer.ONE_SIDED) != 0 && (oneSidedWrIds[index] & PeerConnection.READ) != 0) {
-			// a READ: signaled (prepareOneSided), or not when a later READ of its
-			// group brings its completion (unsignalRead)
-			return wr;
+			return wr; // a READ: flags set by prepareOneSided and postOneSided
 		}
 		boolean signaled = signalDue || pool.available() == 0;
 		boolean inlined = lengths[index] <= inline;
@@ -416,9 +413,8 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	}
 
 	/**
-	 * Fills buffer {@code index}'s work request for an RDMA WRITE or READ (before its
-	 * post): a READ is signaled; a WRITE is signaled and inlined by the posting thread as
-	 * a SEND is ({@link #prepare(int, boolean)}).
+	 * Fills buffer {@code index}'s work request for an RDMA WRITE or READ, signaled (a
+	 * WRITE's flags are then the posting thread's, as a SEND's: {@link #prepare}).
 	 */
 	void prepareOneSided(int index, long wrId, int length, QueuePair.SendOpcode opcode, long remoteAddress, int rkey) {
 		lengths[index] = length;
@@ -431,24 +427,17 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	}
 
 	/**
-	 * Leaves the READ prepared in buffer {@code index} unsignaled: a READ of a group
-	 * posted together that is not the group's last, whose signaled completion tells that
-	 * this one completed too ({@link #completedBefore}: an RC send queue completes in
-	 * order). Before the post.
-	 */
-	void unsignalRead(int index) {
-		requests[index].flags(UNSIGNALED);
-	}
-
-	/**
 	 * Posts {@code count} RDMA operations prepared with {@link #prepareOneSided} as
-	 * consecutive places of the send order (one chain when no other thread posts
-	 * meanwhile): buffer {@code first}, then {@code next[first]}, and so on. A refused
-	 * one completes as flushed ({@link PeerOneSided#completed}).
+	 * consecutive places of the send order (one chain unless another thread posts too):
+	 * {@code first}, {@code next[first]}, ..., all but the last unsignaled (READs of a
+	 * group). A refused one completes as flushed ({@link PeerOneSided#completed}).
 	 */
 	void postOneSided(int first, int[] next, int count) {
 		long sequence = sequencer.claim(count);
 		for (int i = 0, index = first; i < count; i++, index = next[index]) {
+			if (i < count - 1) {
+				requests[index].flags(UNSIGNALED);
+			}
 			publish(sequence + i, SendSequencer.ONE_SIDED | index);
 		}
 		sequencer.drive();
@@ -456,11 +445,8 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 
 	/**
 	 * A completion of buffer {@code index} with {@code status} (an RDMA operation's too,
-	 * before {@link PeerOneSided} handles it): gives back, as sent or written, the
-	 * buffers of the unsignaled SENDs and WRITEs posted before it, and completes the
-	 * unsignaled READs before it: as read, or as flushed when this completion is a flush
-	 * (the operation that failed first has a completion of its own, which took the READs
-	 * before it as read). Poller thread.
+	 * before {@link PeerOneSided} handles it): completes the unsignaled SENDs and RDMA
+	 * operations posted before it (see the class comment). Poller thread.
 	 */
 	void completedBefore(int index, int status) {
 		long sequence = sequenceOf.get(index);
@@ -476,9 +462,7 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 				finished(unsignaled, 0);
 			}
 			else if (part != null) {
-				long wrId = oneSidedWrIds[unsignaled];
-				boolean flushedRead = (wrId & PeerConnection.READ) != 0 && status == WcStatus.WR_FLUSH_ERR.code();
-				part.completed(wrId, flushedRead ? status : 0);
+				part.completedUnsignaled(oneSidedWrIds[unsignaled], status);
 			}
 		}
 		if (reclaimed == sequence) {
