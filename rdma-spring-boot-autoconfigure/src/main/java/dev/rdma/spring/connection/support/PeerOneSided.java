@@ -243,7 +243,9 @@ final class PeerOneSided extends PeerPart {
 	 * {@link #groupNext} as consecutive places of the send order, only the last one
 	 * signaled (its completion completes the others: perftest's CQ moderation, one
 	 * completion per group instead of one per READ); when the connection is no longer
-	 * established their buffers go back and it throws.
+	 * established their buffers go back and it throws. A provider refusing a chain in its
+	 * middle (a queue pair already failing) leaves the READs posted before that element
+	 * with no signaled one after them: their reader waits for them up to its deadline.
 	 */
 	private void postGroup(int first, int n) {
 		if (peer.state() != ConnectionState.ESTABLISHED) {
