@@ -22,8 +22,10 @@ for v in RDMA_DEVICE_A RDMA_DEVICE_B RDMA_GID_INDEX_A RDMA_GID_INDEX_B RDMA_IP_B
     [[ -n ${!v:-} ]] || { echo "# xstream perftest failed: $v is not set (scripts/softroce-vm --two-devices)"; exit 1; }
 done
 command -v ib_send_bw > /dev/null || { echo "# xstream perftest failed: no ib_send_bw (Debian package perftest)"; exit 1; }
-iterations() { # iterations of an events run (about 4-8 s at the busy-polling rates of run 1 on machine M)
-    case $1 in 64|1024) echo "${XSTREAM_ITERS_SMALL:-6000}" ;; 4096) echo "${XSTREAM_ITERS_4K:-2500}" ;; *) echo "${XSTREAM_ITERS_LARGE:-150}" ;; esac
+iterations() { # iterations of an events run (perftest refuses -D with -e): about DURATION seconds at the rates of
+               # the ordered link (runs 16-20: 13,000-20,000 messages/s at 64 B and 1 KiB, 3,100-6,700 at 4 KiB, 320-430
+               # at 64 KiB; the counts of 6,000 / 2,500 / 150 used before measured a burst of 0.3-0.4 s there)
+    case $1 in 64|1024) echo "${XSTREAM_ITERS_SMALL:-$((dur * 10000))}" ;; 4096) echo "${XSTREAM_ITERS_4K:-$((dur * 3000))}" ;; *) echo "${XSTREAM_ITERS_LARGE:-$((dur * 250))}" ;; esac
 }
 wait_listen() { # $1: TCP port, $2: the server's pid (gives up when it ended)
     for _ in $(seq 1 600); do
@@ -63,8 +65,64 @@ if [[ $1 == --around ]]; then
     echo "# $name hw_counters:$(hw_delta "$h0" "$(hw)")"
     exit $rc
 fi
+guest_cpu() { # $1: the sampler's file, $2: when the client ended, $3, $4: iterations and rate of the measured part;
+              # the machine's CPU by kind between the first sample 0.3 s into the measured part (it ends as the client
+              # ends, and lasts iterations / rate) and the last one 0.3 s before its end, as XstreamClient prints it
+    awk -v e="$2" -v n="$3" -v r="$4" '
+        BEGIN { s = e - (r > 0 ? n / r : 0) + 0.3; e -= 0.3 }
+        $1 >= s && $1 <= e {
+            if (!($2 in a0)) { a0[$2] = 1; for (i = 3; i <= 10; i++) a[$2, i] = $i; if (!f) { f = 1; t0 = $1 } ; if (!($2 in seen)) { seen[$2] = 1; cpus[n_c++] = $2 } }
+            for (i = 3; i <= 10; i++) b[$2, i] = $i; t1 = $1
+        }
+        END {
+            if (!f || t1 - t0 < 0.5) { print "guest cpu: measured part too short for the sampler"; exit }
+            for (i = 3; i <= 10; i++) { d[i] = b["cpu", i] - a["cpu", i]; tot += d[i] }
+            if (tot <= 0) { print "guest cpu: no ticks"; exit }
+            idle = d[6] + d[7]
+            per = ""
+            for (c = 0; c < n_c; c++) {
+                k = cpus[c]; if (k == "cpu") continue
+                all = 0; for (i = 3; i <= 10; i++) all += b[k, i] - a[k, i]
+                id = b[k, 6] - a[k, 6] + b[k, 7] - a[k, 7]
+                per = per sprintf("%s%s %.1f", per == "" ? "" : ", ", k, all > 0 ? 100 * (all - id) / all : 0)
+            }
+            printf "guest cpu: busy %.1f %% (user %.1f, system %.1f, irq %.1f, softirq %.1f; %s), idle %.1f %%, %.0f us busy per message (over %.1f s)\n",
+                100 * (tot - idle) / tot, 100 * (d[3] + d[4]) / tot, 100 * d[5] / tot, 100 * d[8] / tot, 100 * d[9] / tot,
+                per, 100 * idle / tot, (tot - idle) * 10000 / (r * (t1 - t0)), t1 - t0
+        }' "$1"
+}
+listening() { # $1: TCP port; true once a socket listens on it (read by the shell itself: no process per check)
+    local x= y= hex
+    hex=$(printf '%04X' "$1")
+    read -r -d '' x < /proc/net/tcp
+    read -r -d '' y < /proc/net/tcp6
+    [[ "$x$y" =~ :$hex\ [0-9A-F]+:0000\ 0A ]]
+}
+bw_insns() { # the instruction-count mode (BENCH_INSNS=1, BENCH_MARK_BIN): perftest cannot mark its measured loop, so
+             # each run is whole between two marks, at a quarter of the iterations and at all of them; insns_table.py
+             # divides the difference of the counts by the difference in messages (set-up and tear-down cancel out).
+             # Nothing else runs meanwhile: no sampler, no hw_counters, no time(1)
+    local op=$1 size=$2 tool=ib_${1}_bw n iters spid
+    iters=$(iterations "$size")
+    for n in $((iters / 4)) "$iters"; do
+        port=$((port + 1))
+        local args=(-s "$size" -n "$n" -F -p "$port")
+        [[ $op == read ]] && args+=(-o "$outstanding")
+        [[ -n ${XSTREAM_PERFTEST_EVENTS:-} && $op != write ]] && args+=(-e)
+        "$BENCH_MARK_BIN" "B case=xstream_$op impl=perftest size=$size msgs=$n"
+        "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$out/insns_${op}_${size}_$n.server" 2>&1 &
+        spid=$!
+        for _ in $(seq 1 3000); do listening "$port" && break; kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
+        "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$out/insns_${op}_${size}_$n.client" 2>&1 \
+            || echo "# xstream perftest failed: $tool client ($op $size B, -n $n) exited $?"
+        wait "$spid" || echo "# xstream perftest failed: $tool server ($op $size B, -n $n) exited $?"
+        "$BENCH_MARK_BIN" E
+        echo "# xstream perftest insns $tool $size B -n $n: $(awk -v s="$size" '$1 == s && NF >= 5 && $2 ~ /^[0-9]+$/ { print $2 " iterations, BW average " $4 " MB/s"; exit }' "$out/insns_${op}_${size}_$n.client")"
+    done
+}
 bw() {
     local op=$1 size=$2 tool=ib_${1}_bw
+    [[ ${BENCH_INSNS:-0} == 1 ]] && { bw_insns "$op" "$size"; return; }
     port=$((port + 1))
     local args=(-s "$size" -D "$dur" -F -p "$port") iters_mode=
     [[ $op == read ]] && args+=(-o "$outstanding")
@@ -75,8 +133,11 @@ bw() {
         args=(-s "$size" -n "$iters_mode" -F -p "$port" -e)
         [[ $op == read ]] && args+=(-o "$outstanding")
     fi
-    local f=$out/perftest_${op}_${size} h0 h1
+    local f=$out/perftest_${op}_${size} h0 h1 sampler t_end
     h0=$(hw)
+    # the whole machine's CPU (/proc/stat's first line) every 0.25 s, for the share of it in the measured part
+    ( while :; do t=$EPOCHREALTIME; while read -r l; do [[ $l == cpu* ]] && echo "$t $l"; done < /proc/stat; sleep 0.25; done ) > "$f.stat" &
+    sampler=$!
     # each side under bash's time: user and system seconds of the whole process
     ( TIMEFORMAT='%U %S'; time "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$f.server" 2>&1 ) 2> "$f.server.time" &
     local spid=$!
@@ -86,7 +147,9 @@ bw() {
     ( TIMEFORMAT='%U %S'; time "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$f.client" 2>&1 ) 2> "$f.client.time" &
     local cpid=$!
     wait "$cpid" || echo "# xstream perftest failed: $tool client ($op $size B) exited $?"
+    t_end=$EPOCHREALTIME
     wait "$spid" || echo "# xstream perftest failed: $tool server ($op $size B) exited $?"
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
     h1=$(hw)
     # the result line: #bytes #iterations BW-peak BW-average MsgRate; for send, the receiver's (server's) when it has one
     local r
@@ -109,7 +172,7 @@ bw() {
     else
         cpu=$(awk -v c="$secs" -v d="$dur" -v r="$rate" 'BEGIN { if (r > 0) printf "%.2f", c / (d * r) * 1e6; else print "0" }')
     fi
-    echo "# xstream perftest $tool $size B: $iters iterations in the measured part, BW average $mbps MB/s; cpu of both processes ${secs} s; hw_counters:$(hw_delta "$h0" "$h1")"
+    echo "# xstream perftest $tool $size B: $iters iterations in the measured part, BW average $mbps MB/s; cpu of both processes ${secs} s; hw_counters:$(hw_delta "$h0" "$h1"); $(guest_cpu "$f.stat" "$t_end" "$iters" "$rate")"
     line xstream_mbps "$op" "$size" MB/s "$mbps"
     line xstream_rate "$op" "$size" msgs/s "$rate"
     line xstream_cpu "$op" "$size" us_per_message "$cpu"
@@ -138,6 +201,10 @@ mkdir -p "$out"
 echo "# xstream perftest: $RDMA_DEVICE_A -> $RDMA_DEVICE_B ($RDMA_IP_B), ops $ops, sizes ${sizes[*]}, -D $dur, read -o $outstanding, ib_send_lat -n $lat_iters, events ${XSTREAM_PERFTEST_EVENTS:-0}; $(ib_send_bw --version 2>&1 | head -1)"
 for op in ${ops//,/ }; do
     for size in "${sizes[@]}"; do
-        if [[ $op == lat ]]; then lat "$size"; else bw "$op" "$size"; fi
+        if [[ $op == lat ]]; then
+            [[ ${BENCH_INSNS:-0} == 1 ]] || lat "$size" # (insns_perftest counts ib_send_lat)
+        else
+            bw "$op" "$size"
+        fi
     done
 done

@@ -8,7 +8,9 @@ usage: insns_table.py INSNS_FILE...      (one file per boot, in boot order)
 A group of windows is the marks from "B case=NAME impl=c|java rt=ROUND_TRIPS [PARAMS]" to "E" (bench_mark.h):
 "N" closes the window opened by the previous N or R and opens the next, "P" closes, "R" opens. A group without
 window marks is one window from B to E. Instructions per message = the window's instructions / (2 x ROUND_TRIPS): a
-round trip is two messages, as in the msgs/s rows. Every guest instruction counts (both processes, the kernel, rxe,
+round trip is two messages, as in the msgs/s rows. A stream counts messages instead: "msgs=N" in the B label (a group
+without window marks: N messages), or a mark "C N1 N2 ..." after its E (the messages of each window, known only once
+they are over: XstreamClient). Every guest instruction counts (both processes, the kernel, rxe,
 the JVM's other threads, other guest processes): the whole machine's work per message, as the wall-clock figures.
 """
 import re
@@ -40,13 +42,18 @@ def groups(path):
             attrs, params = {}, []
             for w in label[2:].split():
                 k, _, v = w.partition("=")
-                if k in ("case", "impl", "rt"):
+                if k in ("case", "impl", "rt", "msgs"):
                     attrs[k] = v
                 else:
                     params.append(w)
             cur = dict(case=attrs.get("case", "?"), impl=attrs.get("impl", "?"), rt=int(attrs.get("rt", "1")),
                        params=" ".join(params), windows=[], begin=c, marked=False)
+            if "msgs" in attrs:
+                cur["msgs"] = [int(attrs["msgs"])]
             opened = None
+        elif label.startswith("C ") and out:
+            # the messages of each window of the group that just ended
+            out[-1]["msgs"] = [int(x) for x in label[2:].split()]
         elif cur is None:
             continue
         elif label in ("N", "R", "P"):
@@ -63,6 +70,8 @@ def groups(path):
 
 
 def per_msg(g):
+    if "msgs" in g:
+        return [tuple(x / n for x in w) for w, n in zip(g["windows"], g["msgs"]) if n > 0]
     return [tuple(x / (2 * g["rt"]) for x in w) for w in g["windows"]]
 
 
@@ -101,16 +110,21 @@ def perftest(gs):
     pt = {}
     for g in gs:
         if g["impl"] == "perftest" and g["windows"]:
-            pt.setdefault(g["case"], []).append(g)
+            pt.setdefault((g["case"], g["params"]), []).append(g)
     gs[:] = [g for g in gs if g["impl"] != "perftest"]
-    for case, runs in pt.items():
-        runs.sort(key=lambda g: g["rt"])
+    for (case, params), runs in pt.items():
+        # a round-trip count (ib_send_lat: rt=N, 2 messages each) or a message count (the streams: msgs=N)
+        n = (lambda g: g["msgs"][0]) if all("msgs" in g for g in runs) else (lambda g: g["rt"])
+        runs.sort(key=n)
         lo, hi = runs[0], runs[-1]
-        if hi["rt"] == lo["rt"]:
+        if n(hi) == n(lo):
             continue
         w = tuple(b - a for a, b in zip(lo["windows"][0], hi["windows"][0]))
-        gs.append(dict(case=case, impl="perftest", rt=hi["rt"] - lo["rt"], windows=[w],
-                       params=f"(n {lo['rt']} -> {hi['rt']}, difference)"))
+        diff = dict(case=case, impl="perftest", rt=hi["rt"] - lo["rt"], windows=[w], params=params,
+                    note=f"(n {n(lo)} -> {n(hi)}, difference)")
+        if "msgs" in hi:
+            diff["msgs"] = [n(hi) - n(lo)]
+        gs.append(diff)
 
 
 def main(paths):
@@ -125,7 +139,7 @@ def main(paths):
           " windows, [min-max], spread = (max-min)/median of the windows without the highest and"
           " the lowest, of the total and of the user instructions):")
     print()
-    print("| boot | case | impl | windows | total/msg | spread | user/msg | spread | kernel/msg | Java/C total | Java/C user | Java/C kernel |")
+    print("| boot | case | impl | windows | total/msg | spread | user/msg | spread | kernel/msg | Java/C total | Java/C user | Java/C kernel |")  # C: the C twin, or perftest for the streams
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}  # (case, params, impl) -> [median total per boot]
     for b, gs in enumerate(boots, 1):
@@ -136,11 +150,11 @@ def main(paths):
                 continue
             med = tuple(statistics.median(x[i] for x in w) for i in range(3))
             g["med"] = med
-            if g["impl"] == "c":
+            if g["impl"] in ("c", "perftest"):
                 cmed[(g["case"], g["params"])] = med
         for g in gs:
             if "med" not in g:
-                print(f"| {b} | {g['case']} {g['params']} | {g['impl']} | 0 | - | - | - | - | - | | | |")
+                print(f"| {b} | {g['case']} {g['params']} {g.get('note', '')} | {g['impl']} | 0 | - | - | - | - | - | | | |")
                 continue
             w = per_msg(g)
             tot = [x[0] for x in w]
@@ -154,7 +168,8 @@ def main(paths):
                 if c:
                     ratio = [f"{j / cc:.2f}x" if cc else "-" for j, cc in zip(g["med"], c)]
             med = g["med"]
-            print(f"| {b} | {g['case']}{' ' + g['params'] if g['params'] else ''} | {g['impl']} | {len(w)} | "
+            name = " ".join(x for x in (g["case"], g["params"], g.get("note", "")) if x)
+            print(f"| {b} | {name} | {g['impl']} | {len(w)} | "
                   f"{fmt(med[0])} [{fmt(min(tot))}-{fmt(max(tot))}] | {sp:.1f} % | {fmt(med[1])} | {usp:.1f} % | {fmt(med[2])} | "
                   + " | ".join(ratio) + " |")
             summary.setdefault((g["case"], g["params"], g["impl"]), []).append(med)

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 
+import dev.rdma.benchmarks.InsnMark;
 import dev.rdma.benchmarks.Jit;
 import dev.rdma.benchmarks.Progress;
 import dev.rdma.benchmarks.ThreadAllocation;
@@ -123,13 +124,22 @@ final class XstreamClient {
 			readSize = size;
 			readState = 1;
 		}
+		// the instruction-count mode (BENCH_INSNS=1): a group of REPS windows, their
+		// messages marked after them ("C n1 n2 ..."); nothing when it is off
+		MemorySegment insnGroup = InsnMark.label("B case=xstream_" + op + " impl=java size=" + size);
+		long[] windowMessages = new long[reps];
 		long[] losses0 = Retransmissions.read();
+		long[] guest0 = GuestCpu.read();
+		long guestCount0 = count(op);
+		long jit0 = Jit.compilationMillis();
 		ThreadAllocation starter = ThreadAllocation.of((t) -> t == Thread.currentThread()
 				|| t.getName().startsWith("rdma-poller-") || t.getName().startsWith("xstream-reader-"));
 		ThreadAllocation control = ThreadAllocation
 			.of((t) -> t.getName().startsWith("rdma-") && !t.getName().startsWith("rdma-poller-"));
 		long[] perThread0 = starter.perThread();
 		long[] controlThread0 = control.perThread();
+		InsnMark.mark(insnGroup);
+		InsnMark.mark(InsnMark.BOUNDARY);
 		long t0 = System.nanoTime();
 		long c0 = count(op);
 		long cpu0 = os.getProcessCpuTime();
@@ -147,12 +157,14 @@ final class XstreamClient {
 			else {
 				stream(op, data, size, end);
 			}
+			InsnMark.mark(InsnMark.BOUNDARY);
 			long t1 = System.nanoTime();
 			long c1 = count(op);
 			long cpu1 = os.getProcessCpuTime();
 			long a1 = starter.allocated();
 			long all1 = threads.getTotalThreadAllocatedBytes();
 			long n = Math.max(1, c1 - c0);
+			windowMessages[r] = c1 - c0;
 			rate[r] = n / ((t1 - t0) / 1e9);
 			mbps[r] = rate[r] * size / 1048576.0;
 			cpu[r] = (cpu1 - cpu0) / 1e3 / n;
@@ -165,8 +177,19 @@ final class XstreamClient {
 			a0 = a1;
 			all0 = all1;
 		}
+		InsnMark.mark(InsnMark.END);
 		long[] perThread1 = starter.perThread();
 		long[] controlThread1 = control.perThread();
+		long guestCount1 = count(op);
+		long[] guest1 = GuestCpu.read();
+		long jit1 = Jit.compilationMillis();
+		if (InsnMark.ON) {
+			StringBuilder counts = new StringBuilder("C");
+			for (long m : windowMessages) {
+				counts.append(' ').append(m);
+			}
+			InsnMark.mark(InsnMark.label(counts.toString()));
+		}
 		double seconds = window * reps;
 		if ("read".equals(op)) {
 			readState = 0;
@@ -176,7 +199,9 @@ final class XstreamClient {
 		long total = settle(op) - before;
 		String extra = " op=" + op + " size=" + size;
 		System.out.println("# xstream " + op + " " + size + " B: over the measured windows "
-				+ Retransmissions.describe(losses0, losses1));
+				+ Retransmissions.describe(losses0, losses1) + "; "
+				+ GuestCpu.describe(guest0, guest1, guestCount1 - guestCount0) + "; JIT compilation over the windows "
+				+ (jit1 - jit0) + " ms");
 		report("xstream_mbps", extra, "MB/s", mbps);
 		report("xstream_rate", extra, "msgs/s", rate);
 		report("xstream_cpu", extra, "us_per_message", cpu);

@@ -1,0 +1,95 @@
+package dev.rdma.benchmarks.starter;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The whole machine's CPU time by kind ({@code /proc/stat}'s first line: user, nice,
+ * system, idle, iowait, irq, softirq, steal, in clock ticks), read at a phase's
+ * boundaries of {@link XstreamBench} (outside the measured allocation). Under Soft-RoCE
+ * the device is the kernel: its work shows as system and softirq time of whichever CPU
+ * runs it, not as the JVM's CPU, and a CPU with nothing to do is idle. A stream that
+ * leaves the machine idle while messages are outstanding waits for something other than
+ * work; {@code xstream-perftest.sh} prints the same figures for perftest's measured part.
+ */
+final class GuestCpu {
+
+	private static final String[] KINDS = { "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal" };
+
+	private GuestCpu() {
+	}
+
+	/**
+	 * The ticks of each kind of {@link #KINDS}, of all CPUs and then of each
+	 * ({@code cpu0}, {@code cpu1}, ...): {@link #KINDS}{@code .length} values per line;
+	 * all -1 when they cannot be read.
+	 */
+	static long[] read() {
+		try {
+			List<String> lines = Files.readAllLines(Path.of("/proc/stat"))
+				.stream()
+				.filter((l) -> l.startsWith("cpu"))
+				.toList();
+			long[] ticks = new long[lines.size() * KINDS.length];
+			for (int l = 0; l < lines.size(); l++) {
+				String[] fields = lines.get(l).trim().split("\\s+");
+				for (int i = 0; i < KINDS.length; i++) {
+					ticks[l * KINDS.length + i] = Long.parseLong(fields[i + 1]);
+				}
+			}
+			return ticks;
+		}
+		catch (IOException | RuntimeException ex) {
+			long[] unknown = new long[KINDS.length];
+			Arrays.fill(unknown, -1);
+			return unknown;
+		}
+	}
+
+	/**
+	 * The share of each kind between two readings, in percent of all CPUs' time, and the
+	 * busy time (all but idle and iowait) per message, e.g.
+	 * {@code guest cpu: busy 97.1 % (user 30.2, system 40.3, irq 0.0, softirq 26.6; cpu0 99.0, cpu1 95.2), idle 2.9 %,
+	 * 201 us busy per message}: a CPU near 100 % busy is the bottleneck.
+	 */
+	static String describe(long[] before, long[] after, long messages) {
+		if (before[0] < 0 || after[0] < 0) {
+			return "guest cpu: unknown";
+		}
+		long total = 0;
+		long[] delta = new long[KINDS.length];
+		for (int i = 0; i < delta.length; i++) {
+			delta[i] = after[i] - before[i];
+			total += delta[i];
+		}
+		if (total <= 0) {
+			return "guest cpu: no ticks";
+		}
+		long idle = delta[3] + delta[4];
+		// USER_HZ is 100 on Debian's kernels: a tick is 10 ms of one CPU
+		double busyMicros = (total - idle) * 10_000.0;
+		StringBuilder perCpu = new StringBuilder();
+		for (int c = 1; (c + 1) * KINDS.length <= Math.min(before.length, after.length); c++) {
+			long all = 0;
+			long idleOfCpu = 0;
+			for (int i = 0; i < KINDS.length; i++) {
+				long d = after[c * KINDS.length + i] - before[c * KINDS.length + i];
+				all += d;
+				idleOfCpu += (i == 3 || i == 4) ? d : 0;
+			}
+			perCpu.append(perCpu.isEmpty() ? "" : ", ")
+				.append(String.format(Locale.ROOT, "cpu%d %.1f", c - 1, all > 0 ? 100.0 * (all - idleOfCpu) / all : 0));
+		}
+		return String.format(Locale.ROOT,
+				"guest cpu: busy %.1f %% (user %.1f, system %.1f, irq %.1f, softirq %.1f; %s), idle %.1f %%, "
+						+ "%.0f us busy per message",
+				100.0 * (total - idle) / total, 100.0 * (delta[0] + delta[1]) / total, 100.0 * delta[2] / total,
+				100.0 * delta[5] / total, 100.0 * delta[6] / total, perCpu, 100.0 * idle / total,
+				busyMicros / Math.max(1, messages));
+	}
+
+}
