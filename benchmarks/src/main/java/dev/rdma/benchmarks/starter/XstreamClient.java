@@ -86,6 +86,20 @@ final class XstreamClient {
 
 	private volatile int readSize = 1;
 
+	/**
+	 * {@code XSTREAM_SLOTS}: {@code spread} (default) WRITEs and a stream's READs go to
+	 * consecutive slots of the server's region and a stream's READs into consecutive
+	 * slices of the reader's target; {@code one}: all to slot 0 and slice 0, as perftest
+	 * reads and writes one buffer; {@code alternate}: spread in the 1st, 3rd, ... phase,
+	 * one in the 2nd, 4th, ... (an A/B of the memory the data touches within one boot).
+	 */
+	private final String slotPattern = System.getenv().getOrDefault("XSTREAM_SLOTS", "spread");
+
+	/** Whether this phase uses slot 0 only ({@link #slotPattern}). */
+	private volatile boolean oneSlot;
+
+	private int phases;
+
 	private volatile Throwable readFailure;
 
 	XstreamClient(RdmaConnection connection, XstreamBench.Sink sink, int readers) {
@@ -111,9 +125,11 @@ final class XstreamClient {
 	 * returns the messages of the whole phase.
 	 */
 	long measure(String op, int size, double warmup, double window, int reps) throws InterruptedException {
+		oneSlot = "one".equals(slotPattern) || ("alternate".equals(slotPattern) && phases % 2 == 1);
+		phases++;
 		long before = count(op);
 		MemorySegment data = source.asSlice(0, size);
-		Progress.line(op + " " + size + " B: warm-up");
+		Progress.line(op + " " + size + " B: warm-up" + (oneSlot ? " (slot 0 only)" : ""));
 		run(op, data, size, (long) (warmup * 1e9));
 		Progress.line(op + " " + size + " B: warm-up done (" + (count(op) - before) + " messages), JIT wait");
 		Jit.awaitQuiet();
@@ -299,7 +315,7 @@ final class XstreamClient {
 	 */
 	private void stream(String op, MemorySegment data, int size, long end) {
 		boolean send = "send".equals(op);
-		int slots = REGION / size;
+		int slots = oneSlot ? 1 : REGION / size;
 		long n = posted;
 		do {
 			if (send && perDoorbell > 1) {
@@ -410,9 +426,10 @@ final class XstreamClient {
 						pieces[i] = targets[k].asSlice((long) i * size, size);
 					}
 				}
-				int slots = REGION / size;
+				boolean one = oneSlot;
+				int slots = one ? 1 : REGION / size;
 				long before = stream.completed();
-				long after = stream.submit((slot % slots) * size, pieces[n]);
+				long after = stream.submit((slot % slots) * size, pieces[one ? 0 : n]);
 				n = n + 1 == streamWindow ? 0 : n + 1;
 				slot++;
 				if (after != before) {
