@@ -71,7 +71,7 @@ guest_cpu() { # $1: the sampler's file, $2: when the client ended, $3, $4: itera
     awk -v e="$2" -v n="$3" -v r="$4" '
         BEGIN { s = e - (r > 0 ? n / r : 0) + 0.3; e -= 0.3 }
         $1 >= s && $1 <= e {
-            if (!($2 in a0)) { a0[$2] = 1; for (i = 3; i <= 10; i++) a[$2, i] = $i; if (!f) { f = 1; t0 = $1 } ; if (!($2 in seen)) { seen[$2] = 1; cpus[n_c++] = $2 } }
+            if (!($2 in seen)) { seen[$2] = 1; cpus[n_c++] = $2; for (i = 3; i <= 10; i++) a[$2, i] = $i; if (!f) { f = 1; t0 = $1 } }
             for (i = 3; i <= 10; i++) b[$2, i] = $i; t1 = $1
         }
         END {
@@ -135,7 +135,7 @@ bw() {
     fi
     local f=$out/perftest_${op}_${size} h0 h1 sampler t_end
     h0=$(hw)
-    # the whole machine's CPU (/proc/stat's first line) every 0.25 s, for the share of it in the measured part
+    # the machine's CPU time by kind, all CPUs and each (/proc/stat's cpu lines), every 0.25 s, for the measured part
     ( while :; do t=$EPOCHREALTIME; while read -r l; do [[ $l == cpu* ]] && echo "$t $l"; done < /proc/stat; sleep 0.25; done ) > "$f.stat" &
     sampler=$!
     # each side under bash's time: user and system seconds of the whole process

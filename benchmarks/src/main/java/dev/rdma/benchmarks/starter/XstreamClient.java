@@ -174,16 +174,16 @@ final class XstreamClient {
 			.of((t) -> t.getName().startsWith("rdma-") && !t.getName().startsWith("rdma-poller-"));
 		long[] perThread0 = starter.perThread();
 		long[] controlThread0 = control.perThread();
+		long[] allRaw = new long[reps];
+		// a window's boundaries: [nanoTime, messages, process CPU, data-path bytes, all
+		// bytes], read into arrays made here (nothing allocated between the boundaries)
+		long[] from = new long[5];
+		long[] to = new long[5];
 		InsnMark.mark(insnGroup);
 		InsnMark.mark(InsnMark.BOUNDARY);
-		long t0 = System.nanoTime();
-		long c0 = count(op);
-		long cpu0 = os.getProcessCpuTime();
-		long a0 = starter.allocated();
-		long all0 = threads.getTotalThreadAllocatedBytes();
-		long[] allRaw = new long[reps];
+		boundary(op, starter, from);
 		for (int r = 0; r < reps; r++) {
-			long end = t0 + windowNanos;
+			long end = from[0] + windowNanos;
 			if ("read".equals(op)) {
 				while (System.nanoTime() < end) {
 					pause(5); // not Thread.sleep: 40 B per call
@@ -194,24 +194,18 @@ final class XstreamClient {
 				stream(op, data, size, end);
 			}
 			InsnMark.mark(InsnMark.BOUNDARY);
-			long t1 = System.nanoTime();
-			long c1 = count(op);
-			long cpu1 = os.getProcessCpuTime();
-			long a1 = starter.allocated();
-			long all1 = threads.getTotalThreadAllocatedBytes();
-			long n = Math.max(1, c1 - c0);
-			windowMessages[r] = c1 - c0;
-			rate[r] = n / ((t1 - t0) / 1e9);
+			boundary(op, starter, to);
+			long n = Math.max(1, to[1] - from[1]);
+			windowMessages[r] = to[1] - from[1];
+			rate[r] = n / ((to[0] - from[0]) / 1e9);
 			mbps[r] = rate[r] * size / 1048576.0;
-			cpu[r] = (cpu1 - cpu0) / 1e3 / n;
-			allocRaw[r] = a1 - a0;
-			allRaw[r] = all1 - all0;
-			alloc[r] = (a1 - a0) / (double) n;
-			t0 = t1;
-			c0 = c1;
-			cpu0 = cpu1;
-			a0 = a1;
-			all0 = all1;
+			cpu[r] = (to[2] - from[2]) / 1e3 / n;
+			allocRaw[r] = to[3] - from[3];
+			allRaw[r] = to[4] - from[4];
+			alloc[r] = (to[3] - from[3]) / (double) n;
+			long[] next = from;
+			from = to;
+			to = next;
 		}
 		InsnMark.mark(InsnMark.END);
 		long[] perThread1 = starter.perThread();
@@ -249,6 +243,19 @@ final class XstreamClient {
 				op, size, total, Arrays.toString(allocRaw), Arrays.toString(allRaw),
 				starter.describe(perThread0, perThread1, 1), control.describe(controlThread0, controlThread1, seconds));
 		return total;
+	}
+
+	/**
+	 * A window boundary into {@code into}: {@code System.nanoTime()}, the operation's
+	 * messages, the process's CPU time, the data path's allocated bytes, every thread's
+	 * allocated bytes; allocates nothing.
+	 */
+	private void boundary(String op, ThreadAllocation starter, long[] into) {
+		into[0] = System.nanoTime();
+		into[1] = count(op);
+		into[2] = os.getProcessCpuTime();
+		into[3] = starter.allocated();
+		into[4] = threads.getTotalThreadAllocatedBytes();
 	}
 
 	/**
