@@ -110,10 +110,10 @@ bw_insns() { # the instruction-count mode (BENCH_INSNS=1, BENCH_MARK_BIN): perft
         [[ $op == read ]] && args+=(-o "$outstanding")
         [[ -n ${XSTREAM_PERFTEST_EVENTS:-} && $op != write ]] && args+=(-e)
         "$BENCH_MARK_BIN" "B case=xstream_$op impl=perftest size=$size msgs=$n"
-        "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$out/insns_${op}_${size}_$n.server" 2>&1 &
+        "${pin[@]}" "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$out/insns_${op}_${size}_$n.server" 2>&1 &
         spid=$!
         for _ in $(seq 1 3000); do listening "$port" && break; kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
-        "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$out/insns_${op}_${size}_$n.client" 2>&1 \
+        "${pin[@]}" "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$out/insns_${op}_${size}_$n.client" 2>&1 \
             || echo "# xstream perftest failed: $tool client ($op $size B, -n $n) exited $?"
         wait "$spid" || echo "# xstream perftest failed: $tool server ($op $size B, -n $n) exited $?"
         "$BENCH_MARK_BIN" E
@@ -139,12 +139,12 @@ bw() {
     ( while :; do t=$EPOCHREALTIME; while read -r l; do [[ $l == cpu* ]] && echo "$t $l"; done < /proc/stat; sleep 0.25; done ) > "$f.stat" &
     sampler=$!
     # each side under bash's time: user and system seconds of the whole process
-    ( TIMEFORMAT='%U %S'; time "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$f.server" 2>&1 ) 2> "$f.server.time" &
+    ( TIMEFORMAT='%U %S'; time "${pin[@]}" "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$f.server" 2>&1 ) 2> "$f.server.time" &
     local spid=$!
     if ! wait_listen "$port" "$spid"; then
         echo "# xstream perftest failed: $tool server not listening on $port"; kill "$spid"; return
     fi
-    ( TIMEFORMAT='%U %S'; time "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$f.client" 2>&1 ) 2> "$f.client.time" &
+    ( TIMEFORMAT='%U %S'; time "${pin[@]}" "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$f.client" 2>&1 ) 2> "$f.client.time" &
     local cpid=$!
     wait "$cpid" || echo "# xstream perftest failed: $tool client ($op $size B) exited $?"
     t_end=$EPOCHREALTIME
@@ -196,9 +196,12 @@ lat() {
 }
 out=$1 dur=$2 outstanding=$3 ops=$4
 shift 4
+# XSTREAM_TASKSET=CPUS: both perftest processes run on those CPUs (taskset -c), as the starter's JVM then does
+pin=(env)
+[[ -n ${XSTREAM_TASKSET:-} ]] && pin=(taskset -c "$XSTREAM_TASKSET")
 sizes=("$@")
 mkdir -p "$out"
-echo "# xstream perftest: $RDMA_DEVICE_A -> $RDMA_DEVICE_B ($RDMA_IP_B), ops $ops, sizes ${sizes[*]}, -D $dur, read -o $outstanding, ib_send_lat -n $lat_iters, events ${XSTREAM_PERFTEST_EVENTS:-0}; $(ib_send_bw --version 2>&1 | head -1)"
+echo "# xstream perftest: $RDMA_DEVICE_A -> $RDMA_DEVICE_B ($RDMA_IP_B), ops $ops, sizes ${sizes[*]}, -D $dur, read -o $outstanding, ib_send_lat -n $lat_iters, events ${XSTREAM_PERFTEST_EVENTS:-0}, CPUs ${XSTREAM_TASKSET:-any}; $(ib_send_bw --version 2>&1 | head -1)"
 for op in ${ops//,/ }; do
     for size in "${sizes[@]}"; do
         if [[ $op == lat ]]; then
