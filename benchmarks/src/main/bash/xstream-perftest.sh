@@ -135,8 +135,17 @@ bw() {
     fi
     local f=$out/perftest_${op}_${size} h0 h1 sampler t_end
     h0=$(hw)
-    # the machine's CPU time by kind, all CPUs and each (/proc/stat's cpu lines), every 0.25 s, for the measured part
-    ( while :; do t=$EPOCHREALTIME; while read -r l; do [[ $l == cpu* ]] && echo "$t $l"; done < /proc/stat; sleep 0.25; done ) > "$f.stat" &
+    # the machine's CPU time by kind, all CPUs and each (/proc/stat's cpu lines), every 0.25 s, for the measured part;
+    # without a process per sample (a `sleep` per turn kept 16-19 % of the other CPU busy under emulation, runs 21-28;
+    # a FIFO in $out, on the host's file system, did not block): the wait is bash's read timing out on the pipe of a
+    # coprocess that never writes
+    ( coproc TICK { exec sleep 2147483647; }
+      trap 'kill "$TICK_PID" 2>/dev/null; exit 0' TERM
+      while :; do
+          t=$EPOCHREALTIME
+          while read -r l && [[ $l == cpu* ]]; do echo "$t $l"; done < /proc/stat
+          read -r -t 0.25 -u "${TICK[0]}" _
+      done ) > "$f.stat" &
     sampler=$!
     # each side under bash's time: user and system seconds of the whole process
     ( TIMEFORMAT='%U %S'; time "${pin[@]}" "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$f.server" 2>&1 ) 2> "$f.server.time" &
