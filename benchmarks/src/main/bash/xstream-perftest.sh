@@ -27,11 +27,18 @@ iterations() { # iterations of an events run (perftest refuses -D with -e): abou
                # at 64 KiB; the counts of 6,000 / 2,500 / 150 used before measured a burst of 0.3-0.4 s there)
     case $1 in 64|1024) echo "${XSTREAM_ITERS_SMALL:-$((dur * 10000))}" ;; 4096) echo "${XSTREAM_ITERS_4K:-$((dur * 3000))}" ;; *) echo "${XSTREAM_ITERS_LARGE:-$((dur * 250))}" ;; esac
 }
-wait_listen() { # $1: TCP port, $2: the server's pid (gives up when it ended)
+listening() { # $1: TCP port; true once a socket listens on it (read by the shell itself: no process per check)
+    local x= y= hex
+    printf -v hex '%04X' "$1"
+    read -r -d '' x < /proc/net/tcp
+    read -r -d '' y < /proc/net/tcp6
+    [[ "$x$y" =~ :$hex\ [0-9A-F]+:0000\ 0A ]]
+}
+wait_listen() { # $1: TCP port, $2: the server's pid (gives up when it ended), $3: seconds between checks (0.1)
     for _ in $(seq 1 600); do
         [[ -n ${2:-} ]] && ! kill -0 "$2" 2>/dev/null && return 1
-        grep -qE ":$(printf '%04X' "$1") [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 && return 0
-        sleep 0.1
+        listening "$1" && return 0
+        sleep "${3:-0.1}"
     done
     return 1
 }
@@ -91,13 +98,6 @@ guest_cpu() { # $1: the sampler's file, $2: when the client ended, $3, $4: itera
                 per, 100 * idle / tot, (tot - idle) * 10000 / (r * (t1 - t0)), t1 - t0
         }' "$1"
 }
-listening() { # $1: TCP port; true once a socket listens on it (read by the shell itself: no process per check)
-    local x= y= hex
-    hex=$(printf '%04X' "$1")
-    read -r -d '' x < /proc/net/tcp
-    read -r -d '' y < /proc/net/tcp6
-    [[ "$x$y" =~ :$hex\ [0-9A-F]+:0000\ 0A ]]
-}
 bw_insns() { # the instruction-count mode (BENCH_INSNS=1, BENCH_MARK_BIN): perftest cannot mark its measured loop, so
              # each run is whole between two marks, at a quarter of the iterations and at all of them; insns_table.py
              # divides the difference of the counts by the difference in messages (set-up and tear-down cancel out).
@@ -112,7 +112,7 @@ bw_insns() { # the instruction-count mode (BENCH_INSNS=1, BENCH_MARK_BIN): perft
         "$BENCH_MARK_BIN" "B case=xstream_$op impl=perftest size=$size msgs=$n"
         "${pin[@]}" "$tool" -d "$RDMA_DEVICE_B" -x "$RDMA_GID_INDEX_B" "${args[@]}" > "$out/insns_${op}_${size}_$n.server" 2>&1 &
         spid=$!
-        for _ in $(seq 1 3000); do listening "$port" && break; kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
+        wait_listen "$port" "$spid" 0.05
         "${pin[@]}" "$tool" -d "$RDMA_DEVICE_A" -x "$RDMA_GID_INDEX_A" "${args[@]}" "$RDMA_IP_B" > "$out/insns_${op}_${size}_$n.client" 2>&1 \
             || echo "# xstream perftest failed: $tool client ($op $size B, -n $n) exited $?"
         wait "$spid" || echo "# xstream perftest failed: $tool server ($op $size B, -n $n) exited $?"

@@ -8,13 +8,14 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The whole machine's CPU time by kind ({@code /proc/stat}'s first line: user, nice,
- * system, idle, iowait, irq, softirq, steal, in clock ticks), read at a phase's
- * boundaries of {@link XstreamBench} (outside the measured allocation). Under Soft-RoCE
- * the device is the kernel: its work shows as system and softirq time of whichever CPU
- * runs it, not as the JVM's CPU, and a CPU with nothing to do is idle. A stream that
- * leaves the machine idle while messages are outstanding waits for something other than
- * work; {@code xstream-perftest.sh} prints the same figures for perftest's measured part.
+ * The whole machine's CPU time by kind, of all CPUs and of each ({@code /proc/stat}'s
+ * {@code cpu} lines: user, nice, system, idle, iowait, irq, softirq, steal, in clock
+ * ticks), read at a phase's boundaries of {@link XstreamBench} (outside the measured
+ * allocation). Under Soft-RoCE the device is the kernel: its work shows as system and
+ * softirq time of whichever CPU runs it, not as the JVM's CPU, and a CPU with nothing to
+ * do is idle. A stream that leaves the machine idle while messages are outstanding waits
+ * for something other than work; {@code xstream-perftest.sh} prints the same figures for
+ * perftest's measured part.
  */
 final class GuestCpu {
 
@@ -60,29 +61,23 @@ final class GuestCpu {
 		if (before[0] < 0 || after[0] < 0) {
 			return "guest cpu: unknown";
 		}
-		long total = 0;
 		long[] delta = new long[KINDS.length];
 		for (int i = 0; i < delta.length; i++) {
 			delta[i] = after[i] - before[i];
-			total += delta[i];
 		}
+		long total = all(before, after, 0);
 		if (total <= 0) {
 			return "guest cpu: no ticks";
 		}
-		long idle = delta[3] + delta[4];
+		long idle = idle(before, after, 0);
 		// USER_HZ is 100 on Debian's kernels: a tick is 10 ms of one CPU
 		double busyMicros = (total - idle) * 10_000.0;
 		StringBuilder perCpu = new StringBuilder();
 		for (int c = 1; (c + 1) * KINDS.length <= Math.min(before.length, after.length); c++) {
-			long all = 0;
-			long idleOfCpu = 0;
-			for (int i = 0; i < KINDS.length; i++) {
-				long d = after[c * KINDS.length + i] - before[c * KINDS.length + i];
-				all += d;
-				idleOfCpu += (i == 3 || i == 4) ? d : 0;
-			}
+			long ofCpu = all(before, after, c);
 			perCpu.append(perCpu.isEmpty() ? "" : ", ")
-				.append(String.format(Locale.ROOT, "cpu%d %.1f", c - 1, all > 0 ? 100.0 * (all - idleOfCpu) / all : 0));
+				.append(String.format(Locale.ROOT, "cpu%d %.1f", c - 1,
+						ofCpu > 0 ? 100.0 * (ofCpu - idle(before, after, c)) / ofCpu : 0));
 		}
 		return String.format(Locale.ROOT,
 				"guest cpu: busy %.1f %% (user %.1f, system %.1f, irq %.1f, softirq %.1f; %s), idle %.1f %%, "
@@ -90,6 +85,21 @@ final class GuestCpu {
 				100.0 * (total - idle) / total, 100.0 * (delta[0] + delta[1]) / total, 100.0 * delta[2] / total,
 				100.0 * delta[5] / total, 100.0 * delta[6] / total, perCpu, 100.0 * idle / total,
 				busyMicros / Math.max(1, messages));
+	}
+
+	/** The ticks of every kind that line {@code line} (0: all CPUs) grew by. */
+	private static long all(long[] before, long[] after, int line) {
+		long sum = 0;
+		for (int i = 0; i < KINDS.length; i++) {
+			sum += after[line * KINDS.length + i] - before[line * KINDS.length + i];
+		}
+		return sum;
+	}
+
+	/** The idle and iowait ticks that line {@code line} grew by. */
+	private static long idle(long[] before, long[] after, int line) {
+		int at = line * KINDS.length;
+		return after[at + 3] - before[at + 3] + after[at + 4] - before[at + 4];
 	}
 
 }

@@ -139,7 +139,7 @@ final class XstreamClient {
 		// windows at 64 B, PrintCompilation: XstreamClient.stream and PollLoop.turn at
 		// tier 4 there). So 1 s more, and the JIT's wait, until a second of streaming
 		// compiled nothing, for at most SETTLE_SECONDS
-		int settle = 0;
+		int settled = 0;
 		long compiled;
 		do {
 			long jit = Jit.compilationMillis();
@@ -147,8 +147,8 @@ final class XstreamClient {
 			Jit.awaitQuiet();
 			compiled = Jit.compilationMillis() - jit;
 		}
-		while (compiled > 0 && ++settle < SETTLE_SECONDS);
-		Progress.line(op + " " + size + " B: measuring (" + (settle + 1) + " s of streaming after the JIT's wait, "
+		while (compiled > 0 && ++settled < SETTLE_SECONDS);
+		Progress.line(op + " " + size + " B: measuring (" + (settled + 1) + " s of streaming after the JIT's wait, "
 				+ compiled + " ms of compilation in the last)");
 		double[] rate = new double[reps];
 		double[] mbps = new double[reps];
