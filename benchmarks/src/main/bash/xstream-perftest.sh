@@ -77,6 +77,7 @@ guest_cpu() { # $1: the sampler's file, $2: when the client ended, $3, $4: itera
               # ends, and lasts iterations / rate) and the last one 0.3 s before its end, as XstreamClient prints it
     awk -v e="$2" -v n="$3" -v r="$4" '
         BEGIN { s = e - (r > 0 ? n / r : 0) + 0.3; e -= 0.3 }
+        $1 >= s && $1 <= e && ($2 == "ctxt" || $2 == "intr") { if (!($2 in ev0)) ev0[$2] = $3; ev1[$2] = $3; next }
         $1 >= s && $1 <= e {
             if (!($2 in seen)) { seen[$2] = 1; cpus[n_c++] = $2; for (i = 3; i <= 10; i++) a[$2, i] = $i; if (!f) { f = 1; t0 = $1 } }
             for (i = 3; i <= 10; i++) b[$2, i] = $i; t1 = $1
@@ -93,9 +94,10 @@ guest_cpu() { # $1: the sampler's file, $2: when the client ended, $3, $4: itera
                 id = b[k, 6] - a[k, 6] + b[k, 7] - a[k, 7]
                 per = per sprintf("%s%s %.1f", per == "" ? "" : ", ", k, all > 0 ? 100 * (all - id) / all : 0)
             }
-            printf "guest cpu: busy %.1f %% (user %.1f, system %.1f, irq %.1f, softirq %.1f; %s), idle %.1f %%, %.0f us busy per message (over %.1f s)\n",
+            printf "guest cpu: busy %.1f %% (user %.1f, system %.1f, irq %.1f, softirq %.1f; %s), idle %.1f %%, %.0f us busy per message, %.3f context switches and %.3f interrupts per message (over %.1f s)\n",
                 100 * (tot - idle) / tot, 100 * (d[3] + d[4]) / tot, 100 * d[5] / tot, 100 * d[8] / tot, 100 * d[9] / tot,
-                per, 100 * idle / tot, (tot - idle) * 10000 / (r * (t1 - t0)), t1 - t0
+                per, 100 * idle / tot, (tot - idle) * 10000 / (r * (t1 - t0)), (ev1["ctxt"] - ev0["ctxt"]) / (r * (t1 - t0)),
+                (ev1["intr"] - ev0["intr"]) / (r * (t1 - t0)), t1 - t0
         }' "$1"
 }
 bw_insns() { # the instruction-count mode (BENCH_INSNS=1, BENCH_MARK_BIN): perftest cannot mark its measured loop, so
@@ -135,7 +137,8 @@ bw() {
     fi
     local f=$out/perftest_${op}_${size} h0 h1 sampler t_end
     h0=$(hw)
-    # the machine's CPU time by kind, all CPUs and each (/proc/stat's cpu lines), every 0.25 s, for the measured part;
+    # the machine's CPU time by kind, all CPUs and each (/proc/stat's cpu lines), and its context switches and
+    # interrupts (ctxt, intr's total), every 0.25 s, for the measured part;
     # without a process per sample (a `sleep` per turn kept 16-19 % of the other CPU busy under emulation, runs 21-28;
     # a FIFO in $out, on the host's file system, did not block): the wait is bash's read timing out on the pipe of a
     # coprocess that never writes
@@ -143,7 +146,9 @@ bw() {
       trap 'kill "$TICK_PID" 2>/dev/null; exit 0' TERM
       while :; do
           t=$EPOCHREALTIME
-          while read -r l && [[ $l == cpu* ]]; do echo "$t $l"; done < /proc/stat
+          while read -r k rest; do
+              case $k in cpu*) echo "$t $k $rest" ;; intr | ctxt) echo "$t $k ${rest%% *}" ;; btime) break ;; esac
+          done < /proc/stat
           read -r -t 0.25 -u "${TICK[0]}" _
       done ) > "$f.stat" &
     sampler=$!
