@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
@@ -166,6 +167,7 @@ final class XstreamClient {
 		long[] windowMessages = new long[reps];
 		long[] losses0 = Retransmissions.read();
 		long[] guest0 = GuestCpu.read();
+		Map<String, Long> switches0 = ThreadSwitches.read();
 		long guestCount0 = count(op);
 		long jit0 = Jit.compilationMillis();
 		ThreadAllocation starter = ThreadAllocation.of((t) -> t == Thread.currentThread()
@@ -185,10 +187,16 @@ final class XstreamClient {
 		for (int r = 0; r < reps; r++) {
 			long end = from[0] + windowNanos;
 			if ("read".equals(op)) {
-				while (System.nanoTime() < end) {
-					pause(5); // not Thread.sleep: 40 B per call
-					failIfReadFailed();
+				// one wait to the window's end: waking every 5 ms here was 180-190 of the
+				// JVM's 720-810 context switches a second (run 37), which perftest has
+				// not
+				for (long left; (left = end - System.nanoTime()) > 0;) {
+					LockSupport.parkNanos(left); // not Thread.sleep: 40 B per call
+					if (Thread.interrupted()) {
+						throw new InterruptedException();
+					}
 				}
+				failIfReadFailed();
 			}
 			else {
 				stream(op, data, size, end);
@@ -212,6 +220,7 @@ final class XstreamClient {
 		long[] controlThread1 = control.perThread();
 		long guestCount1 = count(op);
 		long[] guest1 = GuestCpu.read();
+		Map<String, Long> switches1 = ThreadSwitches.read();
 		long jit1 = Jit.compilationMillis();
 		if (InsnMark.ON) {
 			StringBuilder counts = new StringBuilder("C");
@@ -231,7 +240,8 @@ final class XstreamClient {
 		System.out.println("# xstream " + op + " " + size + " B: over the measured windows "
 				+ Retransmissions.describe(losses0, losses1) + "; "
 				+ GuestCpu.describe(guest0, guest1, guestCount1 - guestCount0) + "; JIT compilation over the windows "
-				+ (jit1 - jit0) + " ms");
+				+ (jit1 - jit0) + " ms; "
+				+ ThreadSwitches.describe(switches0, switches1, seconds, guestCount1 - guestCount0));
 		report("xstream_mbps", extra, "MB/s", mbps);
 		report("xstream_rate", extra, "msgs/s", rate);
 		report("xstream_cpu", extra, "us_per_message", cpu);
