@@ -190,12 +190,7 @@ final class XstreamClient {
 				// one wait to the window's end: waking every 5 ms here was 180-190 of the
 				// JVM's 720-810 context switches a second (run 37), which perftest has
 				// not
-				for (long left; (left = end - System.nanoTime()) > 0;) {
-					LockSupport.parkNanos(left); // not Thread.sleep: 40 B per call
-					if (Thread.interrupted()) {
-						throw new InterruptedException();
-					}
-				}
+				parkUntil(end);
 				failIfReadFailed();
 			}
 			else {
@@ -465,9 +460,16 @@ final class XstreamClient {
 	 * none).
 	 */
 	private static void pause(long millis) throws InterruptedException {
-		LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(millis));
-		if (Thread.interrupted()) {
-			throw new InterruptedException();
+		parkUntil(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis));
+	}
+
+	/** Parks until {@code deadline} ({@link System#nanoTime()}), allocating nothing. */
+	private static void parkUntil(long deadline) throws InterruptedException {
+		for (long left; (left = deadline - System.nanoTime()) > 0;) {
+			LockSupport.parkNanos(left);
+			if (Thread.interrupted()) {
+				throw new InterruptedException();
+			}
 		}
 	}
 
