@@ -69,7 +69,7 @@ public final class Jit {
 	}
 
 	/** The output of the Compiler.queue diagnostic command ("" when it cannot be run). */
-	static String compilerQueue() {
+	public static String compilerQueue() {
 		try {
 			MBeanServer server = ManagementFactory.getPlatformMBeanServer();
 			return (String) server.invoke(new ObjectName("com.sun.management:type=DiagnosticCommand"), "compilerQueue",

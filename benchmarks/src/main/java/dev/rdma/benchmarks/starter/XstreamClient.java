@@ -127,24 +127,24 @@ final class XstreamClient {
 	 */
 	long measure(String op, int size, double warmup, double window, int reps) throws InterruptedException {
 		oneSlot = "one".equals(slotPattern) || ("alternate".equals(slotPattern) && phases % 2 == 1);
-		phases++;
+		if (phases++ == 0) {
+			warmBoundaryReaders(100);
+		}
 		long before = count(op);
 		MemorySegment data = source.asSlice(0, size);
 		Progress.line(op + " " + size + " B: warm-up" + (oneSlot ? " (slot 0 only)" : ""));
 		run(op, data, size, (long) (warmup * 1e9));
 		Progress.line(op + " " + size + " B: warm-up done (" + (count(op) - before) + " messages), JIT wait");
 		Jit.awaitQuiet();
-		// the JIT settles only while the stream runs (its counters grow with the
-		// messages): at a low rate the sender's loop and the poller's turn reached C2
-		// inside the windows after a 40-120 s warm-up (1.9-2.4 s of compilation in 6 s of
-		// windows at 64 B, PrintCompilation: XstreamClient.stream and PollLoop.turn at
-		// tier 4 there). So 1 s more, and the JIT's wait, until a second of streaming
-		// compiled nothing, for at most SETTLE_SECONDS
+		// the JIT settles only while the stream runs (stream and PollLoop.turn reached
+		// C2 in the windows after 40-120 s of warm-up): 1 s more and the JIT's wait,
+		// until a second of streaming compiled nothing (at most SETTLE_SECONDS)
 		int settled = 0;
 		long compiled;
 		do {
 			long jit = Jit.compilationMillis();
 			run(op, data, size, TimeUnit.SECONDS.toNanos(1));
+			warmBoundaryReaders(1);
 			Jit.awaitQuiet();
 			compiled = Jit.compilationMillis() - jit;
 		}
@@ -157,10 +157,8 @@ final class XstreamClient {
 		double[] alloc = new double[reps];
 		long[] allocRaw = new long[reps];
 		long windowNanos = (long) (window * 1e9);
-		if ("read".equals(op)) {
-			readSize = size;
-			readState = 1;
-		}
+		// the readers stream on from the warm-up: restarting them here deoptimized their
+		// loop, compiled again 1.7 s into the first window (run 40)
 		// the instruction-count mode (BENCH_INSNS=1): a group of REPS windows, their
 		// messages marked after them ("C n1 n2 ..."); nothing when it is off
 		MemorySegment insnGroup = InsnMark.label("B case=xstream_" + op + " impl=java size=" + size);
@@ -187,9 +185,8 @@ final class XstreamClient {
 		for (int r = 0; r < reps; r++) {
 			long end = from[0] + windowNanos;
 			if ("read".equals(op)) {
-				// one wait to the window's end: waking every 5 ms here was 180-190 of the
-				// JVM's 720-810 context switches a second (run 37), which perftest has
-				// not
+				// one wait to the window's end: waking every 5 ms was 180-190 of
+				// the JVM's 720-810 context switches a second (run 37)
 				parkUntil(end);
 				failIfReadFailed();
 			}
@@ -303,7 +300,7 @@ final class XstreamClient {
 		};
 	}
 
-	/** Streams for {@code nanos}. */
+	/** Streams for {@code nanos}; READs go on until {@link #measure}'s windows end. */
 	private void run(String op, MemorySegment data, int size, long nanos) throws InterruptedException {
 		long end = System.nanoTime() + nanos;
 		if ("read".equals(op)) {
@@ -313,11 +310,23 @@ final class XstreamClient {
 				pause(5); // not Thread.sleep: 40 B per call
 				failIfReadFailed();
 			}
-			readState = 0;
-			Thread.sleep(100);
 			return;
 		}
 		stream(op, data, size, end);
+	}
+
+	/**
+	 * Reads what a phase's boundaries and the JIT's wait read, {@code times} times for
+	 * nothing, so that their JDK code (files, readers, strings, diagnostic commands)
+	 * reaches C2 in the first warm-up, not in a window (run 40: {@code readLine} there).
+	 */
+	private static void warmBoundaryReaders(int times) {
+		for (int i = 0; i < times; i++) {
+			Retransmissions.read();
+			GuestCpu.read();
+			ThreadSwitches.read();
+			Jit.compilerQueue();
+		}
 	}
 
 	/**
@@ -387,8 +396,7 @@ final class XstreamClient {
 		try {
 			while (readState != 2) {
 				if (readState != 1) {
-					// 1 ms here cost ~5 ms of emulated CPU per streamed message (run
-					// 3)
+					// 1 ms here cost ~5 ms of emulated CPU per message (run 3)
 					pause(50);
 					continue;
 				}
