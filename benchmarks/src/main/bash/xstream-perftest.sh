@@ -180,7 +180,7 @@ bw() { # $1 op, $2 size, $3 (internal): "again" on the second attempt
     # as 0 (run 33, ib_read_bw 64 KiB): not a result. Run once more, saying so; a second failure is reported
     if [[ $mbps == 0.00 && $mpps == 0.000000 ]] && grep -q 'Correlation coefficient' "$f.client" "$f.server"; then
         if [[ ${3:-} != again ]]; then
-            echo "# xstream perftest: $tool $size B printed 0 MB/s after its CPU clock measurement failed ($(grep -ho 'Correlation coefficient[^<]*< [0-9.]*' "$f.client" "$f.server" | head -1)): run again"
+            echo "# xstream perftest: $tool $size B printed 0 MB/s (its CPU clock fit did not converge: $(grep -ho 'Correlation coefficient[^<]*< [0-9.]*' "$f.client" "$f.server" | head -1)): run again"
             bw "$op" "$size" again
         else
             echo "# xstream perftest failed: $tool $size B printed 0 MB/s twice (its CPU clock measurement failed); see $f.client"
