@@ -46,16 +46,10 @@ final class XstreamClient {
 	/** Sends per doorbell ({@code XSTREAM_BATCH}): 1 = {@code send} one by one. */
 	private final int perDoorbell;
 
-	/**
-	 * Sends and writes from borrowed send buffers as they are
-	 * ({@code XSTREAM_ZERO_COPY=1}), as perftest posts its buffer without touching it: no
-	 * copy of the message.
-	 */
+	/** Borrowed send buffers sent as they are ({@code XSTREAM_ZERO_COPY=1}). */
 	private final boolean zeroCopy;
 
-	/**
-	 * Seconds of streaming at most, after the warm-up, until one second compiles nothing.
-	 */
+	/** At most this many seconds of settling (until a second compiles nothing). */
 	private static final int SETTLE_SECONDS = 20;
 
 	/** The main thread's batch, reused (when {@link #perDoorbell} is above 1). */
@@ -71,9 +65,7 @@ final class XstreamClient {
 
 	private final MemorySegment[] targets;
 
-	/**
-	 * READs per reader call ({@code XSTREAM_READ_BATCH}): 1 = {@code read} one by one.
-	 */
+	/** READs per reader call ({@code XSTREAM_READ_BATCH}); 1: {@code read}. */
 	private final int perRead;
 
 	/**
@@ -101,6 +93,13 @@ final class XstreamClient {
 
 	private int phases;
 
+	/**
+	 * The data path's threads (this one, the pollers, the readers); the control threads.
+	 */
+	private final ThreadAllocation starter;
+
+	private final ThreadAllocation control;
+
 	private volatile Throwable readFailure;
 
 	XstreamClient(RdmaConnection connection, XstreamBench.Sink sink, int readers) {
@@ -119,6 +118,12 @@ final class XstreamClient {
 			this.targets[i] = Arena.global().allocate((long) MESSAGE_SIZE * Math.max(perRead, streamWindow), 64);
 			this.readerThreads[i] = Thread.ofPlatform().name("xstream-reader-" + i).daemon().start(() -> readLoop(k));
 		}
+		// once: made per phase, their streams and lambdas compiled inside the first
+		// window
+		this.starter = ThreadAllocation.of((t) -> t == Thread.currentThread() || t.getName().startsWith("rdma-poller-")
+				|| t.getName().startsWith("xstream-reader-"));
+		this.control = ThreadAllocation
+			.of((t) -> t.getName().startsWith("rdma-") && !t.getName().startsWith("rdma-poller-"));
 	}
 
 	/**
@@ -128,7 +133,7 @@ final class XstreamClient {
 	long measure(String op, int size, double warmup, double window, int reps) throws InterruptedException {
 		oneSlot = "one".equals(slotPattern) || ("alternate".equals(slotPattern) && phases % 2 == 1);
 		if (phases++ == 0) {
-			warmBoundaryReaders(100);
+			warmBoundaryReaders(300);
 		}
 		long before = count(op);
 		MemorySegment data = source.asSlice(0, size);
@@ -168,10 +173,6 @@ final class XstreamClient {
 		Map<String, Long> switches0 = ThreadSwitches.read();
 		long guestCount0 = count(op);
 		long jit0 = Jit.compilationMillis();
-		ThreadAllocation starter = ThreadAllocation.of((t) -> t == Thread.currentThread()
-				|| t.getName().startsWith("rdma-poller-") || t.getName().startsWith("xstream-reader-"));
-		ThreadAllocation control = ThreadAllocation
-			.of((t) -> t.getName().startsWith("rdma-") && !t.getName().startsWith("rdma-poller-"));
 		long[] perThread0 = starter.perThread();
 		long[] controlThread0 = control.perThread();
 		long[] allRaw = new long[reps];
@@ -208,12 +209,12 @@ final class XstreamClient {
 			to = next;
 		}
 		InsnMark.mark(InsnMark.END);
+		long jit1 = Jit.compilationMillis(); // before the readings below: not theirs
 		long[] perThread1 = starter.perThread();
 		long[] controlThread1 = control.perThread();
 		long guestCount1 = count(op);
 		long[] guest1 = GuestCpu.read();
 		Map<String, Long> switches1 = ThreadSwitches.read();
-		long jit1 = Jit.compilationMillis();
 		if (InsnMark.ON) {
 			StringBuilder counts = new StringBuilder("C");
 			for (long m : windowMessages) {
@@ -318,7 +319,7 @@ final class XstreamClient {
 	/**
 	 * Reads what a phase's boundaries and the JIT's wait read, {@code times} times for
 	 * nothing, so that their JDK code (files, readers, strings, diagnostic commands)
-	 * reaches C2 in the first warm-up, not in a window (run 40: {@code readLine} there).
+	 * reaches C2 before the first warm-up ends, not in a window (runs 40, 44).
 	 */
 	private static void warmBoundaryReaders(int times) {
 		for (int i = 0; i < times; i++) {
