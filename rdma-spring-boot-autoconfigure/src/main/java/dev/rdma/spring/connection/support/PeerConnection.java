@@ -347,11 +347,11 @@ public final class PeerConnection extends SettingsConnection {
 		long wrId = completion.wrId();
 		int status = completion.statusCode();
 		if ((wrId & ONE_SIDED) != 0) {
-			sends.completedBefore((int) (wrId & PeerOneSided.INDEX), status);
+			sends.completions().completedBefore((int) (wrId & PeerOneSided.INDEX), status);
 			oneSided.completed(wrId, status);
 		}
 		else if ((wrId & SEND) != 0) {
-			sends.completed((int) (wrId & ~SEND), status);
+			sends.completions().completed((int) (wrId & ~SEND), status);
 		}
 		else {
 			receives.completed((int) wrId, status, completion);

@@ -32,16 +32,15 @@ import dev.rdma.verbs.WcStatus;
  * <p>
  * <b>Inline and selective signaling</b> ({@link ConnectionSettings.DataPath}). A SEND of
  * at most the QP's granted {@code max_inline_data} is posted IBV_SEND_INLINE. One SEND in
- * {@code signal-interval} is posted signaled, and so is every SEND that takes the last
- * free buffer (a waiting sender always has a completion to wait for); RDMA WRITEs count
- * in the same interval and are inlined by the same rule; of the READs posted together
- * only the last is signaled. Each post has a sequence number (its place in the
- * sequencer's ring); a completion (signaled, or failed: the provider reports every failed
- * and flushed work request) completes in order the unsignaled ones posted before it:
- * SENDs and WRITEs as sent (written), READs as read, or flushed when it is a flush (the
- * first failure had its own). A close with sends in flight and a signal interval above 1
- * posts a signaled marker after moving the QP to the error state: its flushed completion
- * gives back whatever is left.
+ * {@code signal-interval} is posted signaled, and so is a SEND that takes the last free
+ * buffer while no signaled SEND or WRITE is in flight (a waiting sender always has a
+ * completion to wait for, and a stream that keeps every buffer in flight is not signaled
+ * once per message); RDMA WRITEs count in the same interval and are inlined by the same
+ * rule; of the READs posted together only the last is signaled. Each post has a sequence
+ * number (its place in the sequencer's ring); a completion completes in order the
+ * unsignaled ones posted before it ({@link SendCompletions}). A close with sends in
+ * flight and a signal interval above 1 posts a signaled marker after moving the QP to the
+ * error state: its flushed completion gives back whatever is left.
  */
 final class PeerSends extends PeerPart implements SendSequencer.Sink {
 
@@ -94,8 +93,8 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	/** The sequence number of the last post of each buffer index (marker included). */
 	private final AtomicLongArray sequenceOf;
 
-	/** The next sequence number to give back (poller thread only). */
-	private long reclaimed;
+	/** The poller's side: completions reclaim the places in order. */
+	private final SendCompletions completions;
 
 	private final int inline;
 
@@ -132,6 +131,8 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 		this.sequencer = new SendSequencer(settings.sendDepth() + 1, settings.sendDepth() + 1, signalInterval, counters,
 				this);
 		this.oneSidedWrIds = new long[settings.sendDepth()];
+		this.completions = new SendCompletions(peer, settings, counters, sequencer, pool, sequenceOf, lengths,
+				oneSidedWrIds);
 		this.lent = new BorrowedSendBuffer[settings.sendDepth()];
 		for (int i = 0; i < lent.length; i++) {
 			lent[i] = new BorrowedSendBuffer(this, i, buffers.asSlice((long) i * size, size));
@@ -141,6 +142,12 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	/** The one-sided part, which completes refused RDMA operations. */
 	void oneSided(PeerOneSided part) {
 		this.oneSided = part;
+		completions.oneSided(part);
+	}
+
+	/** The completions of the send queue's work requests (poller thread). */
+	SendCompletions completions() {
+		return completions;
 	}
 
 	/** The largest SEND posted inline (the QP's max_inline_data, or 0). */
@@ -355,7 +362,7 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	// SendSequencer.Sink
 
 	@Override
-	public SendWorkRequest prepare(int entry, boolean signalDue) {
+	public SendWorkRequest prepare(int entry, boolean signalDue, boolean signaledInFlight) {
 		int index = entry & SendSequencer.INDEX;
 		if (index == markerIndex) {
 			return marker;
@@ -364,7 +371,7 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 		if ((entry & SendSequencer.ONE_SIDED) != 0 && (oneSidedWrIds[index] & PeerConnection.READ) != 0) {
 			return wr; // a READ: flags set by prepareOneSided and postOneSided
 		}
-		boolean signaled = signalDue || pool.available() == 0;
+		boolean signaled = signalDue || (!signaledInFlight && pool.available() == 0);
 		boolean inlined = lengths[index] <= inline;
 		return wr.flags(signaled ? (inlined ? SIGNALED_INLINE : SIGNALED) : (inlined ? UNSIGNALED_INLINE : UNSIGNALED));
 	}
@@ -441,60 +448,6 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 			publish(sequence + i, SendSequencer.ONE_SIDED | index);
 		}
 		sequencer.drive();
-	}
-
-	/**
-	 * A completion of buffer {@code index} with {@code status} (an RDMA operation's too,
-	 * before {@link PeerOneSided} handles it): completes the unsignaled SENDs and RDMA
-	 * operations posted before it (see the class comment). Poller thread.
-	 */
-	void completedBefore(int index, int status) {
-		long sequence = sequenceOf.get(index);
-		PeerOneSided part = oneSided;
-		while (reclaimed < sequence) {
-			int entry = sequencer.entry(reclaimed);
-			reclaimed++;
-			int unsignaled = entry & SendSequencer.INDEX;
-			if ((entry & SendSequencer.REFUSED) != 0 || unsignaled == markerIndex) {
-				continue;
-			}
-			if ((entry & SendSequencer.ONE_SIDED) == 0) {
-				finished(unsignaled, 0);
-			}
-			else if (part != null) {
-				part.completedUnsignaled(oneSidedWrIds[unsignaled], status);
-			}
-		}
-		if (reclaimed == sequence) {
-			reclaimed++;
-		}
-	}
-
-	/**
-	 * The completion of the SEND of buffer {@code index} (or of the close's marker):
-	 * gives back the unsignaled SENDs before it, then frees its buffer.
-	 */
-	void completed(int index, int status) {
-		completedBefore(index, status);
-		if (index != markerIndex) {
-			finished(index, status);
-		}
-	}
-
-	private void finished(int index, int status) {
-		if (status == 0) {
-			counters.messagesSent.increment();
-			counters.bytesSent.add(lengths[index]);
-		}
-		else {
-			counters.sendErrors.increment();
-			if (!peer.isClosing() && !peer.peerHasDisconnected() && status != WcStatus.WR_FLUSH_ERR.code()) {
-				logger.warn("Send of " + lengths[index] + " bytes on connection '" + settings.name() + "' (" + peer
-						+ ") failed: " + WcStatus.of(status));
-			}
-			peer.completionFailed(status);
-		}
-		pool.release(index);
 	}
 
 }

@@ -97,6 +97,27 @@ final class SendBufferPool {
 		}
 	}
 
+	/**
+	 * Gives back {@code indexes[0..count)} at once (a completion's reclaimed buffers):
+	 * the first waiting sender is unparked once, not once per buffer, and further senders
+	 * as long as buffers and waiters remain.
+	 */
+	void release(int[] indexes, int count) {
+		@Nullable Thread next;
+		synchronized (this) {
+			for (int i = 0; i < count; i++) {
+				free[top++] = indexes[i];
+			}
+			next = dequeue();
+			for (int i = 1; i < count && waiting > 0; i++) {
+				LockSupport.unpark(dequeue()); // several senders wait: rare
+			}
+		}
+		if (next != null) {
+			LockSupport.unpark(next);
+		}
+	}
+
 	/** Wakes every waiting sender; later acquires fail. */
 	synchronized void close() {
 		closed = true;

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 
+import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.SendWorkRequest;
 
 /**
@@ -25,12 +26,16 @@ import dev.rdma.verbs.SendWorkRequest;
  * and one for the close's marker); a slot holds the entry (buffer index and flags) and
  * the sequence number it was published for. A place is claimed only with a send buffer in
  * hand and a slot is reused only once the poller gave back the place before it
- * ({@link PeerSends#completedBefore}), so a slot is never overwritten before it was
+ * ({@link SendCompletions#completedBefore}), so a slot is never overwritten before it was
  * posted and reclaimed.
  *
  * <p>
  * <b>Signaling</b> is decided by the posting thread, in post order (the interval counts
- * across chains and threads); the {@link Sink} sets each work request's flags.
+ * across chains and threads); the {@link Sink} sets each work request's flags. The
+ * sequencer tells it whether a signaled SEND or WRITE is in flight (posted, and its place
+ * not {@linkplain #reclaimed reclaimed} yet): its completion will give buffers back, so a
+ * post that takes the last free buffer need not be signaled too. (A READ's buffer comes
+ * back through its reader, which may not reap it soon: it does not count.)
  *
  * <p>
  * <b>Refusals.</b> When the provider refuses a chain at one element, the places from it
@@ -58,9 +63,11 @@ final class SendSequencer {
 
 		/**
 		 * The work request of {@code entry}, its flags set: signaled when
-		 * {@code signalDue}, or when it must be for another reason.
+		 * {@code signalDue}, or when it must be for another reason (a sender may wait for
+		 * a buffer, and {@code signaledInFlight} is false: no completion is coming that
+		 * would give one back).
 		 */
-		SendWorkRequest prepare(int entry, boolean signalDue);
+		SendWorkRequest prepare(int entry, boolean signalDue, boolean signaledInFlight);
 
 		/**
 		 * Posts {@code chain}, in order; returns how many were posted (all, or those
@@ -101,12 +108,22 @@ final class SendSequencer {
 	/** Unsignaled posts since the last signaled one (posting thread). */
 	private int sinceSignaled;
 
+	/**
+	 * The place of the last signaled SEND or WRITE posted, -1 when none (posting thread).
+	 */
+	private long lastSignaled = -1;
+
+	/** The first place the poller has not reclaimed yet ({@link #reclaimed}). */
+	private volatile long reclaimedTo;
+
 	/** The chain being posted, and the entries of its elements (posting thread). */
 	private final ArrayList<SendWorkRequest> chain;
 
 	private final int[] chainEntries;
 
 	private final int[] sinceAfter;
+
+	private final long[] signaledAfter;
 
 	/**
 	 * @param slots one per send buffer, and one for the close's marker
@@ -128,6 +145,7 @@ final class SendSequencer {
 		this.chain = new ArrayList<>(slots);
 		this.chainEntries = new int[slots];
 		this.sinceAfter = new int[slots];
+		this.signaledAfter = new long[slots];
 	}
 
 	/** Claims {@code n} consecutive places; the first one's sequence number. */
@@ -195,6 +213,14 @@ final class SendSequencer {
 		}
 	}
 
+	/**
+	 * The poller reclaimed every place before {@code to} (their buffers are given back
+	 * after this call): a signaled place before it is no longer in flight.
+	 */
+	void reclaimed(long to) {
+		reclaimedTo = to;
+	}
+
 	/** Places claimed so far. */
 	long claimed() {
 		return claimed.get();
@@ -215,13 +241,23 @@ final class SendSequencer {
 		while (true) {
 			chain.clear();
 			int since = sinceSignaled;
+			long signaled = lastSignaled;
 			int n = 0;
 			while (n < max && published(first + n)) {
 				int entry = entries.get(slot(first + n));
-				SendWorkRequest wr = sink.prepare(entry, since + 1 >= signalInterval);
-				since = wr.hasFlag(SendWorkRequest.Flag.SIGNALED) ? 0 : since + 1;
+				SendWorkRequest wr = sink.prepare(entry, since + 1 >= signalInterval, signaled >= reclaimedTo);
+				if (wr.hasFlag(SendWorkRequest.Flag.SIGNALED)) {
+					since = 0;
+					if (wr.opcode() != QueuePair.SendOpcode.RDMA_READ) {
+						signaled = first + n;
+					}
+				}
+				else {
+					since++;
+				}
 				chainEntries[n] = entry;
 				sinceAfter[n] = since;
+				signaledAfter[n] = signaled;
 				chain.add(wr);
 				n++;
 			}
@@ -233,6 +269,7 @@ final class SendSequencer {
 			counters.sendsPosted.add(posted);
 			if (posted > 0) {
 				sinceSignaled = sinceAfter[posted - 1];
+				lastSignaled = signaledAfter[posted - 1];
 			}
 			for (int k = 0; k < n; k++) {
 				int entry = chainEntries[k];

@@ -32,6 +32,7 @@ class SendBufferPoolTests {
 
 	/** A sender on another thread waiting up to 30 s for a buffer of {@code pool}. */
 	private static CompletableFuture<Integer> acquireOnAnotherThread(SendBufferPool pool) {
+		// a thread of its own: the common pool may have one thread only (two cores)
 		return CompletableFuture.supplyAsync(() -> {
 			try {
 				return pool.acquire(TimeUnit.SECONDS.toNanos(30));
@@ -39,7 +40,7 @@ class SendBufferPoolTests {
 			catch (InterruptedException ex) {
 				throw new IllegalStateException(ex);
 			}
-		});
+		}, (task) -> Thread.ofPlatform().daemon().start(task));
 	}
 
 	@Test
@@ -53,6 +54,40 @@ class SendBufferPoolTests {
 		Thread.sleep(20);
 		pool.release(only);
 		assertThat(waiting.get(30, TimeUnit.SECONDS)).isEqualTo(only);
+	}
+
+	/**
+	 * A completion's buffers go back together: each waiting sender, up to one per buffer,
+	 * gets one; a sender beyond that waits on.
+	 */
+	@Test
+	void aBatchReleaseWakesAsManyWaitingSendersAsItGivesBuffers() throws Exception {
+		SendBufferPool pool = new SendBufferPool(3);
+		int[] taken = { pool.tryAcquire(), pool.tryAcquire(), pool.tryAcquire() };
+		java.util.List<CompletableFuture<Integer>> waiting = new java.util.ArrayList<>();
+		for (int i = 0; i < 3; i++) {
+			waiting.add(acquireOnAnotherThread(pool));
+		}
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+		while (pool.waiting() < 3 && System.nanoTime() < deadline) {
+			Thread.sleep(5);
+		}
+		assertThat(pool.waiting()).as("three senders wait").isEqualTo(3);
+		pool.release(taken, 2);
+		CompletableFuture.anyOf(waiting.get(0), waiting.get(1), waiting.get(2)).get(30, TimeUnit.SECONDS);
+		while (waiting.stream().filter(CompletableFuture::isDone).count() < 2 && System.nanoTime() < deadline) {
+			Thread.sleep(5);
+		}
+		Thread.sleep(50);
+		assertThat(waiting.stream().filter(CompletableFuture::isDone).map(CompletableFuture::join))
+			.as("two buffers, two senders served")
+			.containsExactlyInAnyOrder(taken[0], taken[1]);
+		assertThat(pool.waiting()).isEqualTo(1);
+		pool.release(new int[] { taken[2] }, 1);
+		for (CompletableFuture<Integer> w : waiting) {
+			w.get(30, TimeUnit.SECONDS);
+		}
+		assertThat(pool.available()).isZero();
 	}
 
 	@Test

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import dev.rdma.verbs.QueuePair;
 import dev.rdma.verbs.SendWorkRequest;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -45,6 +46,12 @@ class SendSequencerTests {
 
 		final List<Boolean> signaled = new ArrayList<>();
 
+		/** What the sequencer told each prepare: a signaled SEND or WRITE in flight. */
+		final List<Boolean> signaledInFlight = new ArrayList<>();
+
+		/** Buffer indexes whose work request is a signaled READ. */
+		final java.util.Set<Integer> reads = new java.util.HashSet<>();
+
 		final List<Integer> refused = new ArrayList<>();
 
 		final ArrayBlockingQueue<Integer> free;
@@ -63,8 +70,14 @@ class SendSequencerTests {
 		}
 
 		@Override
-		public SendWorkRequest prepare(int entry, boolean signalDue) {
-			SendWorkRequest wr = wrs[entry & SendSequencer.INDEX];
+		public SendWorkRequest prepare(int entry, boolean signalDue, boolean inFlight) {
+			signaledInFlight.add(inFlight);
+			int index = entry & SendSequencer.INDEX;
+			SendWorkRequest wr = wrs[index];
+			if (reads.contains(index)) {
+				return wr.opcode(QueuePair.SendOpcode.RDMA_READ).flags(SendWorkRequest.Flag.SIGNALED);
+			}
+			wr.opcode(QueuePair.SendOpcode.SEND);
 			return signalDue ? wr.flags(SendWorkRequest.Flag.SIGNALED) : wr.flags();
 		}
 
@@ -152,6 +165,55 @@ class SendSequencerTests {
 		sequencer.drive();
 		assertThat(sink.signaled).containsExactly(false, false, false, true, false, false, false, true, false, false,
 				false, true);
+	}
+
+	/**
+	 * The sink learns whether a signaled SEND or WRITE is in flight (posted, its place
+	 * not reclaimed by the poller yet), within a chain too; a signaled READ does not
+	 * count (its buffer comes back through its reader), nor does a signaled place the
+	 * provider refused.
+	 */
+	@Test
+	void theSinkLearnsWhetherASignaledSendIsInFlight() {
+		FakeSink sink = new FakeSink(16);
+		SendSequencer sequencer = new SendSequencer(17, 17, 2, new ConnectionCounters(), sink);
+		for (int i = 0; i < 3; i++) {
+			sequencer.publish(sequencer.claim(1), i);
+			sequencer.drive();
+		}
+		// places 0 (unsignaled), 1 (signaled), 2: in flight from place 2 on
+		assertThat(sink.signaled).containsExactly(false, true, false);
+		assertThat(sink.signaledInFlight).containsExactly(false, false, true);
+		sequencer.reclaimed(1);
+		sequencer.publish(sequencer.claim(1), 3);
+		sequencer.drive();
+		assertThat(sink.signaledInFlight).as("place 1 not reclaimed yet").endsWith(true);
+		sequencer.reclaimed(4);
+		long first = sequencer.claim(3);
+		for (int i = 0; i < 3; i++) {
+			sequencer.publish(first + i, 4 + i);
+		}
+		sequencer.drive();
+		// place 3 (signaled) reclaimed; places 4, 5 (signaled), 6 in one chain: place 6
+		// sees place 5 in flight before the chain is posted
+		assertThat(sink.signaled).endsWith(true, false, true, false);
+		assertThat(sink.signaledInFlight).as("reclaimed, then signaled earlier in the same chain")
+			.containsExactly(false, false, true, true, false, false, true);
+		sequencer.reclaimed(7);
+		sink.reads.add(7);
+		sequencer.publish(sequencer.claim(1), 7);
+		sequencer.drive();
+		sequencer.publish(sequencer.claim(1), 8);
+		sequencer.drive();
+		assertThat(sink.signaled).as("place 7 a signaled READ").endsWith(true, false);
+		assertThat(sink.signaledInFlight).as("a signaled READ does not count").endsWith(false, false);
+		sink.refuseAt = 0;
+		sequencer.publish(sequencer.claim(1), 9);
+		sequencer.drive();
+		sink.refuseAt = -1;
+		sequencer.publish(sequencer.claim(1), 10);
+		sequencer.drive();
+		assertThat(sink.signaledInFlight).as("a refused signaled place does not count").endsWith(false);
 	}
 
 	@Test

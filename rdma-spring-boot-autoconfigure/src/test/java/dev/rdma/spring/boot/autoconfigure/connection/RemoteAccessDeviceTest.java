@@ -279,6 +279,53 @@ class RemoteAccessDeviceTest {
 		}
 	}
 
+	/**
+	 * A stream of WRITEs that keeps all 8 send buffers in flight, with one signaled in 64
+	 * due: a post that takes the last free buffer is signaled only when no signaled WRITE
+	 * is in flight. Two signaled posts are then at least 8 apart (the earlier one's
+	 * completion gave back all 8 buffers before the later one emptied the pool again), so
+	 * 2,000 WRITEs give at most 251 completions. Signaling every post that found the pool
+	 * empty gave 300 here (the sender took the buffers back one by one as the poller
+	 * released them), and once per message in a stream of 64 KiB SENDs (bench run 47).
+	 */
+	@Test
+	void aStreamThatKeepsEveryBufferInFlightIsSignaledOncePerRoundOfBuffers() throws Exception {
+		TwoDevices two = tier.two();
+		try (AppPair apps = AppPair.start(two, tier.port(), List.of("remote-access-size=64KB"),
+				List.of("remote-access-size=64KB", "message-size=4096", "send-depth=8", "signal-interval=64"))) {
+			RdmaConnection link = apps.link;
+			MeterRegistry meters = apps.client.getBean(MeterRegistry.class);
+			apps.awaitConnected();
+			byte[] pattern = pattern(8192, 13);
+			double completions0 = stableSendCompletions(meters);
+			int writes = 2000;
+			for (int i = 0; i < writes; i++) {
+				link.write((i % 16) * 4096L, pattern, (i % 8) * 512, 4096);
+			}
+			long waited = link.statistics().sendQueueFull();
+			await("the WRITEs up to the last signaled one counted",
+					() -> link.statistics().bytesWritten() >= (writes - 8) * 4096L);
+			double completions = stableSendCompletions(meters) - completions0;
+			System.out.println("REMOTE-ACCESS " + writes + " streamed WRITEs of 4 KiB: " + waited
+					+ " waited for a buffer, " + (long) completions + " send completions");
+			assertThat(waited).as("WRITEs that found all 8 send buffers in flight").isPositive();
+			assertThat(completions).as("send completions: signaled posts at least 8 apart")
+				.isBetween((double) writes / 64 - 1, (double) writes / 8 + 1);
+			assertThat(link.statistics().sendErrors()).isZero();
+			// a READ after the WRITEs (RC executes them in order) finds the last one's
+			// bytes,
+			// and its completion gives back the unsignaled WRITEs before it
+			try (Arena arena = Arena.ofConfined()) {
+				MemorySegment last = arena.allocate(4096);
+				link.read(15 * 4096L, last);
+				int from = ((writes - 1) % 8) * 512;
+				assertThat(last.toArray(ValueLayout.JAVA_BYTE)).as("the last WRITE, at offset 15 * 4096")
+					.isEqualTo(Arrays.copyOfRange(pattern, from, from + 4096));
+			}
+			assertThat(link.statistics().bytesWritten()).isEqualTo(writes * 4096L);
+		}
+	}
+
 	@Test
 	void aPeerWithoutARegionHasNone() throws Exception {
 		TwoDevices two = tier.two();
