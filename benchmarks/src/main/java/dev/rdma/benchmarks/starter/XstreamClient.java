@@ -49,8 +49,8 @@ final class XstreamClient {
 	/** Borrowed send buffers sent as they are ({@code XSTREAM_ZERO_COPY=1}). */
 	private final boolean zeroCopy;
 
-	/** At most this many seconds of settling (until a second compiles nothing). */
-	private static final int SETTLE_SECONDS = 20;
+	// settling: at most SETTLE_SECONDS, until QUIET_SECONDS in a row compile nothing
+	private static final int SETTLE_SECONDS = 20, QUIET_SECONDS = 3;
 
 	/** The main thread's batch, reused (when {@link #perDoorbell} is above 1). */
 	private final SendBatch sendBatch;
@@ -142,20 +142,19 @@ final class XstreamClient {
 		Progress.line(op + " " + size + " B: warm-up done (" + (count(op) - before) + " messages), JIT wait");
 		Jit.awaitQuiet();
 		// the JIT settles only while the stream runs (stream and PollLoop.turn reached
-		// C2 in the windows after 40-120 s of warm-up): 1 s more and the JIT's wait,
-		// until a second of streaming compiled nothing (at most SETTLE_SECONDS)
-		int settled = 0;
-		long compiled;
+		// C2 in the windows after 40-120 s of warm-up): streaming on until 3 s in a row
+		// compiled nothing (1 s was not enough: 1,874 ms in run 49's windows)
+		int settled = 0, quiet = 0;
 		do {
 			long jit = Jit.compilationMillis();
 			run(op, data, size, TimeUnit.SECONDS.toNanos(1));
 			warmBoundaryReaders(1);
 			Jit.awaitQuiet();
-			compiled = Jit.compilationMillis() - jit;
+			quiet = Jit.compilationMillis() == jit ? quiet + 1 : 0;
 		}
-		while (compiled > 0 && ++settled < SETTLE_SECONDS);
+		while (quiet < QUIET_SECONDS && ++settled < SETTLE_SECONDS);
 		Progress.line(op + " " + size + " B: measuring (" + (settled + 1) + " s of streaming after the JIT's wait, "
-				+ compiled + " ms of compilation in the last)");
+				+ quiet + " s without compilation at the end)");
 		double[] rate = new double[reps];
 		double[] mbps = new double[reps];
 		double[] cpu = new double[reps];
