@@ -154,15 +154,8 @@ class SendSequencerTests {
 	void signalingCountsAcrossChains() {
 		FakeSink sink = new FakeSink(16);
 		SendSequencer sequencer = new SendSequencer(17, 17, 4, new ConnectionCounters(), sink);
-		for (int i = 0; i < 6; i++) {
-			sequencer.publish(sequencer.claim(1), i);
-			sequencer.drive();
-		}
-		long first = sequencer.claim(6);
-		for (int i = 0; i < 6; i++) {
-			sequencer.publish(first + i, 6 + i);
-		}
-		sequencer.drive();
+		postEach(sequencer, 0, 6);
+		postChain(sequencer, 6, 6);
 		assertThat(sink.signaled).containsExactly(false, false, false, true, false, false, false, true, false, false,
 				false, true);
 	}
@@ -177,23 +170,15 @@ class SendSequencerTests {
 	void theSinkLearnsWhetherASignaledSendIsInFlight() {
 		FakeSink sink = new FakeSink(16);
 		SendSequencer sequencer = new SendSequencer(17, 17, 2, new ConnectionCounters(), sink);
-		for (int i = 0; i < 3; i++) {
-			sequencer.publish(sequencer.claim(1), i);
-			sequencer.drive();
-		}
+		postEach(sequencer, 0, 3);
 		// places 0 (unsignaled), 1 (signaled), 2: in flight from place 2 on
 		assertThat(sink.signaled).containsExactly(false, true, false);
 		assertThat(sink.signaledInFlight).containsExactly(false, false, true);
 		sequencer.reclaimed(1);
-		sequencer.publish(sequencer.claim(1), 3);
-		sequencer.drive();
+		postEach(sequencer, 3, 1);
 		assertThat(sink.signaledInFlight).as("place 1 not reclaimed yet").endsWith(true);
 		sequencer.reclaimed(4);
-		long first = sequencer.claim(3);
-		for (int i = 0; i < 3; i++) {
-			sequencer.publish(first + i, 4 + i);
-		}
-		sequencer.drive();
+		postChain(sequencer, 4, 3);
 		// place 3 (signaled) reclaimed; places 4, 5 (signaled), 6 in one chain: place 6
 		// sees place 5 in flight before the chain is posted
 		assertThat(sink.signaled).endsWith(true, false, true, false);
@@ -201,18 +186,14 @@ class SendSequencerTests {
 			.containsExactly(false, false, true, true, false, false, true);
 		sequencer.reclaimed(7);
 		sink.reads.add(7);
-		sequencer.publish(sequencer.claim(1), 7);
-		sequencer.drive();
-		sequencer.publish(sequencer.claim(1), 8);
-		sequencer.drive();
+		postEach(sequencer, 7, 1);
+		postEach(sequencer, 8, 1);
 		assertThat(sink.signaled).as("place 7 a signaled READ").endsWith(true, false);
 		assertThat(sink.signaledInFlight).as("a signaled READ does not count").endsWith(false, false);
 		sink.refuseAt = 0;
-		sequencer.publish(sequencer.claim(1), 9);
-		sequencer.drive();
+		postEach(sequencer, 9, 1);
 		sink.refuseAt = -1;
-		sequencer.publish(sequencer.claim(1), 10);
-		sequencer.drive();
+		postEach(sequencer, 10, 1);
 		assertThat(sink.signaledInFlight).as("a refused signaled place does not count").endsWith(false);
 	}
 
@@ -289,6 +270,23 @@ class SendSequencerTests {
 		assertThat(counters.sendPosts()).isEqualTo(sink.chains.size()).isLessThanOrEqualTo(threads * perThread);
 		System.out.println("SEND-SEQUENCER " + threads * perThread + " sends of " + threads + " threads in "
 				+ counters.sendPosts() + " posts");
+	}
+
+	/** Posts buffers {@code from..from+count) one by one, each its own claim. */
+	private static void postEach(SendSequencer sequencer, int from, int count) {
+		for (int i = from; i < from + count; i++) {
+			sequencer.publish(sequencer.claim(1), i);
+			sequencer.drive();
+		}
+	}
+
+	/** Posts buffers {@code from..from+count) as one batch: one claim, one drive. */
+	private static void postChain(SendSequencer sequencer, int from, int count) {
+		long first = sequencer.claim(count);
+		for (int i = 0; i < count; i++) {
+			sequencer.publish(first + i, from + i);
+		}
+		sequencer.drive();
 	}
 
 }
