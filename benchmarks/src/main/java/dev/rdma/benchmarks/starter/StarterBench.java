@@ -4,10 +4,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
 
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+
+import dev.rdma.spring.connection.ConnectionState;
+import dev.rdma.spring.connection.RdmaConnection;
 
 /**
  * What the starter's benchmarks across two devices share ({@link XdevStarterPingPong},
@@ -43,6 +47,24 @@ final class StarterBench {
 		return new SpringApplicationBuilder(app).web(WebApplicationType.NONE)
 			.properties(properties.toArray(String[]::new))
 			.run();
+	}
+
+	/**
+	 * The client's connection {@link #CONNECTION} of {@code client}, once
+	 * {@code ESTABLISHED}: fails after 120 s naming its state and {@code route}.
+	 */
+	static RdmaConnection awaitEstablished(ConfigurableApplicationContext client, String route)
+			throws InterruptedException {
+		RdmaConnection connection = client.getBean(CONNECTION, RdmaConnection.class);
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+		while (connection.state() != ConnectionState.ESTABLISHED && System.nanoTime() < deadline) {
+			Thread.sleep(10);
+		}
+		if (connection.state() != ConnectionState.ESTABLISHED) {
+			throw new IllegalStateException(
+					"connection " + CONNECTION + " is " + connection.state() + " after 120 s (" + route + ")");
+		}
+		return connection;
 	}
 
 	/**

@@ -15,7 +15,6 @@ import dev.rdma.benchmarks.InsnMark;
 import dev.rdma.benchmarks.Repetitions;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
-import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RdmaMessage;
 import dev.rdma.verbs.CompletionQueue;
@@ -26,6 +25,7 @@ import org.springframework.context.annotation.Bean;
 import static dev.rdma.benchmarks.starter.StarterBench.CLIENT_QUEUE;
 import static dev.rdma.benchmarks.starter.StarterBench.CONNECTION;
 import static dev.rdma.benchmarks.starter.StarterBench.SERVER_QUEUE;
+import static dev.rdma.benchmarks.starter.StarterBench.awaitEstablished;
 import static dev.rdma.benchmarks.starter.StarterBench.env;
 import static dev.rdma.benchmarks.starter.StarterBench.report;
 import static dev.rdma.benchmarks.starter.StarterBench.start;
@@ -107,15 +107,7 @@ public final class XdevStarterPingPong {
 				properties(devB, SERVER_QUEUE, mode, size, "listen=" + ipB + ":" + port));
 				ConfigurableApplicationContext client = start(ClientApp.class,
 						clientProperties(devA, ipA, ipB, mode, size, port))) {
-			RdmaConnection connection = client.getBean(CONNECTION, RdmaConnection.class);
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-			while (connection.state() != ConnectionState.ESTABLISHED && System.nanoTime() < deadline) {
-				Thread.sleep(10);
-			}
-			if (connection.state() != ConnectionState.ESTABLISHED) {
-				throw new IllegalStateException("connection " + CONNECTION + " is " + connection.state()
-						+ " after 120 s (" + ipA + " -> " + ipB + ":" + port + ")");
-			}
+			RdmaConnection connection = awaitEstablished(client, ipA + " -> " + ipB + ":" + port);
 			System.err.printf(Locale.ROOT,
 					"XdevStarterPingPong: %s: both applications up and connected in %.1f s: "
 							+ "%s (%s) -> %s (%s) port %d%n",

@@ -5,13 +5,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import dev.rdma.benchmarks.Progress;
 import dev.rdma.benchmarks.ThreadCpu;
 import dev.rdma.spring.annotation.RdmaMessageListener;
 import dev.rdma.spring.boot.autoconfigure.RdmaAutoConfiguration;
-import dev.rdma.spring.connection.ConnectionState;
 import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.RdmaMessage;
@@ -22,6 +20,7 @@ import org.springframework.context.annotation.Bean;
 import static dev.rdma.benchmarks.starter.StarterBench.CLIENT_QUEUE;
 import static dev.rdma.benchmarks.starter.StarterBench.CONNECTION;
 import static dev.rdma.benchmarks.starter.StarterBench.SERVER_QUEUE;
+import static dev.rdma.benchmarks.starter.StarterBench.awaitEstablished;
 import static dev.rdma.benchmarks.starter.StarterBench.env;
 import static dev.rdma.benchmarks.starter.StarterBench.report;
 import static dev.rdma.benchmarks.starter.StarterBench.start;
@@ -124,15 +123,7 @@ public final class XstreamBench {
 				ConfigurableApplicationContext client = start(SourceApp.class,
 						properties(devA, CLIENT_QUEUE, mode, "connect=" + ipB + ":" + port, "source=" + ipA))) {
 			Progress.line("both applications started");
-			RdmaConnection connection = client.getBean(CONNECTION, RdmaConnection.class);
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-			while (connection.state() != ConnectionState.ESTABLISHED && System.nanoTime() < deadline) {
-				Thread.sleep(10);
-			}
-			if (connection.state() != ConnectionState.ESTABLISHED) {
-				throw new IllegalStateException("connection " + CONNECTION + " is " + connection.state()
-						+ " after 120 s (" + ipA + " -> " + ipB + ":" + port + ")");
-			}
+			RdmaConnection connection = awaitEstablished(client, ipA + " -> " + ipB + ":" + port);
 			Progress.line("connected");
 			System.err.printf(Locale.ROOT,
 					"XstreamBench: both applications up and connected in %.1f s: "
