@@ -84,7 +84,8 @@ public class ConnectionProperties {
 	private @Nullable String receiveQueue;
 
 	/**
-	 * Sends in flight at most (max_send_wr), and the number of registered send buffers.
+	 * Sends in flight at most, and the number of registered send buffers (max_send_wr is
+	 * one more: the close marker's slot; at most the device's max_qp_wr - 1).
 	 */
 	private int sendDepth = 64;
 

@@ -68,8 +68,10 @@ final class RdmaConnectionLimits {
 	 */
 	static void check(String path, ConnectionProperties c, DeviceView device) {
 		DeviceAttributes attributes = device.attributes();
-		depth(path + ".send-depth", c.getSendDepth(), attributes, device.name());
-		depth(path + ".receive-depth", c.getReceiveDepth(), attributes, device.name());
+		// the send queue has one slot more than send-depth: the close's marker
+		// (PeerSends.postMarker), so max_send_wr is send-depth + 1
+		depth(path + ".send-depth", c.getSendDepth(), true, attributes, device.name());
+		depth(path + ".receive-depth", c.getReceiveDepth(), false, attributes, device.name());
 		if (c.getSharedReceiveQueue().isEnabled() && attributes.maxSrq() == 0) {
 			String srqPath = path + ".shared-receive-queue.enabled";
 			throw new RdmaConfigurationException(srqPath,
@@ -143,11 +145,18 @@ final class RdmaConnectionLimits {
 		}
 	}
 
-	private static void depth(String path, int depth, DeviceAttributes attributes, String deviceName) {
-		if (depth > attributes.maxQpWr()) {
-			throw new RdmaConfigurationException(path, path + "=" + depth + " exceeds max_qp_wr " + attributes.maxQpWr()
-					+ " of device " + deviceName + " (ibv_query_device)",
-					"Set " + path + " to at most " + attributes.maxQpWr() + ".");
+	/**
+	 * @param marker the send queue's depth: one work request more than {@code depth} (the
+	 * close's marker) must fit in {@code max_qp_wr}
+	 */
+	private static void depth(String path, int depth, boolean marker, DeviceAttributes attributes, String deviceName) {
+		int limit = marker ? attributes.maxQpWr() - 1 : attributes.maxQpWr();
+		if (depth > limit) {
+			throw new RdmaConfigurationException(path,
+					path + "=" + depth + " exceeds max_qp_wr " + attributes.maxQpWr() + " of device " + deviceName
+							+ (marker ? " less the send queue's slot for the close marker" : "")
+							+ " (ibv_query_device)",
+					"Set " + path + " to at most " + limit + ".");
 		}
 	}
 

@@ -69,14 +69,16 @@ class ConnectionLimitsDeviceTest {
 		long open = NativeObjects.open();
 		try (Context context = Context.open(device)) {
 			RdmaConnectionLimits.DeviceView view = RdmaResources.deviceView(context);
-			link.setSendDepth(attributes.maxQpWr());
+			// the send queue holds send-depth + 1 work requests (the close's marker)
+			link.setSendDepth(attributes.maxQpWr() - 1);
 			link.setReceiveDepth(attributes.maxQpWr());
 			RdmaConnectionLimits.check(properties, "nic0", view);
-			link.setSendDepth(attributes.maxQpWr() + 1);
+			link.setSendDepth(attributes.maxQpWr());
 			assertThatThrownBy(() -> RdmaConnectionLimits.check(properties, "nic0", view))
 				.isInstanceOf(RdmaConfigurationException.class)
-				.hasMessage(C + "send-depth=" + (attributes.maxQpWr() + 1) + " exceeds max_qp_wr "
-						+ attributes.maxQpWr() + " of device " + device + " (ibv_query_device)");
+				.hasMessage(C + "send-depth=" + attributes.maxQpWr() + " exceeds max_qp_wr " + attributes.maxQpWr()
+						+ " of device " + device
+						+ " less the send queue's slot for the close marker (ibv_query_device)");
 			link.setSendDepth(1);
 			link.setReceiveDepth(attributes.maxQpWr() + 1);
 			assertThatThrownBy(() -> RdmaConnectionLimits.check(properties, "nic0", view))

@@ -105,8 +105,10 @@ class RdmaConnectionLimitsTests {
 	static Stream<Arguments> limitsExceeded() {
 		String byOutOfBand = "exchange=out-of-band";
 		return Stream.of(
-				limit("send-depth=16385", List.of(), " exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)",
-						"Set " + C + "send-depth to at most 16384.", List.of()),
+				limit("send-depth=16384", List.of(),
+						" exceeds max_qp_wr 16384 of device rxe0 less the send queue's slot for the close marker "
+								+ "(ibv_query_device)",
+						"Set " + C + "send-depth to at most 16383.", List.of()),
 				limit("receive-depth=1048576", List.of(), " exceeds max_qp_wr 16384 of device rxe0 (ibv_query_device)",
 						"Set " + C + "receive-depth to at most 16384.", List.of()),
 				limit("cm.responder-resources=129", List.of(),
@@ -150,11 +152,15 @@ class RdmaConnectionLimitsTests {
 		assertThat(device.queries).containsExactlyElementsOf(queries);
 	}
 
+	/**
+	 * The send queue holds send-depth + 1 work requests (the close's marker): send-depth
+	 * reaches max_qp_wr - 1, receive-depth max_qp_wr.
+	 */
 	@Test
-	void depthsAtMaxQpWrPass() {
+	void depthsAtTheirLimitsPass() {
 		FakeDevice device = new FakeDevice();
 		assertThatNoException().isThrownBy(() -> RdmaConnectionLimits
-			.check(properties(C + "send-depth=16384", C + "receive-depth=16384"), "nic0", device));
+			.check(properties(C + "send-depth=16383", C + "receive-depth=16384"), "nic0", device));
 		assertThat(device.queries).as("an rdma_cm connection asks for no port nor GID").isEmpty();
 	}
 
