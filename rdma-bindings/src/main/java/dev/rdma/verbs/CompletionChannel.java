@@ -170,7 +170,14 @@ public final class CompletionChannel extends NativeObject {
 		if (waitMode == WaitMode.BLOCKING_READ) {
 			BlockingRead.checkSignalHandler(); // before anything is created
 		}
-		context.acquire();
+		// the context held open until the channel is registered with it: a close() on
+		// another thread is refused before ("closed") or waits and then closes the
+		// channel first; it never frees the context while a refused channel is destroyed
+		return holdingOpen(context, null, () -> createHeld(context, waitMode));
+	}
+
+	/** {@link #create} with the context held open. */
+	private static CompletionChannel createHeld(Context context, WaitMode waitMode) {
 		MemorySegment channel;
 		try (Arena a = Arena.ofConfined()) {
 			MemorySegment capture = Native.allocateCapture(a);
@@ -181,9 +188,6 @@ public final class CompletionChannel extends NativeObject {
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
-		}
-		finally {
-			context.release();
 		}
 		MemorySegment created = channel;
 		CompletionChannel c = adopt(() -> new CompletionChannel(context,
@@ -619,6 +623,17 @@ public final class CompletionChannel extends NativeObject {
 	void closeRefused() {
 		closing = false;
 		closeWaker.clear();
+	}
+
+	/**
+	 * Construction failed after {@code NativeObject}'s constructor (the close waker's
+	 * {@code eventfd}, without a descriptor left): what was made before is freed.
+	 */
+	@Override
+	void abandoned() {
+		if (arena != null) {
+			arena.close();
+		}
 	}
 
 	@Override

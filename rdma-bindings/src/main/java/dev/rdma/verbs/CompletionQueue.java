@@ -139,17 +139,18 @@ public class CompletionQueue extends NativeObject {
 
 	static CompletionQueue create(Context context, int cqe, @Nullable CompletionChannel channel, int compVector) {
 		checkChannel(context, channel);
-		// held open until the CQ is registered with it: a close() on another thread is
-		// refused before the create ("closed") or waits for it and then finds the CQ
-		// (EBUSY); it never frees the channel while ibv_create_cq reads channel->fd and
-		// increments channel->refcnt
-		return holdingOpen(channel, null, () -> createHeld(context, cqe, channel, compVector));
+		// the context and the channel held open until the CQ is registered with both: a
+		// close() of either on another thread is refused before the create ("closed"),
+		// or waits for it and then finds the CQ (the context closes it first, the channel
+		// refuses: EBUSY); it never frees the channel while ibv_create_cq reads
+		// channel->fd and increments channel->refcnt, nor the context while the CQ is
+		// wrapped (ibv_destroy_cq of a refused CQ reads cq->context)
+		return holdingOpen(context, channel, () -> createHeld(context, cqe, channel, compVector));
 	}
 
-	/** {@link #create} with the channel held open. */
+	/** {@link #create} with the context and the channel held open. */
 	private static CompletionQueue createHeld(Context context, int cqe, @Nullable CompletionChannel channel,
 			int compVector) {
-		context.acquire();
 		MemorySegment cq;
 		try (Arena arena = Arena.ofConfined()) {
 			MemorySegment capture = Native.allocateCapture(arena);
@@ -165,9 +166,6 @@ public class CompletionQueue extends NativeObject {
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
-		}
-		finally {
-			context.release();
 		}
 		CqProviderCalls calls = CqProviderCalls.of(context.handle);
 		if (Native.isNull(calls.pollCq())) {
@@ -585,6 +583,14 @@ public class CompletionQueue extends NativeObject {
 	}
 
 	// ------------------------------------------------------------------ destroy
+
+	/** Construction failed after the channel registered this CQ: the channel drops it. */
+	@Override
+	void abandoned() {
+		if (channel != null) {
+			channel.unregister(this);
+		}
+	}
 
 	@Override
 	final void destroy() {

@@ -35,7 +35,8 @@ final class CqExCreation {
 		CompletionQueue.checkChannel(context, attributes.channel());
 		checkParentDomain(context, attributes.parentDomain());
 		MemorySegment cq;
-		context.acquire();
+		// the caller (ExtendedCompletionQueue.createHolding) holds the context open until
+		// the CQ is wrapped and registered
 		try (Arena a = Arena.ofConfined()) {
 			MemorySegment attr = fill(a, attributes);
 			MemorySegment capture = Native.allocateCapture(a);
@@ -49,9 +50,6 @@ final class CqExCreation {
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);
-		}
-		finally {
-			context.release();
 		}
 		return checkIterator(cq.reinterpret(Layouts.IBV_CQ_EX.byteSize()), verb);
 	}

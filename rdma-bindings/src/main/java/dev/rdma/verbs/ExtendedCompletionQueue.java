@@ -162,7 +162,7 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 		return createHolding(context, attributes, () -> {
 			MemorySegment created = createNative(context, attributes, "ibv_create_cq_ex", "",
 					(arena, capture, ctx, attr) -> {
-						// read while createNative holds the context open
+						// read while createHolding holds the context open
 						MemorySegment fn = context.verbsOp(Layouts.VCTX_CREATE_CQ_EX);
 						if (Native.isNull(fn)) {
 							throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP,
@@ -170,20 +170,21 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 						}
 						return (MemorySegment) Ibverbs.FP_CREATE_CQ_EX.invokeExact(fn, capture, ctx, attr);
 					});
-			return adopt(() -> new ExtendedCompletionQueue(context, created, attributes, batch, providerCalls(context)),
-					() -> Native.callIntVerb(Ibverbs.DESTROY_CQ, created));
+			return adoptCreated(created,
+					() -> new ExtendedCompletionQueue(context, created, attributes, batch, providerCalls(context)));
 		});
 	}
 
 	/**
 	 * Runs {@code create} - {@link #createNative} and the construction of the CQ object -
-	 * with the channel and the parent domain of {@code attributes} checked and held open,
-	 * for this class and the provider packages of this module. Checks first, before any
-	 * native call: the channel and the parent domain are open and belong to
-	 * {@code context}. Then holds both open until {@code create} returns, so that a
-	 * {@code close()} of either on another thread never frees it while the create verb
-	 * uses it: that close is refused before (this throws "closed") or waits for the
-	 * create (and then finds the CQ registered with the channel: EBUSY).
+	 * with the context, and the channel and the parent domain of {@code attributes},
+	 * checked and held open, for this class and the provider packages of this module.
+	 * Checks first, before any native call: the channel and the parent domain are open
+	 * and belong to {@code context}. Then holds all three open until {@code create}
+	 * returns, so that a {@code close()} of any on another thread never frees it while
+	 * the create verb uses it or the new CQ is wrapped: that close is refused before
+	 * (this throws "closed") or waits for the create (and then finds the CQ: the context
+	 * closes it first, the channel refuses with EBUSY).
 	 * @throws IllegalArgumentException when the channel or the parent domain belongs to
 	 * another context
 	 * @throws IllegalStateException when the channel or the parent domain is closed
@@ -192,15 +193,17 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 			java.util.function.Supplier<T> create) {
 		checkChannel(context, attributes.channel());
 		CqExCreation.checkParentDomain(context, attributes.parentDomain());
-		return holdingOpen(attributes.channel(), attributes.parentDomain(), create);
+		// the context too, until the CQ is wrapped and registered: a CQ refused then is
+		// destroyed through cq->context, which a concurrent close must not have freed
+		return holdingOpen(context, null, () -> holdingOpen(attributes.channel(), attributes.parentDomain(), create));
 	}
 
 	/**
 	 * Creates a CQ with a provider's verb, for this class and the provider packages of
-	 * this module, inside {@link #createHolding} (which holds the channel and the parent
-	 * domain open): checks the channel, holds {@code context} open during the call, fills
-	 * {@code struct ibv_cq_init_attr_ex} from {@code attributes}, calls {@code verb}, and
-	 * checks that the provider set the iterator.
+	 * this module, inside {@link #createHolding} (which holds the context, the channel
+	 * and the parent domain open): fills {@code struct ibv_cq_init_attr_ex} from
+	 * {@code attributes}, calls {@code verb}, and checks that the provider set the
+	 * iterator.
 	 * @param detail appended to the error message (the provider's own attributes)
 	 * @return the {@code struct ibv_cq_ex} (readable as one)
 	 * @throws VerbsException with the errno when the verb returns NULL or leaves an
@@ -210,6 +213,17 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	protected static MemorySegment createNative(Context context, CqInitAttributes attributes, String verb,
 			String detail, CqCreateCall call) {
 		return CqExCreation.createNative(context, attributes, verb, detail, call);
+	}
+
+	/**
+	 * Wraps {@code cq}, which {@link #createNative} returned, in the object {@code wrap}
+	 * builds (inside {@link #createHolding}): when that fails, forgets the half-built
+	 * object (its context and channel drop it) and destroys the CQ
+	 * ({@code ibv_destroy_cq}) before rethrowing.
+	 */
+	protected static <T extends ExtendedCompletionQueue> T adoptCreated(MemorySegment cq,
+			java.util.function.Supplier<T> wrap) {
+		return adopt(wrap, () -> Native.callIntVerb(Ibverbs.DESTROY_CQ, cq));
 	}
 
 	/**
@@ -578,6 +592,14 @@ public class ExtendedCompletionQueue extends CompletionQueue {
 	@Override
 	void destroyed() {
 		arena.close();
+	}
+
+	@Override
+	void abandoned() {
+		super.abandoned();
+		if (arena != null) {
+			arena.close();
+		}
 	}
 
 }

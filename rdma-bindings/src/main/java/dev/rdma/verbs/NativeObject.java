@@ -37,6 +37,20 @@ public abstract class NativeObject implements AutoCloseable {
 
 	final MemorySegment handle;
 
+	/**
+	 * The object constructed in this thread's {@link #adopt}, once registered with its
+	 * owner and counted (element 0), or null outside an adopt: a subclass constructor
+	 * that throws after this one ran leaves it to be {@link #abandon()}ed.
+	 */
+	private static final ThreadLocal<NativeObject @Nullable []> ADOPTING = new ThreadLocal<>();
+
+	/**
+	 * Tests only: runs in {@link #adopt} between the create verb and the wrapper's
+	 * construction (a close of the owner racing the create, made deterministic); null
+	 * otherwise.
+	 */
+	static volatile @Nullable Runnable beforeAdoptForTests;
+
 	NativeObject(MemorySegment handle, NativeObject owner) {
 		this.handle = handle;
 		this.owner = owner;
@@ -44,6 +58,10 @@ public abstract class NativeObject implements AutoCloseable {
 			owner.addDependant(this);
 		}
 		lifecycle.opened();
+		NativeObject[] adopting = ADOPTING.get();
+		if (adopting != null && adopting[0] == null) {
+			adopting[0] = this;
+		}
 	}
 
 	/** The native address of the object, e.g. the {@code struct ibv_cq *}. */
@@ -176,15 +194,29 @@ public abstract class NativeObject implements AutoCloseable {
 
 	/**
 	 * Wraps a native object the verb just created: when the wrapper cannot be built (its
-	 * owner started closing meanwhile, so it refuses new dependants), destroys the native
-	 * object before rethrowing, so that nothing created before a failure outlives it.
+	 * owner started closing meanwhile, so it refuses new dependants; or the subclass's
+	 * constructor failed after this class's registered it, e.g. an {@code eventfd} the
+	 * process has no descriptor left for), forgets the half-built wrapper (its owner and
+	 * every object it registered with drop it, {@link #abandoned()}) and destroys the
+	 * native object before rethrowing, so that nothing created before a failure outlives
+	 * it and no owner's close later meets a half-built dependant.
 	 */
 	static <T extends NativeObject> T adopt(java.util.function.Supplier<T> wrapper, Runnable destroyNative) {
+		Runnable hook = beforeAdoptForTests;
+		if (hook != null) {
+			hook.run();
+		}
+		NativeObject[] outer = ADOPTING.get();
+		NativeObject[] adopting = new NativeObject[1];
+		ADOPTING.set(adopting);
 		try {
 			return wrapper.get();
 		}
 		catch (RuntimeException | Error e) {
 			try {
+				if (adopting[0] != null) {
+					adopting[0].abandon();
+				}
 				destroyNative.run();
 			}
 			catch (RuntimeException suppressed) {
@@ -192,6 +224,35 @@ public abstract class NativeObject implements AutoCloseable {
 			}
 			throw e;
 		}
+		finally {
+			if (outer == null) {
+				ADOPTING.remove();
+			}
+			else {
+				ADOPTING.set(outer);
+			}
+		}
+	}
+
+	/**
+	 * Forgets an object whose construction failed after this class's constructor: counted
+	 * closed without a destroy (its creator destroys the native object), dropped by its
+	 * owner and by whatever {@link #abandoned()} names.
+	 */
+	private void abandon() {
+		lifecycle.abandoned();
+		if (owner != null) {
+			owner.removeDependant(this);
+		}
+		abandoned();
+	}
+
+	/**
+	 * Undoes what a subclass's constructor registered elsewhere (a CQ with its channel, a
+	 * QP with its CQs), for an object whose construction failed after it: each step only
+	 * if it was done (fields not yet assigned are null).
+	 */
+	void abandoned() {
 	}
 
 	/**

@@ -677,6 +677,18 @@ public final class QueuePair extends NativeObject {
 				first.exitExclusive();
 			}
 		}
+		forgetUses();
+	}
+
+	/** Construction failed after the CQs (and the SRQ) counted this QP as a user. */
+	@Override
+	void abandoned() {
+		if (attributes != null) {
+			forgetUses();
+		}
+	}
+
+	private void forgetUses() {
 		attributes.sendCq().removeUser(this);
 		attributes.recvCq().removeUser(this);
 		if (attributes.sharedReceiveQueue() != null) {

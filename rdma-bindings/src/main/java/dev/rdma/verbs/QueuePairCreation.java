@@ -100,14 +100,11 @@ final class QueuePairCreation {
 					init.get(JAVA_INT, Layouts.off(l, "cap", "max_send_sge")),
 					init.get(JAVA_INT, Layouts.off(l, "cap", "max_recv_sge")),
 					init.get(JAVA_INT, Layouts.off(l, "cap", "max_inline_data")));
-			try {
-				return new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes, caps);
-			}
-			catch (RuntimeException e) {
-				// the PD closed meanwhile: the native QP must not outlive the refusal
-				int ignored = (int) Ibverbs.DESTROY_QP.invokeExact(qp);
-				throw e;
-			}
+			// the PD closed meanwhile (or the QP could not be built): the native QP must
+			// not outlive the refusal
+			return NativeObject.adopt(
+					() -> new QueuePair(pd, qp.reinterpret(Layouts.IBV_QP.byteSize()), attributes, caps),
+					() -> Native.callIntVerb(Ibverbs.DESTROY_QP, qp));
 		}
 		catch (Throwable t) {
 			throw Native.unchecked(t);

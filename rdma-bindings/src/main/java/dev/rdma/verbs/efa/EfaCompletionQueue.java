@@ -93,8 +93,14 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 					return (MemorySegment) Efa.CREATE_CQ.invokeExact(capture, ctx, attr, efaAttr,
 							(int) Layouts.EFADV_CQ_INIT_ATTR.byteSize());
 				});
-		try {
-			MemorySegment dv = (MemorySegment) Efa.CQ_FROM_IBV_CQ_EX.invokeExact(cq);
+		return adoptCreated(cq, () -> {
+			MemorySegment dv;
+			try {
+				dv = (MemorySegment) Efa.CQ_FROM_IBV_CQ_EX.invokeExact(cq);
+			}
+			catch (Throwable t) {
+				throw Native.unchecked(t);
+			}
 			if (Native.isNull(dv)) {
 				throw new VerbsException("efadv_cq_from_ibv_cq_ex", 0, "returned NULL");
 			}
@@ -102,16 +108,7 @@ public final class EfaCompletionQueue extends ExtendedCompletionQueue {
 			// keeps them itself.
 			EfaReaders efa = new EfaReaders(dv.reinterpret(Layouts.EFADV_CQ.byteSize() + 8), efaMask);
 			return new EfaCompletionQueue(context, cq, attributes, efa, providerCalls(context));
-		}
-		catch (Throwable t) {
-			try {
-				Native.callIntVerb(Ibverbs.DESTROY_CQ, cq);
-			}
-			catch (RuntimeException suppressed) {
-				t.addSuppressed(suppressed);
-			}
-			throw Native.unchecked(t);
-		}
+		});
 	}
 
 	/** The {@link EfaWcFlag} bits this CQ was created with. */

@@ -119,6 +119,26 @@ public final class Lifecycle {
 		ObjectCounts.opened(countedAs);
 	}
 
+	/**
+	 * Counts an object as closed whose construction failed after {@link #opened()}: it
+	 * refuses calls from now on, {@link #close()} does nothing, and no step runs (the
+	 * creator destroys the native object itself). Idempotent.
+	 */
+	public void abandoned() {
+		synchronized (closeLock) {
+			if (closed) {
+				return;
+			}
+			long s;
+			do {
+				s = uses.get();
+			}
+			while (s >= 0 && !uses.compareAndSet(s, s | CLOSING));
+			closed = true;
+		}
+		ObjectCounts.closed(countedAs);
+	}
+
 	/** True once {@link #close()} has destroyed the native object. */
 	public boolean isClosed() {
 		return closed;
