@@ -89,9 +89,16 @@ final class GroupMembers {
 		}
 	}
 
-	/** Removes {@code m}; false when it was not (or no longer) a member. */
+	/**
+	 * Removes {@code m}, taken away; false when it was not (or no longer) a member. A
+	 * queue handed over and taken away again between the thread's look at the joining
+	 * queues and its look at the leaving ones is still waiting to join: it is dropped
+	 * there, or the thread would take it in at its next turn, for good (a member that
+	 * already left: never empty, the thread would never retire).
+	 */
 	boolean remove(GroupMember m) {
 		if (!members.remove(m)) {
+			joining.remove(m);
 			return false;
 		}
 		byQueue.remove(m.queue);
