@@ -49,6 +49,9 @@ final class RdmaCmClientTransport implements ClientTransport {
 
 		private volatile @Nullable ConnectionId id;
 
+		/** {@link #wakeUp()} ran: an id published after it missed the wake-up. */
+		private volatile boolean woken;
+
 		CmAttempt(ClientConnection connection, EventChannel channel) {
 			super(connection);
 			this.channel = channel;
@@ -58,6 +61,12 @@ final class RdmaCmClientTransport implements ClientTransport {
 		public PeerConnection connect(long deadline) {
 			ConnectionId id = channel.createId();
 			this.id = id;
+			// after publishing the id: a wake-up (a stop) that found no id set woken
+			// first,
+			// and the attempt must not go on to resolve, build a peer and connect
+			if (woken || !connection.running()) {
+				throw new AttemptFailedException("STOPPED", "rdma_resolve_addr " + settings.address() + ": stopping");
+			}
 			// at most one resolution attempt's time (as ConnectionId.connect): a first
 			// contact whose neighbour update the kernel missed resolves when its timer
 			// fires, not at the end of the connect timeout; an attempt that ends in
@@ -130,6 +139,7 @@ final class RdmaCmClientTransport implements ClientTransport {
 
 		@Override
 		public void wakeUp() {
+			woken = true;
 			ConnectionId i = id;
 			if (i != null) {
 				i.wakeUp();
