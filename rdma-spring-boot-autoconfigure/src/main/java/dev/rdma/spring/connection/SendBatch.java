@@ -20,8 +20,11 @@ import java.nio.ByteBuffer;
  * <p>
  * <b>Buffers.</b> A batch holds its buffers from {@code add} to {@code send()}: at most
  * {@code send-depth} messages, fewer while other sends are in flight. An {@code add} that
- * finds no free buffer waits up to {@code send-timeout}, as {@code send} does, and throws
- * {@link SendQueueFullException} (the messages added before it stay in the batch).
+ * finds no free buffer first sends the messages added before it (one post, as
+ * {@link #send()}: with {@code signal-interval} above 1, their completions may be the
+ * only ones that can free a buffer), then waits up to {@code send-timeout}, as
+ * {@code send} does, and throws {@link SendQueueFullException}. A batch larger than the
+ * free buffers therefore goes out in more than one post, each in order.
  *
  * <p>
  * <b>Errors.</b> {@code send()} returns once every message of the batch was posted. When
@@ -44,7 +47,9 @@ public interface SendBatch {
 	 * {@link RdmaConnection#maxMessageSize()}
 	 * @throws IllegalStateException when the batch holds {@code send-depth} messages
 	 * @throws SendQueueFullException when no send buffer comes free within the send
-	 * timeout
+	 * timeout (the messages added before were sent)
+	 * @throws SendRefusedException when no buffer was free and the provider refused some
+	 * of the messages added before, sent first (see {@link #send()})
 	 * @throws ConnectionNotEstablishedException when not established
 	 */
 	SendBatch add(byte[] data, int offset, int length);

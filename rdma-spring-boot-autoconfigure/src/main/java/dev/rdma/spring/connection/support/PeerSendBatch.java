@@ -44,7 +44,7 @@ final class PeerSendBatch implements SendBatch {
 	public SendBatch add(byte[] data, int offset, int length) {
 		Objects.checkFromIndexSize(offset, length, data.length);
 		PeerSends s = sends();
-		int index = s.takeHeld(length);
+		int index = take(s, length);
 		MemorySegment.copy(data, offset, s.buffers(), ValueLayout.JAVA_BYTE, (long) index * s.settings.messageSize(),
 				length);
 		return added(s, index, length);
@@ -54,7 +54,7 @@ final class PeerSendBatch implements SendBatch {
 	public SendBatch add(ByteBuffer data) {
 		int length = data.remaining();
 		PeerSends s = sends();
-		int index = s.takeHeld(length);
+		int index = take(s, length);
 		// an absolute bulk put: neither the shared view's position nor data's changes
 		s.view().put(index * s.settings.messageSize(), data, data.position(), length);
 		return added(s, index, length);
@@ -67,7 +67,7 @@ final class PeerSendBatch implements SendBatch {
 		}
 		int length = (int) data.byteSize();
 		PeerSends s = sends();
-		int index = s.takeHeld(length);
+		int index = take(s, length);
 		MemorySegment.copy(data, 0, s.buffers(), (long) index * s.settings.messageSize(), length);
 		return added(s, index, length);
 	}
@@ -125,6 +125,26 @@ final class PeerSendBatch implements SendBatch {
 				s.giveBack(indexes[i]);
 			}
 		}
+	}
+
+	/**
+	 * A buffer for the next message. When none is free and the batch holds messages, they
+	 * are sent first (one post), then the add waits: with {@code signal-interval} above 1
+	 * the sends posted while buffers were free are unsignaled up to the next signaled
+	 * one, and their buffers come back only with a later signaled completion, which the
+	 * batch's own post gives (it takes the last buffer: signaled unless a signaled one is
+	 * already in flight). Waiting with them held, the add could wait for no completion at
+	 * all, until {@code send-timeout}.
+	 */
+	private int take(PeerSends s, int length) {
+		if (count > 0) {
+			int index = s.tryTakeHeld(length);
+			if (index >= 0) {
+				return index;
+			}
+			send();
+		}
+		return s.takeHeld(length);
 	}
 
 	/** The send path the batch adds to: resolved at its first message. */

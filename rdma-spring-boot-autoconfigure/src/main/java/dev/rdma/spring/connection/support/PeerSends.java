@@ -217,14 +217,7 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 
 	/** A free send buffer for {@code length} bytes, waiting up to the send timeout. */
 	int take(int length) {
-		if (length > settings.messageSize()) {
-			throw new IllegalArgumentException("a message of " + length + " bytes is larger than rdma.connections."
-					+ settings.name() + ".message-size (" + settings.messageSize() + ")");
-		}
-		if (peer.state() != ConnectionState.ESTABLISHED) {
-			throw peer.notEstablished();
-		}
-		int index = pool.tryAcquire();
+		int index = tryTake(length);
 		if (index >= 0) {
 			return index;
 		}
@@ -246,6 +239,18 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 					+ ".send-timeout (" + settings.sendTimeout() + ")");
 		}
 		return index;
+	}
+
+	/** A free send buffer for {@code length} bytes, or -1 when none is free now. */
+	private int tryTake(int length) {
+		if (length > settings.messageSize()) {
+			throw new IllegalArgumentException("a message of " + length + " bytes is larger than rdma.connections."
+					+ settings.name() + ".message-size (" + settings.messageSize() + ")");
+		}
+		if (peer.state() != ConnectionState.ESTABLISHED) {
+			throw peer.notEstablished();
+		}
+		return pool.tryAcquire();
 	}
 
 	/**
@@ -286,6 +291,18 @@ final class PeerSends extends PeerPart implements SendSequencer.Sink {
 	int takeHeld(int length) {
 		int index = take(length);
 		held.incrementAndGet();
+		return index;
+	}
+
+	/**
+	 * A free buffer for {@code length} bytes, held by the application, or -1 when none is
+	 * free now.
+	 */
+	int tryTakeHeld(int length) {
+		int index = tryTake(length);
+		if (index >= 0) {
+			held.incrementAndGet();
+		}
 		return index;
 	}
 

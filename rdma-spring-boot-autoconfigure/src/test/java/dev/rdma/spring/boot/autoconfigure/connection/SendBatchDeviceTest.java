@@ -21,6 +21,7 @@ import dev.rdma.spring.connection.ConnectionStatistics;
 import dev.rdma.spring.connection.RdmaConnection;
 import dev.rdma.spring.connection.SendBatch;
 import dev.rdma.spring.connection.SendBuffer;
+import dev.rdma.spring.connection.SendQueueFullException;
 import dev.rdma.verbs.NativeObjects;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDevices;
@@ -226,6 +227,60 @@ class SendBatchDeviceTest {
 		assertThatThrownBy(again::segment).as("given back").isInstanceOf(IllegalStateException.class);
 		assertThat(link.borrowSendBuffer()).as("given back unsent").isSameAs(buffer);
 		buffer.close();
+	}
+
+	/**
+	 * A batch that finds no free buffer sends what it holds before it waits. A client of
+	 * 8 send buffers signaling one send in 8: its first batch of 8 goes out with only the
+	 * first send signaled (it took the last buffer), so that completion frees one buffer
+	 * and the other seven stay in flight, done but unreclaimed until a later signaled
+	 * completion. The second batch takes the free buffer and finds none for its second
+	 * message: before, its add waited for a completion that nothing would give, until
+	 * {@code send-timeout} (20 s here), and threw {@link SendQueueFullException}. Now it
+	 * posts the message it holds (signaled: the interval is due), whose completion frees
+	 * the seven, and goes on: the batch goes out in two posts, all sixteen messages
+	 * arrive in order. Its own pair of applications, for the client's settings.
+	 */
+	@Test
+	void aBatchThatFindsNoFreeBufferSendsWhatItHoldsBeforeItWaits() throws InterruptedException {
+		TwoDevices two = TwoDevices.require();
+		try (AppPair small = AppPair.start(two, randomPort(), List.of(),
+				List.of("send-depth=8", "signal-interval=8", "send-timeout=20s"))) {
+			small.awaitConnected();
+			RdmaConnection client = small.link;
+			ConnectionApps.Collector echoes = small.collector;
+			SendBatch batch = client.newSendBatch();
+			byte[] message = new byte[64];
+			for (long seq = 3000; seq < 3008; seq++) {
+				ConnectionApps.fill(message, seq, 64);
+				batch.add(message);
+			}
+			batch.send();
+			await("the first batch's echoes", () -> echoes.echoes.size() == 8);
+			await("the first batch's signaled completion", () -> client.statistics().messagesSent() >= 1);
+			ConnectionStatistics before = client.statistics();
+			assertThat(before.messagesSent()).as("sends completed: only the signaled one is reclaimed").isOne();
+			long started = System.nanoTime();
+			for (long seq = 3008; seq < 3016; seq++) {
+				ConnectionApps.fill(message, seq, 64);
+				batch.add(message);
+			}
+			batch.send();
+			assertThat(Duration.ofNanos(System.nanoTime() - started))
+				.as("the second batch did not wait for send-timeout")
+				.isLessThan(Duration.ofSeconds(20));
+			ConnectionStatistics after = client.statistics();
+			assertThat(after.sendPosts() - before.sendPosts()).as("posts of the second batch").isEqualTo(2);
+			assertThat(after.sendsPosted() - before.sendsPosted()).isEqualTo(8);
+			await("sixteen echoes", () -> echoes.echoes.size() == 16);
+			assertThat(echoes.problems).isEmpty();
+			List<Long> expected = new ArrayList<>();
+			for (long seq = 3000; seq < 3016; seq++) {
+				expected.add(seq);
+			}
+			assertThat(new ArrayList<>(echoes.echoes)).as("in the order added").isEqualTo(expected);
+			assertThat(after.sendsRefused()).isZero();
+		}
 	}
 
 	/** Waits until every send so far has completed (no echo or completion to come). */
