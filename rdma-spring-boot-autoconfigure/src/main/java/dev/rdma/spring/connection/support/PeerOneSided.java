@@ -259,9 +259,13 @@ final class PeerOneSided extends PeerPart {
 	}
 
 	private void releaseGroup(int first, int n) {
-		for (int i = 0, index = first; i < n; i++, index = groupNext[index]) {
+		for (int i = 0, index = first; i < n; i++) {
+			// the link first: once released, the buffer may be another reader's, which
+			// links it into its own group
+			int next = groupNext[index];
 			readTargets[index] = null;
 			sends.pool().release(index);
+			index = next;
 		}
 	}
 
