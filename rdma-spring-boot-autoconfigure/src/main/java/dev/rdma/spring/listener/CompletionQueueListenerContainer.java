@@ -145,8 +145,15 @@ public class CompletionQueueListenerContainer {
 	 * The poller group whose threads poll this queue, or null (the default) for a
 	 * dedicated poller thread. The group's mode and spin replace those of the
 	 * {@link #getSettings() settings}; batch size and ack batch stay the queue's own.
+	 * @throws IllegalStateException while the poller runs (set it before
+	 * {@link #start()}, or once a stop has ended)
 	 */
 	public synchronized void setPollerGroup(@Nullable PollerGroup group) {
+		if ((thread != null || member != null) && !(stopSignalled && finished.get())) {
+			// the stop leaves the group the queue joined, which it reads from here
+			throw new IllegalStateException(
+					"the poller of queue '" + queueName + "' is running: stop it before changing its poller group");
+		}
 		this.group = group;
 	}
 
@@ -201,14 +208,15 @@ public class CompletionQueueListenerContainer {
 	 */
 	public synchronized void start() {
 		if (thread != null || member != null) {
-			if (!stopSignalled) {
-				return;
-			}
 			if (!finished.get()) {
+				if (!stopSignalled) {
+					return; // running
+				}
 				throw new IllegalStateException("the poller of queue '" + queueName
 						+ "' is still stopping (a listener call has not returned): start it again once it has stopped");
 			}
-			// the last poller has stopped and finished its stop: start afresh
+			// the last poller has finished its stop, asked for or not (its thread ended
+			// on an Error, or its group thread did and abandoned it): start afresh
 			thread = null;
 			member = null;
 			loop = null;
@@ -404,12 +412,14 @@ public class CompletionQueueListenerContainer {
 	 * its thread has ended: run by the first of the thread itself and {@link #awaitStop}.
 	 */
 	private void finishStop() {
-		if (!finished.compareAndSet(false, true)) {
-			return;
-		}
 		Runnable target;
 		Waker w;
+		// finished and the waker in one step: once finished, start() may run a new
+		// poller with a new waker at once, which this must neither unregister nor close
 		synchronized (this) {
+			if (!finished.compareAndSet(false, true)) {
+				return;
+			}
 			target = wakerTarget;
 			w = waker;
 		}

@@ -491,9 +491,11 @@ final class GroupPollLoop implements Runnable {
 	}
 
 	private void shutDown() {
+		// forgotten by the group first: a queue it hands over from now on goes to another
+		// thread, and one handed over before is in joining, which leaveAll abandons
+		group.retired(this);
 		members.leaveAll();
 		ready.clear();
-		group.retired(this);
 		if (epoll != null) {
 			epoll.close();
 		}

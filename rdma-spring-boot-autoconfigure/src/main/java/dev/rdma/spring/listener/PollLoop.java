@@ -165,6 +165,10 @@ final class PollLoop implements Runnable {
 				}
 			}
 		}
+		catch (Error ex) {
+			logger.error("Poller thread of queue '" + queueName + "' failed; the queue is no longer polled", ex);
+			throw ex;
+		}
 		finally {
 			countAndAck(true);
 			// what a listener's shutdown could not close inside the poll (this queue,

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -97,6 +98,71 @@ class ContainerRestartTests {
 		awaitCount(delivered, 3);
 		assertThat(container.stop(Duration.ofSeconds(10))).isTrue();
 		assertThat(container.isRunning()).isFalse();
+	}
+
+	/**
+	 * A dedicated poller whose thread ended without a stop (an Error out of a poll, as an
+	 * OutOfMemoryError): not running, and a start runs a new poller; before, the start
+	 * did nothing, as for a running poller, and only a stop then a start polled again.
+	 */
+	@Test
+	void aPollerWhoseThreadDiedPollsAgainWhenStarted() throws Exception {
+		AtomicInteger pending = new AtomicInteger();
+		AtomicInteger delivered = new AtomicInteger();
+		AtomicInteger errors = new AtomicInteger(1);
+		CompletionQueue queue = PollerStubs.queue(null);
+		WorkCompletion completion = mock(WorkCompletion.class, withSettings().stubOnly());
+		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+			if (errors.getAndUpdate(e -> Math.max(0, e - 1)) > 0) {
+				throw new OutOfMemoryError("a poll that ran out of memory (test)");
+			}
+			if (pending.get() <= 0) {
+				return 0;
+			}
+			pending.decrementAndGet();
+			call.getArgument(1, CompletionHandler.class).onCompletion(completion);
+			return 1;
+		});
+		CompletionQueueListenerContainer container = container(queue, false);
+		container.setupListener("listener", c -> delivered.incrementAndGet(), false);
+		container.start();
+		Thread first = container.thread();
+		assertThat(first).isNotNull();
+		first.join(Duration.ofSeconds(10));
+		assertThat(first.isAlive()).as("the poller thread ended on the Error").isFalse();
+		assertThat(container.isRunning()).isFalse();
+		container.start();
+		assertThat(container.thread()).as("a new poller thread").isNotNull().isNotSameAs(first);
+		assertThat(container.isRunning()).isTrue();
+		pending.set(1);
+		awaitCount(delivered, 1);
+		assertThat(container.stop(Duration.ofSeconds(10))).isTrue();
+	}
+
+	/**
+	 * The poller group is read by the stop: changing it while the poller runs is refused
+	 * (before, a change left the queue polled by its group thread after the stop).
+	 */
+	@ParameterizedTest
+	@ValueSource(booleans = { false, true })
+	void thePollerGroupCannotChangeWhileThePollerRuns(boolean group) throws Exception {
+		AtomicInteger pending = new AtomicInteger();
+		CompletionQueueListenerContainer container = container(queue(pending), group);
+		container.setupListener("listener", c -> {
+		}, false);
+		container.start();
+		PollerGroup other = new PollerGroup("other", PollerGroupSettings.DEFAULTS.withMode(PollingMode.BUSY),
+				new CompletionEventRouter());
+		assertThatIllegalStateException().isThrownBy(() -> container.setPollerGroup(other))
+			.withMessageContaining("queue 'q'")
+			.withMessageContaining("is running");
+		assertThatIllegalStateException().isThrownBy(() -> container.setPollerGroup(null));
+		assertThat(container.stop(Duration.ofSeconds(10))).isTrue();
+		assertThat(container.isRunning()).isFalse();
+		container.setPollerGroup(group ? null : other);
+		container.start();
+		assertThat(container.isRunning()).isTrue();
+		assertThat(container.stop(Duration.ofSeconds(10))).isTrue();
 	}
 
 	@ParameterizedTest
