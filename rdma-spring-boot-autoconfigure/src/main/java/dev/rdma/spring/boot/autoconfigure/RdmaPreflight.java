@@ -1,8 +1,11 @@
 package dev.rdma.spring.boot.autoconfigure;
 
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
 
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.core.env.Environment;
 
 import dev.rdma.spring.RdmaConfigurationException;
@@ -53,6 +56,11 @@ final class RdmaPreflight {
 		PinnedMemory pinned;
 		try {
 			properties = RdmaPropertiesBinding.bindStrictly(environment);
+			// an invalid value (max-peers out of range, ...) is the auto-configuration's
+			// to
+			// report, naming its property: the pinned memory of invalid values would
+			// name another
+			RdmaPropertiesValidator.validate(properties, name -> false);
 			pinned = PinnedMemory.of(properties);
 		}
 		catch (RuntimeException ex) {
@@ -62,9 +70,18 @@ final class RdmaPreflight {
 		checkDeviceFiles(properties);
 	}
 
+	/**
+	 * Whether {@code spring.autoconfigure.exclude} names the RDMA auto-configuration, in
+	 * any form Boot binds it from (a comma-separated value, or a YAML list: {@code [0]},
+	 * {@code [1]}, ...).
+	 */
 	private static boolean excluded(Environment environment) {
-		return environment.getProperty("spring.autoconfigure.exclude", "")
-			.contains(RdmaAutoConfiguration.class.getName());
+		return Binder.get(environment)
+			.bind("spring.autoconfigure.exclude", Bindable.listOf(String.class))
+			.orElse(List.of())
+			.stream()
+			.map(String::trim)
+			.anyMatch(RdmaAutoConfiguration.class.getName()::equals);
 	}
 
 	private static void checkDeviceFiles(RdmaProperties properties) {

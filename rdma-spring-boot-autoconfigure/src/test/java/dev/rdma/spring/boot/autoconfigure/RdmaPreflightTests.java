@@ -68,6 +68,42 @@ class RdmaPreflightTests {
 		assertThat(asked).as("the limit was not even read").hasValue(0);
 	}
 
+	/**
+	 * A YAML list ({@code exclude:} then {@code - ...RdmaAutoConfiguration}) binds as
+	 * {@code spring.autoconfigure.exclude[0]}: excluded as well (before, only the
+	 * comma-separated form was seen, and an application that excluded RDMA failed here).
+	 */
+	@Test
+	void anExclusionWrittenAsAListIsSeen() {
+		AtomicInteger asked = new AtomicInteger();
+		MockEnvironment excluded = environment(OVER_EIGHT_MEGABYTES);
+		excluded.setProperty("spring.autoconfigure.exclude[0]", "org.example.OtherAutoConfiguration");
+		excluded.setProperty("spring.autoconfigure.exclude[1]", RdmaAutoConfiguration.class.getName());
+		RdmaPreflight.check(excluded, () -> {
+			asked.incrementAndGet();
+			return DOCKER;
+		});
+		assertThat(asked).as("the limit was not even read").hasValue(0);
+		MockEnvironment other = environment(OVER_EIGHT_MEGABYTES);
+		other.setProperty("spring.autoconfigure.exclude[0]", "org.example.OtherAutoConfiguration");
+		assertThat(
+				catchThrowableOfType(RdmaConfigurationException.class, () -> RdmaPreflight.check(other, () -> DOCKER)))
+			.as("another auto-configuration excluded: still checked")
+			.isNotNull();
+	}
+
+	/**
+	 * A value the validation refuses is the auto-configuration's to report, naming its
+	 * property: {@code max-peers=2000} (at most 1024) pins far more than the limit, and
+	 * before, the preflight failed first telling to lower {@code message-size}.
+	 */
+	@Test
+	void anInvalidValueIsLeftToTheAutoConfigurationsMessage() {
+		MockEnvironment invalid = environment(OVER_EIGHT_MEGABYTES);
+		invalid.setProperty("rdma.connections.orders.max-peers", "2000");
+		assertThatNoException().isThrownBy(() -> RdmaPreflight.check(invalid, () -> DOCKER));
+	}
+
 	@Test
 	void propertiesThatDoNotBindAreLeftToTheAutoConfigurationsMessage() {
 		MockEnvironment unknownKey = environment(OVER_EIGHT_MEGABYTES);
