@@ -85,6 +85,9 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 
 	private final Map<String, ConfiguredConnection> connections = new LinkedHashMap<>();
 
+	/** {@link #connections()} once every connection is made (none is ever removed). */
+	private volatile @Nullable List<ConfiguredConnection> all;
+
 	private final Map<String, MessageListenerBinding> listeners = Collections.synchronizedMap(new LinkedHashMap<>());
 
 	private Map<String, List<AddressRange>> allowedPeers = Map.of();
@@ -176,13 +179,27 @@ public class RdmaConnectionRegistry implements SmartLifecycle, SmartInitializing
 		return routers.computeIfAbsent(queue, CompletionRouter::new);
 	}
 
-	/** Every connection, in configuration order (made on first use). */
-	public synchronized List<ConfiguredConnection> connections() {
-		List<ConfiguredConnection> all = new ArrayList<>();
-		for (ConnectionSettings s : settings) {
-			all.add(connection(s.name()));
+	/**
+	 * Every connection, in configuration order (made on first use). Once all are made,
+	 * read without the registry's lock: a health check or a meter during a
+	 * {@link #stop()}, which holds the lock while the connections close, gets them at
+	 * once.
+	 */
+	public List<ConfiguredConnection> connections() {
+		List<ConfiguredConnection> made = all;
+		if (made != null) {
+			return made;
 		}
-		return all;
+		synchronized (this) {
+			if (all == null) {
+				List<ConfiguredConnection> list = new ArrayList<>();
+				for (ConnectionSettings s : settings) {
+					list.add(connection(s.name()));
+				}
+				all = List.copyOf(list);
+			}
+			return all;
+		}
 	}
 
 	/** The names under {@code rdma.connections}. */

@@ -80,7 +80,7 @@ public class RdmaHealthIndicator extends AbstractHealthIndicator {
 			CompletionQueue queue = entry.getValue();
 			Map<String, Object> details = new LinkedHashMap<>();
 			details.put("device", queue.context().deviceName());
-			details.put("entries", queue.isClosed() ? 0 : queue.cqe());
+			details.put("entries", entries(queue));
 			details.put("cqErrors", queue.asyncErrors());
 			down |= queue.asyncErrors() > 0;
 			queues.put(entry.getKey(), details);
@@ -107,6 +107,16 @@ public class RdmaHealthIndicator extends AbstractHealthIndicator {
 		(down ? builder.down() : builder.up()).withDetail("devices", devices).withDetail("completionQueues", queues);
 		if (!connectionDetails.isEmpty()) {
 			builder.withDetail("connections", connectionDetails);
+		}
+	}
+
+	/** The queue's cqe, 0 once closed (also when it closes while this reads it). */
+	private static int entries(CompletionQueue queue) {
+		try {
+			return queue.isClosed() ? 0 : queue.cqe();
+		}
+		catch (IllegalStateException closed) {
+			return 0;
 		}
 	}
 
