@@ -346,7 +346,8 @@ public final class ConnectionId extends CmObject {
 
 	/**
 	 * {@link #disconnect()}, then waits up to {@code timeout} for DISCONNECTED (at once
-	 * when the peer disconnected first).
+	 * when the peer disconnected first, or when the connection never reached ESTABLISHED:
+	 * no DISCONNECTED comes then).
 	 * @throws ConnectionException on timeout or wake-up
 	 */
 	public void disconnect(Duration timeout) {

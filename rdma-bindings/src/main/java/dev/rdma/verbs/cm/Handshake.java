@@ -249,8 +249,12 @@ final class Handshake {
 		// also after the peer's DREQ: rdma_disconnect then answers it (DREP), which the
 		// peer's own rdma_disconnect waits for; the one DISCONNECTED of the id has come
 		boolean peerFirst = id.disconnected;
+		// never ESTABLISHED (a server's accept whose RTU never came, though the peer's
+		// first message did): ib_cm has no DREQ to send before ESTABLISHED, so no
+		// DISCONNECTED comes; the QP goes to error, and destroying the id rejects
+		boolean established = id.connected;
 		disconnect();
-		if (peerFirst) {
+		if (peerFirst || !established) {
 			return;
 		}
 		if (id.events.takeDisconnected()) {

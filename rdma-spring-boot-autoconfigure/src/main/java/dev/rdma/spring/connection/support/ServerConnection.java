@@ -360,17 +360,48 @@ public final class ServerConnection extends ConfiguredConnection {
 		closeShared();
 	}
 
+	/**
+	 * The one peer, as {@link #peers()} lists them: a peer whose disconnect was asked for
+	 * no longer counts (it stays in the list until this connection's thread has closed
+	 * it).
+	 */
 	@Override
 	PeerConnection sendTarget() {
-		List<PeerConnection> now = peers;
-		if (now.isEmpty()) {
+		PeerConnection only = onlyPeer();
+		if (only != null) {
+			return only;
+		}
+		int live = livePeers();
+		if (live == 0) {
 			throw notEstablished();
 		}
-		if (now.size() > 1) {
-			throw new IllegalStateException("connection '" + name() + "' has " + now.size()
-					+ " peers: reply through message.connection(), or send to one of peers()");
+		throw new IllegalStateException("connection '" + name() + "' has " + live
+				+ " peers: reply through message.connection(), or send to one of peers()");
+	}
+
+	/** The one peer whose disconnect was not asked for, or null (none, or several). */
+	private @Nullable PeerConnection onlyPeer() {
+		List<PeerConnection> now = peers;
+		PeerConnection only = null;
+		for (int i = 0; i < now.size(); i++) {
+			PeerConnection p = now.get(i);
+			if (!p.disconnectRequested()) {
+				if (only != null) {
+					return null;
+				}
+				only = p;
+			}
 		}
-		return now.get(0);
+		return only;
+	}
+
+	private int livePeers() {
+		List<PeerConnection> now = peers;
+		int live = 0;
+		for (int i = 0; i < now.size(); i++) {
+			live += now.get(i).disconnectRequested() ? 0 : 1;
+		}
+		return live;
 	}
 
 	@Override
@@ -390,8 +421,8 @@ public final class ServerConnection extends ConfiguredConnection {
 
 	@Override
 	public @Nullable InetSocketAddress peerAddress() {
-		List<PeerConnection> now = peers;
-		return (now.size() == 1) ? now.get(0).peerAddress() : null;
+		PeerConnection only = onlyPeer();
+		return (only != null) ? only.peerAddress() : null;
 	}
 
 	@Override
