@@ -58,6 +58,13 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 	private static final long POLL_MILLIS = 100;
 
+	// failed accepts (the accept thread's)
+	private long acceptFailures;
+
+	private long acceptFailuresLogged;
+
+	private long lastAcceptFailureLog;
+
 	private final ConnectionSettings.OutOfBandOptions options;
 
 	private volatile @Nullable ServerSocketChannel socket;
@@ -127,10 +134,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 				}
 			}
 			sel.selectedKeys().clear();
-			SocketChannel client;
-			while (server.running() && (client = ssc.accept()) != null) {
-				arrived(server, sel, client);
-			}
+			acceptArrivals(server, ssc, sel);
 			expire(server, sel);
 			if (!complete.isEmpty()) {
 				// deregistered before blocking mode: the cancelled keys go at the next
@@ -153,6 +157,46 @@ final class OutOfBandServerTransport implements ServerTransport {
 			logger.warn("RDMA connection '" + server.name() + "': accepting an exchange connection failed", ex);
 		}
 		return true;
+	}
+
+	/**
+	 * Accepts the exchange connections waiting. A failed accept (EMFILE or ENFILE: the
+	 * process or the host out of descriptors, e.g. under a flood) is counted, logged at
+	 * most once per {@link RefusalLog#INTERVAL}, and followed by a pause of one poll: the
+	 * listening socket stays ready, and the loop would otherwise spin on it. The records
+	 * already complete still go to their accept.
+	 */
+	private void acceptArrivals(ServerConnection server, ServerSocketChannel ssc, Selector sel) {
+		try {
+			SocketChannel client;
+			while (server.running() && (client = ssc.accept()) != null) {
+				arrived(server, sel, client);
+			}
+		}
+		catch (IOException ex) {
+			if (!server.running()) {
+				return;
+			}
+			server.counters.connectionError("IO_ERROR");
+			long now = System.nanoTime();
+			if (acceptFailuresLogged == 0 || now - lastAcceptFailureLog >= RefusalLog.INTERVAL.toNanos()) {
+				logger.warn("RDMA connection '" + server.name() + "': accepting an exchange connection failed ("
+						+ (acceptFailures + 1) + " time(s) since the last such line; at most one line per "
+						+ RefusalLog.INTERVAL.toSeconds() + "s): " + ex);
+				lastAcceptFailureLog = now;
+				acceptFailures = 0;
+				acceptFailuresLogged++;
+			}
+			else {
+				acceptFailures++;
+			}
+			try {
+				Thread.sleep(POLL_MILLIS);
+			}
+			catch (InterruptedException interrupted) {
+				Thread.currentThread().interrupt();
+			}
+		}
 	}
 
 	/**
