@@ -350,8 +350,10 @@ final class RdmaCmServerTransport implements ServerTransport {
 				}
 				if (e == null) {
 					if (System.nanoTime() - deadline >= 0) {
-						throw new AttemptFailedException("TIMEOUT", "rdma_accept from " + request.peerAddress()
-								+ ": no " + List.of(CmEventType.ESTABLISHED) + " in time");
+						throw new AttemptFailedException("TIMEOUT",
+								"rdma_accept from " + request.peerAddress() + ": no " + List.of(CmEventType.ESTABLISHED)
+										+ " within rdma.connections." + settings.name() + ".connect-timeout ("
+										+ settings.connectTimeout() + ")");
 					}
 					return false;
 				}

@@ -414,7 +414,7 @@ class HostilePeerDeviceTest {
 		while (seen < n) {
 			RdmaPeerRefusedEvent e = events.next(RdmaPeerRefusedEvent.class);
 			if (e.getReason() == RdmaPeerRefusedEvent.Reason.ACCEPT_FAILED) {
-				assertThat(e.getDetail()).contains("no [ESTABLISHED] in time");
+				assertThat(e.getDetail()).contains("no [ESTABLISHED] within rdma.connections.link.connect-timeout (");
 				seen++;
 			}
 		}
