@@ -80,6 +80,9 @@ final class OutOfBandLink implements PeerLink {
 
 	private final ByteBuffer scratch = ByteBuffer.allocate(64);
 
+	/** The client's {@code "done"} as it arrives (the server's side). */
+	private final ByteBuffer done = ByteBuffer.allocate(PingpongWire.DONE_BYTES_LENGTH);
+
 	private volatile boolean closed;
 
 	/** Liveness {@code none}: the socket was closed after the exchange. */
@@ -206,25 +209,61 @@ final class OutOfBandLink implements PeerLink {
 	}
 
 	/**
-	 * The server's side: reads the client's record (unless the transport read it before,
-	 * {@code record}), connects {@code qp} (INIT, receives posted), answers and waits for
-	 * the client's {@code "done"} (its QP is RTS then, or, for {@code ibv_rc_pingpong},
-	 * about to be); then the socket stays open or is closed, as {@code liveness} says.
+	 * The server's side up to its answer: reads the client's record (unless the transport
+	 * read it before, {@code record}), connects {@code qp} (INIT, receives posted) and
+	 * answers. The client's {@code "done"} (its QP is RTS then, or, for
+	 * {@code ibv_rc_pingpong}, about to be) is then read without blocking
+	 * ({@link #doneArrived}), and {@link #finishExchange} ends the exchange.
 	 */
-	Endpoint exchangeAsServer(QueuePair qp, ExchangeOptions options, ConnectionSettings.Liveness liveness,
-			long deadline, byte @Nullable [] record) {
+	Endpoint answerAsServer(QueuePair qp, ExchangeOptions options, long deadline, byte @Nullable [] record) {
 		int gidIndex = OutOfBand.gidIndex(qp.protectionDomain().context(), options);
 		Endpoint mine = OutOfBand.localEndpoint(qp, options);
 		Endpoint theirs = PingpongWire
 			.decode((record != null) ? record : read(PingpongWire.MESSAGE_BYTES, "endpoint record", deadline));
 		connectQp(qp, mine, gidIndex, theirs, options);
 		write(PingpongWire.encode(mine), "this side's endpoint record");
-		if (!PingpongWire.isDone(read(PingpongWire.DONE_BYTES_LENGTH, "\"done\"", deadline))) {
+		return theirs;
+	}
+
+	/**
+	 * Whether the client's {@code "done"} has arrived, after {@link #answerAsServer};
+	 * never blocks (what arrived so far is kept for the next call).
+	 * @throws AttemptFailedException when the client closed the connection before it, or
+	 * sent something else
+	 */
+	boolean doneArrived() {
+		try {
+			channel.configureBlocking(false);
+			try {
+				if (channel.read(done) < 0) {
+					throw new AttemptFailedException("EXCHANGE", peer + " closed the exchange connection after "
+							+ done.position() + " of the " + done.capacity() + " bytes of its \"done\"");
+				}
+			}
+			finally {
+				channel.configureBlocking(true);
+			}
+		}
+		catch (IOException ex) {
+			throw new AttemptFailedException("EXCHANGE",
+					"reading the \"done\" of " + peer + " failed: " + ex.getMessage(), ex);
+		}
+		if (done.hasRemaining()) {
+			return false;
+		}
+		if (!PingpongWire.isDone(done.array())) {
 			throw new AttemptFailedException("EXCHANGE",
 					"the exchange client " + peer + " sent something else than \"done\" after the records");
 		}
+		return true;
+	}
+
+	/**
+	 * The end of the server's exchange, once {@link #doneArrived}: the socket stays open
+	 * or is closed, as {@code liveness} says.
+	 */
+	void finishExchange(ConnectionSettings.Liveness liveness) {
 		afterExchange(liveness);
-		return theirs;
 	}
 
 	/**

@@ -36,10 +36,13 @@ import static dev.rdma.spring.connection.support.ConfiguredConnection.kindOf;
  * later).
  *
  * <p>
- * One accept, within {@code connect-timeout}: a new {@link PeerConnection} on the device
- * of the connection's queues, its QP moved to INIT on the configured port with every
- * receive buffer posted, then the exchange of {@link OutOfBandLink} (read the client's
- * record, RTR and RTS, answer, wait for the client's {@code "done"}).
+ * One accept, within {@code connect-timeout} ({@link OutOfBandRequest}): a new
+ * {@link PeerConnection} on the device of the connection's queues, its QP moved to INIT
+ * on the configured port with every receive buffer posted, then the exchange of
+ * {@link OutOfBandLink} (the client's record, RTR and RTS, the answer). The client's
+ * {@code "done"} is then read without blocking at each turn of the loop, the peer counted
+ * against {@code max-peers} meanwhile ({@link #pendingPeers}): a client that answers
+ * nothing holds up no other peer's accept, and is dropped at its {@code connect-timeout}.
  *
  * <p>
  * <b>A peer's end.</b> With {@code out-of-band.liveness: tcp} (the default) each peer's
@@ -57,6 +60,21 @@ final class OutOfBandServerTransport implements ServerTransport {
 	private static final Log logger = LogFactory.getLog(OutOfBandServerTransport.class);
 
 	private static final long POLL_MILLIS = 100;
+
+	/** How long a wait lasts while answered peers wait for their "done". */
+	private static final long ANSWERED_POLL_MILLIS = 20;
+
+	/**
+	 * Accepted peers whose answer went out and whose {@code "done"} has not arrived, in
+	 * accept order (the accepting thread adds and takes them; {@link #close} takes those
+	 * left). Guarded by itself.
+	 */
+	private final List<OutOfBandRequest> answered = new ArrayList<>();
+
+	/**
+	 * Set by {@link #close}: no peer waits for its "done" any more. Guarded by answered.
+	 */
+	private boolean closed;
 
 	// failed accepts (the accept thread's)
 	private long acceptFailures;
@@ -126,7 +144,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 			return false;
 		}
 		try {
-			sel.select(POLL_MILLIS);
+			sel.select(pendingPeers() > 0 ? ANSWERED_POLL_MILLIS : POLL_MILLIS);
 			List<Pending> complete = new ArrayList<>();
 			for (SelectionKey key : sel.selectedKeys()) {
 				if (key.isValid() && key.isReadable() && key.attachment() instanceof Pending p && p.read(server)) {
@@ -142,9 +160,10 @@ final class OutOfBandServerTransport implements ServerTransport {
 				sel.selectNow();
 				sel.selectedKeys().clear();
 				for (Pending p : complete) {
-					server.accept(new LinkRequest(server, p.channel, p.record.array()));
+					server.accept(new OutOfBandRequest(this, options, server, p.channel, p.record.array()));
 				}
 			}
+			checkAnswered(server);
 		}
 		catch (ClosedSelectorException ex) {
 			return false;
@@ -205,7 +224,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 	 * blocking) for its record, until {@code connect-timeout}.
 	 */
 	private void arrived(ServerConnection server, Selector sel, SocketChannel client) throws IOException {
-		LinkRequest early = new LinkRequest(server, client, null);
+		OutOfBandRequest early = new OutOfBandRequest(this, options, server, client, null);
 		if (server.refused(early)) {
 			return;
 		}
@@ -232,6 +251,54 @@ final class OutOfBandServerTransport implements ServerTransport {
 						p.from + " did not send its " + PingpongWire.MESSAGE_BYTES + "-byte endpoint record within "
 								+ server.settings.connectTimeout().toMillis() + " ms (connect-timeout; got "
 								+ p.record.position() + " bytes)");
+			}
+		}
+	}
+
+	@Override
+	public int pendingPeers() {
+		synchronized (answered) {
+			return answered.size();
+		}
+	}
+
+	/**
+	 * Hands each answered peer whose {@code "done"} arrived to the server, and drops each
+	 * one whose exchange failed or whose {@code connect-timeout} passed: a client that
+	 * sent its record and never its {@code "done"} holds up no other peer's accept.
+	 */
+	private void checkAnswered(ServerConnection server) {
+		List<OutOfBandRequest> now;
+		synchronized (answered) {
+			if (answered.isEmpty()) {
+				return;
+			}
+			now = new ArrayList<>(answered);
+		}
+		for (OutOfBandRequest r : now) {
+			RuntimeException failure = null;
+			boolean done = false;
+			try {
+				done = r.doneArrived();
+			}
+			catch (RuntimeException ex) {
+				failure = ex;
+			}
+			if (!done && failure == null) {
+				continue;
+			}
+			synchronized (answered) {
+				if (!answered.remove(r)) {
+					continue; // taken by close (stopping)
+				}
+			}
+			PeerConnection peer = r.peer();
+			if (failure == null && peer != null) {
+				server.established(r, peer);
+			}
+			else {
+				server.acceptFailed(r, (failure != null) ? failure
+						: new AttemptFailedException("ERROR", "exchange with " + r.from() + ": no peer made"));
 			}
 		}
 	}
@@ -341,6 +408,16 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 	@Override
 	public void close() {
+		// the peers still waiting for their "done": dropped with everything made for them
+		List<OutOfBandRequest> left;
+		synchronized (answered) {
+			closed = true;
+			left = new ArrayList<>(answered);
+			answered.clear();
+		}
+		for (OutOfBandRequest r : left) {
+			r.close();
+		}
 		for (Pending p : new ArrayList<>(pending)) {
 			p.drop();
 		}
@@ -355,7 +432,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 		return server.running() ? server.queueDevice() : null;
 	}
 
-	private static void closeQuietly(@Nullable AutoCloseable closeable) {
+	static void closeQuietly(@Nullable AutoCloseable closeable) {
 		if (closeable != null) {
 			try {
 				closeable.close();
@@ -366,105 +443,24 @@ final class OutOfBandServerTransport implements ServerTransport {
 		}
 	}
 
-	/** A client's TCP connection. */
-	private final class LinkRequest extends PendingPeer implements Request {
-
-		private final SocketChannel client;
-
-		/** The client's record, read before (null: read by the exchange). */
-		private final byte @Nullable [] record;
-
-		private @Nullable OutOfBandLink link;
-
-		LinkRequest(ServerConnection server, SocketChannel client, byte @Nullable [] record) {
-			super(server);
-			this.client = client;
-			this.record = record;
-		}
-
-		@Override
-		public boolean admitted() {
-			return record != null;
-		}
-
-		@Override
-		public String from() {
-			OutOfBandLink l = link;
-			if (l != null) {
-				return l.describePeer();
+	/**
+	 * Called by {@link OutOfBandRequest#accept} once its answer went out: the peer waits
+	 * for its {@code "done"} from now on ({@link #checkAnswered}).
+	 * @throws AttemptFailedException STOPPED when a close (stopping) took the answered
+	 * peers already (the caller drops this one)
+	 */
+	void answered(OutOfBandRequest request) {
+		synchronized (answered) {
+			if (closed) {
+				throw new AttemptFailedException("STOPPED", "stopping");
 			}
-			try {
-				return (client.getRemoteAddress() instanceof InetSocketAddress a) ? OutOfBandLink.format(a) : "?";
-			}
-			catch (IOException | RuntimeException ex) {
-				return "? (" + ex.getMessage() + ")";
-			}
+			answered.add(request);
 		}
+	}
 
-		@Override
-		public String refusal() {
-			return "turns a peer from " + from() + " away";
-		}
-
-		@Override
-		public void turnAway() {
-			closeQuietly(client);
-		}
-
-		@Override
-		public @Nullable InetSocketAddress peerAddress() {
-			try {
-				return (client.getRemoteAddress() instanceof InetSocketAddress a) ? a : null;
-			}
-			catch (IOException | RuntimeException ex) {
-				return null;
-			}
-		}
-
-		@Override
-		public byte[] privateData() {
-			return new byte[0];
-		}
-
-		@Override
-		public void refuse(byte[] rejectData) {
-			// nothing is sent: the client reads the end of the stream before any record
-			closeQuietly(client);
-		}
-
-		@Override
-		public PeerConnection accept(long deadline) {
-			try {
-				OutOfBandLink link = OutOfBandLink.accepted(client);
-				this.link = link;
-				accepting = link;
-				if (!connection.running()) {
-					throw new AttemptFailedException("STOPPED", "stopping");
-				}
-				PeerConnection peer = newPeer(link);
-				QueuePair qp = peer.queuePair();
-				qp.moveToInit(options.port());
-				peer.postReceives();
-				link.exchangeAsServer(qp, OutOfBandLink.options(settings, settings.connectTimeout()),
-						options.liveness(), deadline, record);
-				return peer;
-			}
-			finally {
-				accepting = null;
-			}
-		}
-
-		@Override
-		void release() {
-			OutOfBandLink l = link;
-			if (l != null) {
-				l.close();
-			}
-			else {
-				closeQuietly(client);
-			}
-		}
-
+	/** The link whose accept is under way (a wake-up closes it), or null. */
+	void accepting(@Nullable OutOfBandLink link) {
+		accepting = link;
 	}
 
 }

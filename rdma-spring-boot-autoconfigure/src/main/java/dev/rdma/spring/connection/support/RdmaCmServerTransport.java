@@ -116,6 +116,9 @@ final class RdmaCmServerTransport implements ServerTransport {
 		return "on " + server.settings.address() + " (up to " + server.settings.maxPeers() + " peer(s))";
 	}
 
+	/** The most listener events one turn of the accept loop handles. */
+	private static final int DRAIN = 256;
+
 	@Override
 	public boolean awaitRequests(ServerConnection server) {
 		ConnectionId id = listener;
@@ -134,7 +137,11 @@ final class RdmaCmServerTransport implements ServerTransport {
 			logger.warn("RDMA connection '" + server.name() + "': reading rdma_cm events failed", ex);
 			return true;
 		}
-		if (e != null) {
+		// then what is already there, up to DRAIN in all: the peers' and the pending
+		// peers' event reads of this loop queue the connect requests they find on the
+		// shared channel, and a flood that queued more than one per turn would otherwise
+		// grow without bound (each read request frees its slot of the kernel's backlog)
+		for (int n = 0; e != null; n++) {
 			if (e.type() == CmEventType.CONNECT_REQUEST) {
 				server.accept(new CmRequest(server, e.id()));
 			}
@@ -142,6 +149,15 @@ final class RdmaCmServerTransport implements ServerTransport {
 				server.counters.connectionError(e.type().name());
 				logger.error("RDMA connection '" + server.name() + "': the device of " + server.settings.address()
 						+ " was removed; no more peers are accepted");
+			}
+			if (n + 1 >= DRAIN || !server.running()) {
+				break;
+			}
+			try {
+				e = id.getEvent(Duration.ZERO);
+			}
+			catch (RuntimeException ex) {
+				break; // reported by the next turn's wait
 			}
 		}
 		checkPending(server);

@@ -36,6 +36,8 @@ import dev.rdma.verbs.WcStatus;
 import dev.rdma.verbs.cm.CmEvent;
 import dev.rdma.verbs.cm.CmEventType;
 import dev.rdma.verbs.cm.ConnectionException;
+import dev.rdma.verbs.exchange.Endpoint;
+import dev.rdma.verbs.exchange.PingpongWire;
 import dev.rdma.verbs.testing.DeviceTestSupport;
 import dev.rdma.verbs.testing.TwoDeviceTest;
 import dev.rdma.verbs.testing.TwoDevices;
@@ -546,6 +548,68 @@ class HostilePeerDeviceTest {
 			assertThat(serverLink.peers()).hasSize(1);
 			await("the server's objects back to their count", () -> NativeObjects.open() == objects);
 			await("the process's file descriptors back to their count", () -> openFds() <= fds);
+		}
+	}
+
+	/**
+	 * Out of band: clients that send a valid record, read the server's answer and never
+	 * send their {@code "done"} wait side by side, each until its {@code connect-timeout}
+	 * (8 s here), and a well-behaved client connects meanwhile at once. Before, the
+	 * accept thread read each {@code "done"} in turn, blocking until that timeout: the
+	 * second silent client got no answer for 8 s, and a well-behaved client waited behind
+	 * all three (24 s).
+	 */
+	@Test
+	void outOfBandClientsThatNeverSendDoneHoldUpNoOtherAccept() throws Exception {
+		TwoDevices two = tier.two();
+		int port = tier.port();
+		Duration serverTimeout = Duration.ofSeconds(8);
+		InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(two.b().ipv4()), port);
+		try (ConfigurableApplicationContext serverApp = ConnectionApps.outOfBandServer(two.b(), port, "max-peers=8",
+				"connect-timeout=" + serverTimeout.toMillis() + "ms")) {
+			RdmaConnection serverLink = serverApp.getBean(ConnectionApps.NAME, RdmaConnection.class);
+			long objects = NativeObjects.open();
+			// a valid RC record with the client device's GID and a QPN no QP has
+			byte[] record = PingpongWire.encode(new Endpoint(0, 0x11, 0x22, two.a().gid(), Endpoint.UNKNOWN_MTU));
+			List<Socket> silent = new ArrayList<>();
+			long first = System.nanoTime();
+			for (int i = 0; i < 3; i++) {
+				Socket socket = connect(two.a().ipv4(), server);
+				socket.getOutputStream().write(record);
+				silent.add(socket);
+			}
+			for (Socket socket : silent) {
+				byte[] answer = socket.getInputStream().readNBytes(PingpongWire.MESSAGE_BYTES);
+				assertThat(answer).as("the server's answer to each silent client, within 5 s").hasSize(52);
+			}
+			step("out of band: three clients answered, none sends its \"done\"");
+			try (ConfigurableApplicationContext clientApp = ConnectionApps.outOfBandClient(two.a(), two.b(), port)) {
+				RdmaConnection link = clientApp.getBean(ConnectionApps.NAME, RdmaConnection.class);
+				ConnectionApps.Collector collector = clientApp.getBean(ConnectionApps.Collector.class);
+				await("the well-behaved client connected",
+						() -> link.state() == ConnectionState.ESTABLISHED && serverLink.peers().size() == 1);
+				Duration took = Duration.ofNanos(System.nanoTime() - first);
+				step("out of band: the client connected " + took.toMillis() + " ms after the first silent one");
+				assertThat(took).as("connected before the silent clients' connect-timeout").isLessThan(serverTimeout);
+				exchange(link, collector, 0, 10, 64);
+				for (Socket socket : silent) {
+					socket.setSoTimeout((int) serverTimeout.plusSeconds(10).toMillis());
+					int read;
+					try {
+						read = socket.getInputStream().read();
+					}
+					catch (java.net.SocketException reset) {
+						read = -1;
+					}
+					assertThat(read).as("a silent client closed at its connect-timeout").isEqualTo(-1);
+					socket.close();
+				}
+				assertThat(Duration.ofNanos(System.nanoTime() - first)).as("the silent clients dropped")
+					.isGreaterThanOrEqualTo(serverTimeout.minusSeconds(1));
+				exchange(link, collector, 100, 10, 64);
+				assertThat(serverLink.peers()).hasSize(1);
+			}
+			await("the server's objects back to their count", () -> NativeObjects.open() == objects);
 		}
 	}
 
