@@ -70,19 +70,36 @@ public final class LockedMemory {
 	/** The limit of this process, {@link Limit#UNLIMITED} when /proc cannot be read. */
 	public static Limit current() {
 		try {
-			return parse(Files.readString(Path.of("/proc/self/limits")),
-					Files.readString(Path.of("/proc/self/status")));
+			Path uidMap = Path.of("/proc/self/uid_map");
+			return parse(Files.readString(Path.of("/proc/self/limits")), Files.readString(Path.of("/proc/self/status")),
+					Files.isReadable(uidMap) ? Files.readString(uidMap) : INITIAL_UID_MAP);
 		}
 		catch (IOException | RuntimeException ex) {
 			return Limit.UNLIMITED;
 		}
 	}
 
+	/** The {@code uid_map} of the initial user namespace: every id mapped to itself. */
+	static final String INITIAL_UID_MAP = "0 0 4294967295";
+
 	/**
-	 * Parses {@code /proc/<pid>/limits} and {@code /proc/<pid>/status} text.
+	 * Parses {@code /proc/<pid>/limits} and {@code /proc/<pid>/status} text, for a
+	 * process of the initial user namespace.
 	 * @throws IllegalArgumentException when the limits lack a "Max locked memory" line
 	 */
 	public static Limit parse(String limits, String status) {
+		return parse(limits, status, INITIAL_UID_MAP);
+	}
+
+	/**
+	 * Parses {@code /proc/<pid>/limits}, {@code /proc/<pid>/status} and
+	 * {@code /proc/<pid>/uid_map} text. {@code CAP_IPC_LOCK} counts only in the initial
+	 * user namespace ({@code uid_map} maps every id to itself): the kernel checks it
+	 * there ({@code capable()} in {@code ib_umem_get}), so in a rootless container (a
+	 * user namespace of its own) the bit shows in {@code CapEff} and lifts no limit.
+	 * @throws IllegalArgumentException when the limits lack a "Max locked memory" line
+	 */
+	public static Limit parse(String limits, String status, String uidMap) {
 		long soft = -2;
 		long hard = -2;
 		for (String line : limits.lines().toList()) {
@@ -102,7 +119,8 @@ public final class LockedMemory {
 				ipcLock = (caps & (1L << CAP_IPC_LOCK)) != 0;
 			}
 		}
-		return new Limit(soft, hard, ipcLock);
+		boolean initialNamespace = String.join(" ", uidMap.trim().split("\\s+")).equals(INITIAL_UID_MAP);
+		return new Limit(soft, hard, ipcLock && initialNamespace);
 	}
 
 	private static long value(String field) {

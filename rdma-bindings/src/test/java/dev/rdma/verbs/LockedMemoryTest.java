@@ -44,6 +44,23 @@ class LockedMemoryTest {
 		assertThatIllegalArgumentException().isThrownBy(() -> LockedMemory.parse("Max open files 1 2 files", ""));
 	}
 
+	/**
+	 * CAP_IPC_LOCK lifts the limit only in the initial user namespace: the kernel checks
+	 * it there. In a rootless container (root mapped to an unprivileged id) the bit shows
+	 * in CapEff and the limit still applies; before, the check trusted the bit and
+	 * ibv_reg_mr then failed with ENOMEM.
+	 */
+	@Test
+	void theCapabilityCountsOnlyInTheInitialUserNamespace() {
+		String caps = "CapEff:\t000001ffffffffff\n";
+		assertThat(LockedMemory.parse(LIMITS, caps, "         0          0 4294967295\n").ipcLock()).isTrue();
+		LockedMemory.Limit rootless = LockedMemory.parse(LIMITS, caps, "         0     100000      65536\n");
+		assertThat(rootless.ipcLock()).as("root of a user namespace of its own").isFalse();
+		assertThat(rootless.unlimited()).isFalse();
+		assertThat(rootless.describe()).isEqualTo("65536 bytes (64 KiB, RLIMIT_MEMLOCK)");
+		assertThat(LockedMemory.parse(LIMITS, caps, "0 1000 1\n1 100000 65536\n").ipcLock()).isFalse();
+	}
+
 	@Test
 	void theCurrentLimitIsReadFromProc() {
 		LockedMemory.Limit limit = LockedMemory.current();
