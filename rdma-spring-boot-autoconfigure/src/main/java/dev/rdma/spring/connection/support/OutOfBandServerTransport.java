@@ -64,17 +64,8 @@ final class OutOfBandServerTransport implements ServerTransport {
 	/** How long a wait lasts while answered peers wait for their "done". */
 	private static final long ANSWERED_POLL_MILLIS = 20;
 
-	/**
-	 * Accepted peers whose answer went out and whose {@code "done"} has not arrived, in
-	 * accept order (the accepting thread adds and takes them; {@link #close} takes those
-	 * left). Guarded by itself.
-	 */
-	private final List<OutOfBandRequest> answered = new ArrayList<>();
-
-	/**
-	 * Set by {@link #close}: no peer waits for its "done" any more. Guarded by answered.
-	 */
-	private boolean closed;
+	/** Accepted peers whose answer went out and whose {@code "done"} has not arrived. */
+	private final PendingAccepts<OutOfBandRequest> answered = new PendingAccepts<>();
 
 	// failed accepts (the accept thread's)
 	private long acceptFailures;
@@ -163,7 +154,8 @@ final class OutOfBandServerTransport implements ServerTransport {
 					server.accept(new OutOfBandRequest(this, options, server, p.channel, p.record.array()));
 				}
 			}
-			checkAnswered(server);
+			// a client that answers nothing holds up no other peer's accept
+			answered.check(server, OutOfBandRequest::doneArrived);
 		}
 		catch (ClosedSelectorException ex) {
 			return false;
@@ -257,50 +249,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 	@Override
 	public int pendingPeers() {
-		synchronized (answered) {
-			return answered.size();
-		}
-	}
-
-	/**
-	 * Hands each answered peer whose {@code "done"} arrived to the server, and drops each
-	 * one whose exchange failed or whose {@code connect-timeout} passed: a client that
-	 * sent its record and never its {@code "done"} holds up no other peer's accept.
-	 */
-	private void checkAnswered(ServerConnection server) {
-		List<OutOfBandRequest> now;
-		synchronized (answered) {
-			if (answered.isEmpty()) {
-				return;
-			}
-			now = new ArrayList<>(answered);
-		}
-		for (OutOfBandRequest r : now) {
-			RuntimeException failure = null;
-			boolean done = false;
-			try {
-				done = r.doneArrived();
-			}
-			catch (RuntimeException ex) {
-				failure = ex;
-			}
-			if (!done && failure == null) {
-				continue;
-			}
-			synchronized (answered) {
-				if (!answered.remove(r)) {
-					continue; // taken by close (stopping)
-				}
-			}
-			PeerConnection peer = r.peer();
-			if (failure == null && peer != null) {
-				server.established(r, peer);
-			}
-			else {
-				server.acceptFailed(r, (failure != null) ? failure
-						: new AttemptFailedException("ERROR", "exchange with " + r.from() + ": no peer made"));
-			}
-		}
+		return answered.size();
 	}
 
 	/** How many exchange connections may wait for their records at once. */
@@ -409,13 +358,7 @@ final class OutOfBandServerTransport implements ServerTransport {
 	@Override
 	public void close() {
 		// the peers still waiting for their "done": dropped with everything made for them
-		List<OutOfBandRequest> left;
-		synchronized (answered) {
-			closed = true;
-			left = new ArrayList<>(answered);
-			answered.clear();
-		}
-		for (OutOfBandRequest r : left) {
+		for (OutOfBandRequest r : answered.close()) {
 			r.close();
 		}
 		for (Pending p : new ArrayList<>(pending)) {
@@ -445,16 +388,14 @@ final class OutOfBandServerTransport implements ServerTransport {
 
 	/**
 	 * Called by {@link OutOfBandRequest#accept} once its answer went out: the peer waits
-	 * for its {@code "done"} from now on ({@link #checkAnswered}).
+	 * for its {@code "done"} from now on ({@link PendingAccepts#check}, at each turn).
 	 * @throws AttemptFailedException STOPPED when a close (stopping) took the answered
 	 * peers already (the caller drops this one)
 	 */
 	void answered(OutOfBandRequest request) {
-		synchronized (answered) {
-			if (closed) {
-				throw new AttemptFailedException("STOPPED", "stopping");
-			}
-			answered.add(request);
+		if (!answered.add(request, () -> {
+		})) {
+			throw new AttemptFailedException("STOPPED", "stopping");
 		}
 	}
 

@@ -59,10 +59,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 	 * Accepted peers waiting for ESTABLISHED, in accept order (the accepting thread adds
 	 * and takes them; {@link #close} takes those left). Guarded by itself.
 	 */
-	private final List<CmRequest> pending = new ArrayList<>();
-
-	/** Set by {@link #close}: no peer is made pending any more. Guarded by pending. */
-	private boolean closed;
+	private final PendingAccepts<CmRequest> pending = new PendingAccepts<>();
 
 	@Override
 	public void listen(ServerConnection server) {
@@ -160,55 +157,13 @@ final class RdmaCmServerTransport implements ServerTransport {
 				break; // reported by the next turn's wait
 			}
 		}
-		checkPending(server);
+		pending.check(server, CmRequest::established);
 		return true;
 	}
 
 	@Override
 	public int pendingPeers() {
-		synchronized (pending) {
-			return pending.size();
-		}
-	}
-
-	/**
-	 * Hands each pending peer whose ESTABLISHED arrived to the server, and drops each one
-	 * whose id had an error event or whose {@code connect-timeout} passed.
-	 */
-	private void checkPending(ServerConnection server) {
-		List<CmRequest> now;
-		synchronized (pending) {
-			if (pending.isEmpty()) {
-				return;
-			}
-			now = new ArrayList<>(pending);
-		}
-		for (CmRequest r : now) {
-			RuntimeException failure = null;
-			boolean established = false;
-			try {
-				established = r.established();
-			}
-			catch (RuntimeException ex) {
-				failure = ex;
-			}
-			if (!established && failure == null) {
-				continue;
-			}
-			synchronized (pending) {
-				if (!pending.remove(r)) {
-					continue; // taken by close (stopping)
-				}
-			}
-			PeerConnection peer = r.peer();
-			if (failure == null && peer != null) {
-				server.established(r, peer);
-			}
-			else {
-				server.acceptFailed(r, (failure != null) ? failure
-						: new AttemptFailedException("ERROR", "rdma_accept from " + r.from() + ": no peer made"));
-			}
-		}
+		return pending.size();
 	}
 
 	@Override
@@ -252,13 +207,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 	@Override
 	public void close() {
 		// the peers still pending: dropped with everything made for them
-		List<CmRequest> left;
-		synchronized (pending) {
-			closed = true;
-			left = new ArrayList<>(pending);
-			pending.clear();
-		}
-		for (CmRequest r : left) {
+		for (CmRequest r : pending.close()) {
 			r.close();
 		}
 		ConnectionId id = listener;
@@ -320,7 +269,7 @@ final class RdmaCmServerTransport implements ServerTransport {
 
 		/**
 		 * Everything up to {@code rdma_accept}, without waiting for ESTABLISHED: the peer
-		 * is pending from then on ({@link #checkPending}), and null is returned.
+		 * is pending from then on ({@link PendingAccepts#check}), and null is returned.
 		 */
 		@Override
 		public @Nullable PeerConnection accept(long deadline) {
@@ -336,15 +285,10 @@ final class RdmaCmServerTransport implements ServerTransport {
 			request.moveQueuePair(qp, QueuePair.State.RTS);
 			CmEvent connectRequest = request.request();
 			peer.remoteRegion((connectRequest != null) ? RemoteRegion.parse(connectRequest.privateData()) : null);
-			synchronized (pending) {
-				// under the lock: a close (stopping) that took the pending peers has
-				// set closed, and this one is dropped by the caller
-				if (closed) {
-					throw new AttemptFailedException("STOPPED",
-							"rdma_accept from " + request.peerAddress() + ": stopping");
-				}
-				request.accept(qp, settings.cm(), peer.privateData());
-				pending.add(this);
+			// rdma_accept under the pending peers' lock: a close (stopping) that took
+			// them refuses this one before, and the caller drops it
+			if (!pending.add(this, () -> request.accept(qp, settings.cm(), peer.privateData()))) {
+				throw new AttemptFailedException("STOPPED", "rdma_accept from " + request.peerAddress() + ": stopping");
 			}
 			return null;
 		}
