@@ -34,9 +34,20 @@ class ContainerRestartTests {
 
 	/** A queue (stub) that delivers one completion per {@code pending} count. */
 	private static CompletionQueue queue(AtomicInteger pending) {
+		return queue(pending, new AtomicInteger());
+	}
+
+	/**
+	 * A queue (stub) whose first {@code errors} polls throw an OutOfMemoryError, then
+	 * delivers one completion per {@code pending} count.
+	 */
+	private static CompletionQueue queue(AtomicInteger pending, AtomicInteger errors) {
 		CompletionQueue queue = PollerStubs.queue(null);
 		WorkCompletion completion = mock(WorkCompletion.class, withSettings().stubOnly());
 		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
+			if (errors.getAndUpdate(e -> Math.max(0, e - 1)) > 0) {
+				throw new OutOfMemoryError("a poll that ran out of memory (test)");
+			}
 			if (pending.get() <= 0) {
 				return 0;
 			}
@@ -110,20 +121,7 @@ class ContainerRestartTests {
 		AtomicInteger pending = new AtomicInteger();
 		AtomicInteger delivered = new AtomicInteger();
 		AtomicInteger errors = new AtomicInteger(1);
-		CompletionQueue queue = PollerStubs.queue(null);
-		WorkCompletion completion = mock(WorkCompletion.class, withSettings().stubOnly());
-		when(queue.poll(any(WorkCompletionBuffer.class), any(CompletionHandler.class))).thenAnswer(call -> {
-			if (errors.getAndUpdate(e -> Math.max(0, e - 1)) > 0) {
-				throw new OutOfMemoryError("a poll that ran out of memory (test)");
-			}
-			if (pending.get() <= 0) {
-				return 0;
-			}
-			pending.decrementAndGet();
-			call.getArgument(1, CompletionHandler.class).onCompletion(completion);
-			return 1;
-		});
-		CompletionQueueListenerContainer container = container(queue, false);
+		CompletionQueueListenerContainer container = container(queue(pending, errors), false);
 		container.setupListener("listener", c -> delivered.incrementAndGet(), false);
 		container.start();
 		Thread first = container.thread();

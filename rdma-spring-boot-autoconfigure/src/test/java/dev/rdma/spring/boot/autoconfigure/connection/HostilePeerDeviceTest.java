@@ -593,15 +593,7 @@ class HostilePeerDeviceTest {
 				assertThat(took).as("connected before the silent clients' connect-timeout").isLessThan(serverTimeout);
 				exchange(link, collector, 0, 10, 64);
 				for (Socket socket : silent) {
-					socket.setSoTimeout((int) serverTimeout.plusSeconds(10).toMillis());
-					int read;
-					try {
-						read = socket.getInputStream().read();
-					}
-					catch (java.net.SocketException reset) {
-						read = -1;
-					}
-					assertThat(read).as("a silent client closed at its connect-timeout").isEqualTo(-1);
+					assertClosed(socket, "a silent client, at its connect-timeout", serverTimeout.plusSeconds(10));
 					socket.close();
 				}
 				assertThat(Duration.ofNanos(System.nanoTime() - first)).as("the silent clients dropped")
@@ -619,7 +611,12 @@ class HostilePeerDeviceTest {
 	 * to a hostile exchange before its end.
 	 */
 	private static void assertClosed(Socket socket, String what) throws Exception {
-		socket.setSoTimeout((int) CONNECT_TIMEOUT.plusSeconds(5).toMillis());
+		assertClosed(socket, what, CONNECT_TIMEOUT.plusSeconds(5));
+	}
+
+	/** {@link #assertClosed(Socket, String)} within {@code within}. */
+	private static void assertClosed(Socket socket, String what, Duration within) throws Exception {
+		socket.setSoTimeout((int) within.toMillis());
 		int read;
 		try {
 			read = socket.getInputStream().read();

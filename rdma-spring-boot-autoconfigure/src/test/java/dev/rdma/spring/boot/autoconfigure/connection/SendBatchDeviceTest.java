@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.LongStream;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -104,11 +105,7 @@ class SendBatchDeviceTest {
 		assertThat(after.sendsPosted() - before.sendsPosted()).as("work requests posted").isEqualTo(16);
 		await("16 echoes", () -> collector.echoes.size() == 16);
 		assertThat(collector.problems).isEmpty();
-		List<Long> expected = new ArrayList<>();
-		for (long seq = 1000; seq < 1016; seq++) {
-			expected.add(seq);
-		}
-		assertThat(new ArrayList<>(collector.echoes)).as("in the order added").isEqualTo(expected);
+		assertThat(new ArrayList<>(collector.echoes)).as("in the order added").isEqualTo(sequence(1000, 1016));
 		assertThat(link.statistics().sendsRefused()).isZero();
 	}
 
@@ -274,13 +271,16 @@ class SendBatchDeviceTest {
 			assertThat(after.sendsPosted() - before.sendsPosted()).isEqualTo(8);
 			await("sixteen echoes", () -> echoes.echoes.size() == 16);
 			assertThat(echoes.problems).isEmpty();
-			List<Long> expected = new ArrayList<>();
-			for (long seq = 3000; seq < 3016; seq++) {
-				expected.add(seq);
-			}
-			assertThat(new ArrayList<>(echoes.echoes)).as("in the order added").isEqualTo(expected);
+			assertThat(new ArrayList<>(echoes.echoes)).as("in the order added").isEqualTo(sequence(3000, 3016));
 			assertThat(after.sendsRefused()).isZero();
 		}
+	}
+
+	/**
+	 * The sequence numbers {@code from} (inclusive) to {@code to} (exclusive), in order.
+	 */
+	private static List<Long> sequence(long from, long to) {
+		return LongStream.range(from, to).boxed().toList();
 	}
 
 	/** Waits until every send so far has completed (no echo or completion to come). */
